@@ -1,0 +1,249 @@
+"""One convolution as cuDNN sees it, with every field that can change its result or speed.
+
+Pure Python: the planner, the cache and the runtime all key on `ConvProblem.key()`, so two
+problems that differ in any field never share a plan or a benchmark row.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from typing import Literal
+
+Kernel = Literal["forward", "backward_data", "backward_filter"]
+KERNELS: tuple[Kernel, ...] = ("forward", "backward_data", "backward_filter")
+
+DTYPES = ("float32", "float16", "bfloat16", "float64")
+MATH_TYPES = ("default", "tensor_op", "tensor_op_allow_conversion", "fma")
+MODES = ("cross_correlation", "convolution")
+LAYOUTS = {2: ("NCHW", "NHWC"), 3: ("NCDHW", "NDHWC")}
+ITEMSIZE = {"float32": 4, "float16": 2, "bfloat16": 2, "float64": 8}
+
+
+def check_kernel(kernel: str) -> Kernel:
+    if kernel not in KERNELS:
+        raise ValueError(f"unknown kernel {kernel!r}; expected one of {', '.join(KERNELS)}")
+    return kernel  # type: ignore[return-value]
+
+
+def conv_output_size(size: int, kernel: int, pad: int, stride: int, dilation: int) -> int:
+    """Output extent of one spatial dimension (cuDNN's formula); may be < 1 for bad inputs."""
+    return (size + 2 * pad - dilation * (kernel - 1) - 1) // stride + 1
+
+
+def packed_strides(dims: tuple[int, ...], layout: str) -> tuple[int, ...]:
+    """Element strides of a packed tensor with logical dims (N, C, *spatial) in `layout`."""
+    if layout in ("NCHW", "NCDHW"):
+        order = [0, 1, *range(2, len(dims))]  # outermost first
+    else:
+        order = [0, *range(2, len(dims)), 1]
+    strides = [0] * len(dims)
+    step = 1
+    for axis in reversed(order):
+        strides[axis] = step
+        step *= dims[axis]
+    return tuple(strides)
+
+
+def _tuple(value: int | tuple[int, ...] | list[int], rank: int, name: str) -> tuple[int, ...]:
+    if isinstance(value, int):
+        return (value,) * rank
+    value = tuple(value)
+    if len(value) != rank or not all(isinstance(v, int) for v in value):
+        raise ValueError(f"{name} must be an int or {rank} ints, got {value!r}")
+    return value
+
+
+@dataclasses.dataclass(frozen=True)
+class ConvProblem:
+    """A convolution y = conv(x, w) of rank 2 (NCHW/NHWC) or 3 (NCDHW/NDHWC).
+
+    Dimensions are logical: `input_size` and `filter_size` are spatial extents in the order
+    (D,) H, W whatever the memory layout. Strides of x and y are element strides in logical
+    order (N, C, *spatial); packed strides for `layout` are filled in when not given.
+    """
+
+    batch: int
+    in_channels: int
+    out_channels: int
+    input_size: tuple[int, ...]
+    filter_size: tuple[int, ...]
+    padding: tuple[int, ...]
+    stride: tuple[int, ...]
+    dilation: tuple[int, ...]
+    groups: int = 1
+    layout: str = "NCHW"
+    filter_layout: str = ""
+    dtype: str = "float32"
+    compute_dtype: str = ""
+    math_type: str = "default"
+    mode: str = "cross_correlation"
+    x_strides: tuple[int, ...] = ()
+    y_strides: tuple[int, ...] = ()
+
+    @classmethod
+    def create(
+        cls,
+        batch: int,
+        in_channels: int,
+        out_channels: int,
+        input_size: tuple[int, ...] | list[int],
+        filter_size: tuple[int, ...] | list[int] | int,
+        padding: int | tuple[int, ...] = 0,
+        stride: int | tuple[int, ...] = 1,
+        dilation: int | tuple[int, ...] = 1,
+        **fields: object,
+    ) -> ConvProblem:
+        """Build a problem, broadcasting int padding/stride/dilation/filter over the rank."""
+        input_size = tuple(input_size)
+        rank = len(input_size)
+        return cls(
+            batch=batch,
+            in_channels=in_channels,
+            out_channels=out_channels,
+            input_size=input_size,
+            filter_size=_tuple(filter_size, rank, "filter_size"),
+            padding=_tuple(padding, rank, "padding"),
+            stride=_tuple(stride, rank, "stride"),
+            dilation=_tuple(dilation, rank, "dilation"),
+            **fields,  # type: ignore[arg-type]
+        )
+
+    def __post_init__(self) -> None:
+        rank = len(self.input_size)
+        if rank not in LAYOUTS:
+            raise ValueError(f"only 2D and 3D convolutions are supported, got {rank} spatial dims")
+        if not self.filter_layout:
+            object.__setattr__(self, "filter_layout", self.layout)
+        if not self.compute_dtype:
+            # cuDNN computes half-precision convolutions in float32 unless told otherwise.
+            compute = "float64" if self.dtype == "float64" else "float32"
+            object.__setattr__(self, "compute_dtype", compute)
+        self._validate(rank)
+        if not self.x_strides:
+            object.__setattr__(self, "x_strides", packed_strides(self.x_dims, self.layout))
+        if not self.y_strides:
+            object.__setattr__(self, "y_strides", packed_strides(self.y_dims, self.layout))
+        for name in ("x_strides", "y_strides"):
+            strides = getattr(self, name)
+            if len(strides) != rank + 2 or any(s < 1 for s in strides):
+                raise ValueError(f"{name} must be {rank + 2} positive ints, got {strides!r}")
+
+    def _validate(self, rank: int) -> None:
+        for name in ("filter_size", "padding", "stride", "dilation"):
+            if len(getattr(self, name)) != rank:
+                raise ValueError(f"{name} has {len(getattr(self, name))} dims, expected {rank}")
+        if self.batch < 0:
+            raise ValueError(f"batch must be >= 0, got {self.batch}")
+        if self.in_channels < 1 or self.out_channels < 1:
+            raise ValueError(
+                f"channels must be >= 1, got in={self.in_channels} out={self.out_channels}"
+            )
+        if any(s < 1 for s in self.input_size):
+            raise ValueError(f"input spatial size must be >= 1, got {self.input_size}")
+        if any(s < 1 for s in self.filter_size):
+            raise ValueError(f"filter size must be >= 1, got {self.filter_size}")
+        if any(p < 0 for p in self.padding):
+            raise ValueError(f"padding must be >= 0, got {self.padding}")
+        if any(s < 1 for s in self.stride):
+            raise ValueError(f"stride must be >= 1, got {self.stride}")
+        if any(d < 1 for d in self.dilation):
+            raise ValueError(f"dilation must be >= 1, got {self.dilation}")
+        if self.groups < 1:
+            raise ValueError(f"groups must be >= 1, got {self.groups}")
+        if self.in_channels % self.groups or self.out_channels % self.groups:
+            raise ValueError(
+                f"groups={self.groups} must divide in_channels={self.in_channels} "
+                f"and out_channels={self.out_channels}"
+            )
+        for name, allowed in (
+            ("layout", LAYOUTS[rank]),
+            ("filter_layout", LAYOUTS[rank]),
+            ("dtype", DTYPES),
+            ("compute_dtype", DTYPES),
+            ("math_type", MATH_TYPES),
+            ("mode", MODES),
+        ):
+            if getattr(self, name) not in allowed:
+                raise ValueError(
+                    f"{name} {getattr(self, name)!r} is not one of {', '.join(allowed)}"
+                )
+        if any(o < 1 for o in self.output_size):
+            raise ValueError(
+                f"output would be empty: input {self.input_size}, filter {self.filter_size}, "
+                f"padding {self.padding}, stride {self.stride}, dilation {self.dilation}"
+            )
+
+    # -- derived shapes ---------------------------------------------------------------------
+    @property
+    def rank(self) -> int:
+        return len(self.input_size)
+
+    @property
+    def output_size(self) -> tuple[int, ...]:
+        return tuple(
+            conv_output_size(*args)
+            for args in zip(
+                self.input_size, self.filter_size, self.padding, self.stride, self.dilation
+            )
+        )
+
+    @property
+    def x_dims(self) -> tuple[int, ...]:
+        return (self.batch, self.in_channels, *self.input_size)
+
+    @property
+    def y_dims(self) -> tuple[int, ...]:
+        return (self.batch, self.out_channels, *self.output_size)
+
+    @property
+    def w_dims(self) -> tuple[int, ...]:
+        return (self.out_channels, self.in_channels // self.groups, *self.filter_size)
+
+    @property
+    def itemsize(self) -> int:
+        return ITEMSIZE[self.dtype]
+
+    def sample_offset_bytes(self, tensor: Literal["x", "y"], first_sample: int) -> int:
+        """Byte offset of sample `first_sample` in x or y: how micro-batches slice the batch."""
+        strides = self.x_strides if tensor == "x" else self.y_strides
+        return first_sample * strides[0] * self.itemsize
+
+    def with_batch(self, batch: int) -> ConvProblem:
+        """The same problem on `batch` samples; tensor strides are kept, so slices alias."""
+        return dataclasses.replace(self, batch=batch)
+
+    # -- identity ---------------------------------------------------------------------------
+    def to_dict(self) -> dict[str, object]:
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, object]) -> ConvProblem:
+        names = {f.name for f in dataclasses.fields(cls)}
+        unknown = set(data) - names
+        if unknown:
+            raise ValueError(f"unknown problem fields: {', '.join(sorted(unknown))}")
+        return cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in data.items()})  # type: ignore[arg-type]
+
+    def key(self) -> str:
+        """Canonical text of every field: equal keys mean the same convolution."""
+        return json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"))
+
+    def describe(self) -> str:
+        """Short human-readable form for error messages and reports."""
+        dims = "x".join(map(str, self.input_size))
+        filt = "x".join(map(str, self.filter_size))
+        extras = []
+        if any(p for p in self.padding):
+            extras.append(f"pad={','.join(map(str, self.padding))}")
+        if any(s != 1 for s in self.stride):
+            extras.append(f"stride={','.join(map(str, self.stride))}")
+        if any(d != 1 for d in self.dilation):
+            extras.append(f"dil={','.join(map(str, self.dilation))}")
+        if self.groups != 1:
+            extras.append(f"groups={self.groups}")
+        tail = (" " + " ".join(extras)) if extras else ""
+        return (
+            f"N={self.batch} C={self.in_channels}->K={self.out_channels} {dims} "
+            f"filter {filt}{tail} {self.layout} {self.dtype}"
+        )
