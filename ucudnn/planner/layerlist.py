@@ -114,6 +114,8 @@ def _read(f: IO[str], name: str, batch: int | None, defaults: dict[str, object])
         where = f"{name} line {reader.line_num}"
         if None in row:
             raise ValueError(f"{where}: more values than the {len(header)} columns of the header")
+        if None in row.values():
+            raise ValueError(f"{where}: fewer values than the {len(header)} columns of the header")
         label = (row.get("source") or "").strip() or f"line{reader.line_num}"
         layers.append(Layer(label, _parse_row(row, rank, batch, defaults, where)))
     return layers
