@@ -45,6 +45,20 @@ def packed_strides(dims: tuple[int, ...], layout: str) -> tuple[int, ...]:
     return tuple(strides)
 
 
+def _channels_last(layout: str) -> bool:
+    return layout in ("NHWC", "NDHWC")
+
+
+def to_physical(dims: tuple[int, ...], layout: str) -> tuple[int, ...]:
+    """Logical (N, C, *spatial) -> the order the layout stores: NHWC puts C last."""
+    return (dims[0], *dims[2:], dims[1]) if _channels_last(layout) else tuple(dims)
+
+
+def to_logical(shape: tuple[int, ...], layout: str) -> tuple[int, ...]:
+    """Inverse of `to_physical`; also maps physical strides to logical ones."""
+    return (shape[0], shape[-1], *shape[1:-1]) if _channels_last(layout) else tuple(shape)
+
+
 def _tuple(value: int | tuple[int, ...] | list[int], rank: int, name: str) -> tuple[int, ...]:
     if isinstance(value, int):
         return (value,) * rank
@@ -72,8 +86,8 @@ class ConvProblem:
     stride: tuple[int, ...]
     dilation: tuple[int, ...]
     groups: int = 1
-    layout: str = "NCHW"
-    filter_layout: str = ""
+    layout: str = ""  # default: channels-first of the rank (NCHW or NCDHW)
+    filter_layout: str = ""  # default: same as layout
     dtype: str = "float32"
     compute_dtype: str = ""
     math_type: str = "default"
@@ -109,10 +123,66 @@ class ConvProblem:
             **fields,  # type: ignore[arg-type]
         )
 
+    @classmethod
+    def from_shapes(
+        cls,
+        x_shape: tuple[int, ...],
+        w_shape: tuple[int, ...],
+        *,
+        layout: str = "",
+        filter_layout: str = "",
+        padding: int | tuple[int, ...] = 0,
+        stride: int | tuple[int, ...] = 1,
+        dilation: int | tuple[int, ...] = 1,
+        groups: int = 1,
+        x_strides: tuple[int, ...] | None = None,
+        y_strides: tuple[int, ...] | None = None,
+        **fields: object,
+    ) -> ConvProblem:
+        """A problem from array shapes as stored (NHWC arrays are (N, H, W, C)).
+
+        `x_strides`/`y_strides` are element strides in the same stored order, if not packed.
+        """
+        x_shape, w_shape = tuple(x_shape), tuple(w_shape)
+        if len(x_shape) not in (4, 5):
+            raise ValueError(f"x must have rank 4 (2D) or 5 (3D), got shape {x_shape}")
+        if len(w_shape) != len(x_shape):
+            raise ValueError(f"w has rank {len(w_shape)} but x has rank {len(x_shape)}")
+        rank = len(x_shape) - 2
+        layout = layout or LAYOUTS[rank][0]
+        if layout not in LAYOUTS[rank]:
+            raise ValueError(f"layout {layout!r} is not one of {', '.join(LAYOUTS[rank])}")
+        filter_layout = filter_layout or layout
+        if filter_layout not in LAYOUTS[rank]:
+            raise ValueError(
+                f"filter_layout {filter_layout!r} is not one of {', '.join(LAYOUTS[rank])}"
+            )
+        n, c, *spatial = to_logical(x_shape, layout)
+        k, c_per_group, *filter_size = to_logical(w_shape, filter_layout)
+        if groups < 1:
+            raise ValueError(f"groups must be >= 1, got {groups}")
+        if c != c_per_group * groups:
+            raise ValueError(
+                f"x has {c} channels but w expects {c_per_group} per group x {groups} "
+                f"group(s) = {c_per_group * groups} (x shape {x_shape}, w shape {w_shape})"
+            )
+        strides = {}
+        for name, value in (("x_strides", x_strides), ("y_strides", y_strides)):
+            if value is not None:
+                if len(value) != len(x_shape):
+                    raise ValueError(f"{name} must have {len(x_shape)} entries, got {value}")
+                strides[name] = to_logical(tuple(value), layout)
+        return cls.create(
+            n, c, k, tuple(spatial), tuple(filter_size), padding, stride, dilation,
+            groups=groups, layout=layout, filter_layout=filter_layout, **strides, **fields,
+        )  # fmt: skip
+
     def __post_init__(self) -> None:
         rank = len(self.input_size)
         if rank not in LAYOUTS:
             raise ValueError(f"only 2D and 3D convolutions are supported, got {rank} spatial dims")
+        if not self.layout:
+            object.__setattr__(self, "layout", LAYOUTS.get(rank, ("",))[0])
         if not self.filter_layout:
             object.__setattr__(self, "filter_layout", self.layout)
         if not self.compute_dtype:
@@ -201,8 +271,35 @@ class ConvProblem:
         return (self.out_channels, self.in_channels // self.groups, *self.filter_size)
 
     @property
+    def x_shape(self) -> tuple[int, ...]:
+        """Shape of x as stored in memory (physical order of `layout`)."""
+        return to_physical(self.x_dims, self.layout)
+
+    @property
+    def y_shape(self) -> tuple[int, ...]:
+        return to_physical(self.y_dims, self.layout)
+
+    @property
+    def w_shape(self) -> tuple[int, ...]:
+        return to_physical(self.w_dims, self.filter_layout)
+
+    @property
     def itemsize(self) -> int:
         return ITEMSIZE[self.dtype]
+
+    def nbytes(self, tensor: Literal["x", "w", "y"]) -> int:
+        """Bytes spanned by x, w or y (strided tensors span up to their last element)."""
+        if tensor == "w":
+            count = 1
+            for d in self.w_dims:
+                count *= d
+            return count * self.itemsize
+        dims, strides = (
+            (self.x_dims, self.x_strides) if tensor == "x" else (self.y_dims, self.y_strides)
+        )
+        if 0 in dims:
+            return 0
+        return (1 + sum((d - 1) * s for d, s in zip(dims, strides))) * self.itemsize
 
     def sample_offset_bytes(self, tensor: Literal["x", "y"], first_sample: int) -> int:
         """Byte offset of sample `first_sample` in x or y: how micro-batches slice the batch."""
