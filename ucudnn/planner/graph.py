@@ -1,0 +1,128 @@
+"""A network as a graph of convolution layers, the unit the planner works on.
+
+Each node is a layer carrying its `problem` and the `kernels` to plan for it; edges are data
+flow. Layers with equal problems share benchmark rows (`unique_problems`), but every layer
+keeps its own (layer, kernel) schedule slot (`kernel_ids`).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Iterator, Sequence
+from typing import IO
+
+import networkx as nx
+
+from ucudnn.core.problem import KERNELS, ConvProblem, check_kernel
+from ucudnn.planner.layerlist import Layer, read_layer_list
+
+
+class LayerGraph:
+    """Layers in the order they were added, which is always a topological order, because a
+    layer can only follow layers that already exist."""
+
+    def __init__(self) -> None:
+        self.graph = nx.DiGraph()
+
+    def add_layer(
+        self,
+        name: str,
+        problem: ConvProblem,
+        after: str | Iterable[str] = (),
+        kernels: Sequence[str] = KERNELS,
+    ) -> None:
+        """Add layer `name` fed by the layer(s) `after`."""
+        if name in self.graph:
+            raise ValueError(f"layer {name!r} is already in the graph")
+        sources = [after] if isinstance(after, str) else list(after)
+        missing = [s for s in sources if s not in self.graph]
+        if missing:
+            raise ValueError(f"layer {name!r} follows unknown layer(s) {', '.join(missing)}")
+        kernels = tuple(check_kernel(k) for k in kernels)
+        if not kernels or len(set(kernels)) != len(kernels):
+            raise ValueError(f"layer {name!r} needs distinct kernels, got {kernels!r}")
+        self.graph.add_node(name, problem=problem, kernels=kernels)
+        self.graph.add_edges_from((s, name) for s in sources)
+
+    @classmethod
+    def from_layers(cls, layers: Iterable[Layer | tuple[str, ConvProblem]]) -> LayerGraph:
+        """A chain of layers in the given order. Repeated labels (DeepBench lists repeat
+        them) become "label#2", "label#3", ... so that each row keeps its own slot."""
+        graph = cls()
+        seen: dict[str, int] = {}
+        previous: list[str] = []
+        for label, problem in layers:
+            seen[label] = seen.get(label, 0) + 1
+            name = label if seen[label] == 1 else f"{label}#{seen[label]}"
+            graph.add_layer(name, problem, after=previous)
+            previous = [name]
+        return graph
+
+    @classmethod
+    def from_csv(
+        cls,
+        source: str | os.PathLike[str] | IO[str],
+        batch: int | None = None,
+        **defaults: object,
+    ) -> LayerGraph:
+        """A chain of the layers of a layer-list CSV (see `ucudnn.planner.layerlist`)."""
+        return cls.from_layers(read_layer_list(source, batch=batch, **defaults))
+
+    # -- reading ----------------------------------------------------------------------------
+    def __len__(self) -> int:
+        return len(self.graph)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.graph)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.graph
+
+    def layers(self) -> list[str]:
+        return list(self.graph)
+
+    def problem(self, name: str) -> ConvProblem:
+        return self.graph.nodes[name]["problem"]
+
+    def kernels(self, name: str) -> tuple[str, ...]:
+        return self.graph.nodes[name]["kernels"]
+
+    def predecessors(self, name: str) -> list[str]:
+        return list(self.graph.predecessors(name))
+
+    def kernel_ids(self) -> list[tuple[str, str]]:
+        """Every (layer, kernel) to plan, layers in order, kernels in KERNELS order."""
+        return [(name, k) for name in self.graph for k in KERNELS if k in self.kernels(name)]
+
+    def unique_problems(self) -> dict[ConvProblem, list[str]]:
+        """Layer names grouped by problem (equal problems have equal keys): one benchmark
+        serves every layer of a group."""
+        groups: dict[ConvProblem, list[str]] = {}
+        for name in self.graph:
+            groups.setdefault(self.problem(name), []).append(name)
+        return groups
+
+    # -- derived graphs ---------------------------------------------------------------------
+    def _copy(self) -> LayerGraph:
+        # nx copies each node's attribute dict, so replacing an attribute leaves self intact.
+        new = LayerGraph()
+        new.graph = self.graph.copy()
+        return new
+
+    def with_batch(self, batch: int) -> LayerGraph:
+        """The same network at mini-batch `batch`."""
+        new = self._copy()
+        for name in new.graph:
+            node = new.graph.nodes[name]
+            node["problem"] = node["problem"].with_batch(batch)
+        return new
+
+    def without_input_gradient(self) -> LayerGraph:
+        """The same network without backward_data for layers that no layer feeds: the
+        gradient with respect to the network's input is rarely wanted."""
+        new = self._copy()
+        for name in new.graph:
+            if new.graph.in_degree(name) == 0:
+                node = new.graph.nodes[name]
+                node["kernels"] = tuple(k for k in node["kernels"] if k != "backward_data")
+        return new
