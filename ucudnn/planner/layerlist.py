@@ -17,7 +17,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import IO, NamedTuple
 
-from ucudnn.core.problem import LAYOUTS, ConvProblem, packed_strides
+from ucudnn.core.problem import ConvProblem, packed_strides
 
 # Spatial axes in the column order of the shared files (2D lists W first, 3D lists D first).
 _AXES = {2: ("w", "h"), 3: ("d", "h", "w")}
@@ -108,7 +108,6 @@ def _read(f: IO[str], name: str, batch: int | None, defaults: dict[str, object])
             f"{rank}D files take {', '.join(_columns(rank, dilation=True))}, groups, "
             f"{', '.join(_TEXT_FIELDS)}"
         )
-    defaults = {"layout": LAYOUTS[rank][0], **defaults}
     layers = []
     for row in reader:
         where = f"{name} line {reader.line_num}"
@@ -121,10 +120,10 @@ def _read(f: IO[str], name: str, batch: int | None, defaults: dict[str, object])
     return layers
 
 
-def _optional_fields(problems: list[ConvProblem], rank: int) -> list[str]:
+def _optional_fields(problems: list[ConvProblem]) -> list[str]:
     """Text fields and groups whose value some problem would lose if its column were left out."""
     blank = {"groups": 1, "dtype": "float32", "compute_dtype": "", "math_type": "default"}
-    blank |= {"mode": "cross_correlation", "layout": LAYOUTS[rank][0], "filter_layout": ""}
+    blank |= {"mode": "cross_correlation", "layout": "", "filter_layout": ""}
     return [
         name
         for name in ("groups", *_TEXT_FIELDS)
@@ -157,7 +156,7 @@ def write_layer_list(
                 f"layer {label!r} has non-packed tensor strides, which CSV cannot hold"
             )
     dilation = any(d != 1 for p in problems for d in p.dilation)
-    extra = _optional_fields(problems, rank)
+    extra = _optional_fields(problems)
     out = io.StringIO(newline="")
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow([*_columns(rank, dilation), *extra])
