@@ -1,0 +1,71 @@
+"""Desirable sets: the exact Pareto fronts over (workspace, time) of candidates and schedules.
+
+A point is kept unless another is at most as large and at most as slow, and better in one;
+of points equal in both, the first given is kept. Fronts are sorted by workspace ascending,
+so time strictly decreases along them.
+
+The desirable set of a kernel is the front of all its schedules (time adds, workspace is the
+largest part's), restricted to the policy's micro-batch sizes and to a workspace limit. It is
+computed exactly as the front of the fastest schedules under each distinct candidate
+workspace w: any schedule whose workspace is w is at most as fast as the fastest one that only
+uses candidates of workspace <= w, so no front point is missed, and each of those is a real
+schedule. This equals µ-cuDNN's combining recursion D(b) = Pareto{K_b ∪ (K_s ⊕ D(b - s))}
+while running one scalar dynamic program per distinct workspace instead of merging sets.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Iterable
+from typing import TypeVar
+
+from ucudnn.planner.dp import SplitDP, eligible_candidates
+from ucudnn.planner.policies import DEFAULT_POLICY, Policy
+from ucudnn.planner.tables import KernelTable, Schedule
+
+T = TypeVar("T")
+
+
+def _workspace_time(item: object) -> tuple[int, float]:
+    return (item.workspace_bytes, item.time_ms)  # type: ignore[attr-defined]
+
+
+def pareto_front(
+    items: Iterable[T], key: Callable[[T], tuple[int, float]] = _workspace_time
+) -> list[T]:
+    """The non-dominated items by `key` = (workspace, time), workspace ascending."""
+    front: list[T] = []
+    best_time = float("inf")
+    for item in sorted(items, key=key):  # stable: the first of equal points wins
+        time = key(item)[1]
+        if time < best_time:
+            front.append(item)
+            best_time = time
+    return front
+
+
+def desirable_set(
+    table: KernelTable,
+    limit_bytes: int | None,
+    policy: Policy = DEFAULT_POLICY,
+    deterministic_only: bool = False,
+) -> list[Schedule]:
+    """The Pareto front of `table`'s schedules within `limit_bytes` (None: no limit)."""
+    candidates = eligible_candidates(table, limit_bytes, policy, deterministic_only)
+    candidates.sort(key=lambda c: (c.workspace_bytes, c.speed_key()))
+    dp = SplitDP(table.batch)
+    schedules = []
+    for _, group in itertools.groupby(candidates, key=lambda c: c.workspace_bytes):
+        # Not a short-circuit: every candidate of the group must be offered.
+        changed = [dp.offer(c) for c in group]
+        if any(changed) and (schedule := dp.solve()) is not None:
+            schedules.append(schedule)
+    return pareto_front(schedules)
+
+
+def smallest_workspace(
+    table: KernelTable, policy: Policy = DEFAULT_POLICY, deterministic_only: bool = False
+) -> int | None:
+    """The smallest limit under which `table` has a schedule, or None if it has none."""
+    front = desirable_set(table, None, policy, deterministic_only)
+    return front[0].workspace_bytes if front else None

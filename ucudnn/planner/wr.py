@@ -1,0 +1,52 @@
+"""WR (workspace reuse): the fastest schedule of one kernel under a per-kernel workspace limit."""
+
+from __future__ import annotations
+
+from ucudnn.planner.dp import SplitDP, eligible_candidates
+from ucudnn.planner.errors import InfeasibleError
+from ucudnn.planner.pareto import smallest_workspace
+from ucudnn.planner.policies import DEFAULT_POLICY, Policy
+from ucudnn.planner.tables import KernelTable, Schedule
+from ucudnn.planner.units import bytes_text
+
+
+def plan_wr(
+    table: KernelTable,
+    limit_bytes: int,
+    policy: Policy = DEFAULT_POLICY,
+    deterministic_only: bool = False,
+) -> Schedule:
+    """The fastest schedule whose workspace is at most `limit_bytes`.
+
+    Unlike µ-cuDNN, nothing needs to fit at the full batch: smaller micro-batches alone will do.
+    Raises InfeasibleError, with the smallest limit that would work, when nothing fits.
+    """
+    dp = SplitDP(table.batch)
+    for c in eligible_candidates(table, limit_bytes, policy, deterministic_only):
+        dp.offer(c)
+    schedule = dp.solve()
+    if schedule is None:
+        raise kernel_infeasible(table, limit_bytes, policy, deterministic_only)
+    return schedule
+
+
+def kernel_infeasible(
+    table: KernelTable, limit_bytes: int, policy: Policy, deterministic_only: bool
+) -> InfeasibleError:
+    """The error for a kernel with no schedule within `limit_bytes`."""
+    what = f"{table.layer}/{table.kernel} (batch {table.batch}, policy {policy!r}" + (
+        ", deterministic algorithms only)" if deterministic_only else ")"
+    )
+    needed = smallest_workspace(table, policy, deterministic_only)
+    if needed is None:
+        return InfeasibleError(
+            f"{what} has no schedule at any workspace size: no candidates can make up the "
+            "batch from the policy's micro-batch sizes",
+            kernel=table.kernel_id,
+        )
+    return InfeasibleError(
+        f"{what} has no schedule within {bytes_text(limit_bytes)}; "
+        f"the smallest workspace that works is {bytes_text(needed)}",
+        kernel=table.kernel_id,
+        required_bytes=needed,
+    )
