@@ -17,8 +17,8 @@ FACTS = DeviceFacts("NVIDIA H100 80GB HBM3", "9.0", 92800, 13000)
 PROBLEM = ConvProblem.create(8, 4, 8, (9, 9), 3, padding=1)
 
 
-def ok(algo: int, time_ms: float = 1.0, workspace: int = 0, **kw: object) -> Measurement:
-    return Measurement(algo, time_ms=time_ms, workspace_bytes=workspace, **kw)  # type: ignore[arg-type]
+def ok(b: int, algo: int, time_ms: float = 1.0, workspace: int = 0, **kw: object) -> Measurement:
+    return Measurement(b, algo, time_ms=time_ms, workspace_bytes=workspace, **kw)  # type: ignore[arg-type]
 
 
 @pytest.fixture
@@ -28,9 +28,9 @@ def db(tmp_path: Path) -> BenchmarkCache:
 
 
 def test_miss_then_hit(db: BenchmarkCache) -> None:
-    assert db.lookup(PROBLEM, "forward", 4, FACTS) is None
-    db.store(PROBLEM, "forward", 4, FACTS, [ok(1, 2.0, 1024, deterministic=True), ok(0, 3.0)])
-    assert db.lookup(PROBLEM, "forward", 4, FACTS) == [
+    assert db.candidates(PROBLEM, "forward", 4, FACTS) is None
+    db.store(PROBLEM, "forward", 4, FACTS, [ok(4, 1, 2.0, 1024, deterministic=True), ok(4, 0, 3.0)])
+    assert db.candidates(PROBLEM, "forward", 4, FACTS) == [
         Candidate(4, 0, 3.0, 0),
         Candidate(4, 1, 2.0, 1024, "default", True),
     ]
@@ -38,33 +38,34 @@ def test_miss_then_hit(db: BenchmarkCache) -> None:
 
 def test_statistics_and_failures_are_kept(db: BenchmarkCache) -> None:
     results = [
-        Measurement(0, time_ms=2.0, min_ms=1.5, max_ms=4.0, repeats=7, workspace_bytes=10),
-        Measurement(1, "CUDNN_STATUS_NOT_SUPPORTED", repeats=0),
-        Measurement(2, "CUDNN_STATUS_ALLOC_FAILED", workspace_bytes=1 << 40, repeats=0),
+        Measurement.timed(Candidate(8, 0, 2.0, 10), [4.0, 1.5, 2.0, 2.5, 1.8, 3.0, 2.0]),
+        Measurement.failed(8, 1, "tensor_op", "CUDNN_STATUS_NOT_SUPPORTED"),
+        Measurement(8, 2, "CUDNN_STATUS_ALLOC_FAILED", workspace_bytes=1 << 40, repeats=0),
     ]
     db.store(PROBLEM, "backward_filter", 8, FACTS, results)
-    assert db.measurements(PROBLEM, "backward_filter", 8, FACTS) == results
-    assert db.lookup(PROBLEM, "backward_filter", 8, FACTS) == [Candidate(8, 0, 2.0, 10)]
+    assert db.lookup(PROBLEM, "backward_filter", 8, FACTS) == results
+    assert (results[0].min_ms, results[0].max_ms, results[0].repeats) == (1.5, 4.0, 7)
+    assert db.candidates(PROBLEM, "backward_filter", 8, FACTS) == [Candidate(8, 0, 2.0, 10)]
 
 
 def test_all_failed_is_a_hit_not_a_miss(db: BenchmarkCache) -> None:
-    db.store(PROBLEM, "forward", 2, FACTS, [Measurement(5, "CUDNN_STATUS_NOT_SUPPORTED")])
-    assert db.lookup(PROBLEM, "forward", 2, FACTS) == []
+    db.store(PROBLEM, "forward", 2, FACTS, [Measurement(2, 5, "CUDNN_STATUS_NOT_SUPPORTED")])
+    assert db.candidates(PROBLEM, "forward", 2, FACTS) == []
     db.store(PROBLEM, "forward", 1, FACTS, [])
-    assert db.lookup(PROBLEM, "forward", 1, FACTS) == []
+    assert db.candidates(PROBLEM, "forward", 1, FACTS) == []
 
 
 def test_store_replaces(db: BenchmarkCache) -> None:
-    db.store(PROBLEM, "forward", 4, FACTS, [ok(0), ok(1)])
-    db.store(PROBLEM, "forward", 4, FACTS, [ok(2, 0.5)])
-    assert db.lookup(PROBLEM, "forward", 4, FACTS) == [Candidate(4, 2, 0.5, 0)]
+    db.store(PROBLEM, "forward", 4, FACTS, [ok(4, 0), ok(4, 1)])
+    db.store(PROBLEM, "forward", 4, FACTS, [ok(4, 2, 0.5)])
+    assert db.candidates(PROBLEM, "forward", 4, FACTS) == [Candidate(4, 2, 0.5, 0)]
     assert (db.stats().sets, db.stats().measurements) == (1, 1)
 
 
 def test_rows_are_shared_across_mini_batches(db: BenchmarkCache) -> None:
     # Keyed by the problem at the micro-batch: N=8 and N=256 share what b=4 measured.
-    db.store(PROBLEM, "forward", 4, FACTS, [ok(0)])
-    assert db.lookup(PROBLEM.with_batch(256), "forward", 4, FACTS) == [Candidate(4, 0, 1.0, 0)]
+    db.store(PROBLEM, "forward", 4, FACTS, [ok(4, 0)])
+    assert db.candidates(PROBLEM.with_batch(256), "forward", 4, FACTS) == [Candidate(4, 0, 1.0, 0)]
 
 
 def problem_variants() -> dict[str, ConvProblem]:
@@ -113,26 +114,26 @@ def test_keys_differing_in_one_field_never_collide(db: BenchmarkCache) -> None:
     keys += [(PROBLEM, "forward", b, FACTS) for b in (1, 2, 8)]
     keys += [(PROBLEM, "forward", 4, f) for f in facts_variants().values()]
     for algo, key in enumerate(keys):
-        db.store(*key, [ok(algo, time_ms=float(algo))])
+        db.store(*key, [ok(key[2], algo, time_ms=float(algo))])
     for algo, (problem, kernel, b, facts) in enumerate(keys):
-        assert db.lookup(problem, kernel, b, facts) == [Candidate(b, algo, float(algo), 0)]
+        assert db.candidates(problem, kernel, b, facts) == [Candidate(b, algo, float(algo), 0)]
     assert db.stats().sets == len(keys)
 
 
 def test_math_types_of_one_algorithm_are_separate_rows(db: BenchmarkCache) -> None:
-    db.store(PROBLEM, "forward", 4, FACTS, [ok(1, 2.0), ok(1, 1.0, math_type="tensor_op")])
-    assert db.lookup(PROBLEM, "forward", 4, FACTS) == [
+    db.store(PROBLEM, "forward", 4, FACTS, [ok(4, 1, 2.0), ok(4, 1, 1.0, math_type="tensor_op")])
+    assert db.candidates(PROBLEM, "forward", 4, FACTS) == [
         Candidate(4, 1, 2.0, 0, "default"),
         Candidate(4, 1, 1.0, 0, "tensor_op"),
     ]
     with pytest.raises(ValueError, match="repeat an"):
-        db.store(PROBLEM, "forward", 4, FACTS, [ok(1), ok(1, 3.0)])
+        db.store(PROBLEM, "forward", 4, FACTS, [ok(4, 1), ok(4, 1, 3.0)])
 
 
 @pytest.mark.parametrize("field", list(facts_variants()))
 def test_version_mismatch_is_a_miss(db: BenchmarkCache, field: str) -> None:
-    db.store(PROBLEM, "forward", 4, FACTS, [ok(0)])
-    assert db.lookup(PROBLEM, "forward", 4, facts_variants()[field]) is None
+    db.store(PROBLEM, "forward", 4, FACTS, [ok(4, 0)])
+    assert db.candidates(PROBLEM, "forward", 4, facts_variants()[field]) is None
 
 
 def test_bad_arguments(db: BenchmarkCache) -> None:
@@ -140,11 +141,18 @@ def test_bad_arguments(db: BenchmarkCache) -> None:
         db.lookup(PROBLEM, "sideways", 4, FACTS)
     with pytest.raises(ValueError, match="micro_batch must be >= 1"):
         db.store(PROBLEM, "forward", 0, FACTS, [])
+    with pytest.raises(ValueError, match="all be measured at micro-batch 4"):
+        db.store(PROBLEM, "forward", 4, FACTS, [ok(4, 0), ok(2, 1)])
+    with pytest.raises(ValueError, match="other than 'ok'"):
+        Measurement.failed(4, 0, "default", "ok")
+    with pytest.raises(ValueError, match=r"did not run \(NOPE\): not a candidate"):
+        _ = Measurement.failed(4, 0, "default", "NOPE").candidate
 
 
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
+        ({"micro_batch": 0, "algo": 0, "status": "x"}, "micro_batch must be >= 1"),
         ({"algo": 0}, "needs time and workspace"),
         ({"algo": 0, "time_ms": 1.0}, "needs time and workspace"),
         ({"algo": -1, "status": "x"}, "algo must be >= 0"),
@@ -159,7 +167,7 @@ def test_bad_arguments(db: BenchmarkCache) -> None:
 )
 def test_measurement_validation(kwargs: dict[str, object], message: str) -> None:
     with pytest.raises(ValueError, match=message):
-        Measurement(**kwargs)  # type: ignore[arg-type]
+        Measurement(**{"micro_batch": 1, **kwargs})  # type: ignore[arg-type]
 
 
 def _writer(path: str, worker: int, rounds: int) -> None:
@@ -168,7 +176,7 @@ def _writer(path: str, worker: int, rounds: int) -> None:
             kernel = KERNELS[i % 3]
             # Own keys (micro-batch 100 + worker) and a key every worker fights over (b=1).
             for b in (100 + worker, 1):
-                results = [ok(a, time_ms=worker + a / 10, workspace=worker) for a in range(4)]
+                results = [ok(b, a, time_ms=worker + a / 10, workspace=worker) for a in range(4)]
                 cache.store(PROBLEM, kernel, b, FACTS, results)
                 assert cache.lookup(PROBLEM, kernel, b, FACTS) is not None
 
@@ -187,9 +195,9 @@ def test_several_processes_write_at_once(tmp_path: Path) -> None:
         assert cache.stats().sets == (workers + 1) * 3
         for kernel in KERNELS:
             for w in range(workers):
-                found = cache.lookup(PROBLEM, kernel, 100 + w, FACTS)
+                found = cache.candidates(PROBLEM, kernel, 100 + w, FACTS)
                 assert found == [Candidate(100 + w, a, w + a / 10, w) for a in range(4)]
-            shared = cache.lookup(PROBLEM, kernel, 1, FACTS)
+            shared = cache.candidates(PROBLEM, kernel, 1, FACTS)
             # Whoever wrote last won, and the set is that writer's alone, never a mix.
             assert shared is not None and len(shared) == 4
             assert len({c.workspace_bytes for c in shared}) == 1
@@ -201,9 +209,9 @@ def test_corrupt_file_gives_warning_and_fresh_cache(tmp_path: Path) -> None:
     with pytest.warns(RuntimeWarning, match="is corrupt.*moved it to"):
         cache = BenchmarkCache(path)
     with cache:
-        assert cache.lookup(PROBLEM, "forward", 4, FACTS) is None
-        cache.store(PROBLEM, "forward", 4, FACTS, [ok(0)])
-        assert cache.lookup(PROBLEM, "forward", 4, FACTS) == [Candidate(4, 0, 1.0, 0)]
+        assert cache.candidates(PROBLEM, "forward", 4, FACTS) is None
+        cache.store(PROBLEM, "forward", 4, FACTS, [ok(4, 0)])
+        assert cache.candidates(PROBLEM, "forward", 4, FACTS) == [Candidate(4, 0, 1.0, 0)]
     (aside,) = tmp_path.glob("cache.sqlite.corrupt-*")
     assert aside.read_bytes() == b"this is not a database" * 100
 
@@ -212,7 +220,7 @@ def test_damaged_pages_are_found_on_open(tmp_path: Path) -> None:
     path = tmp_path / "cache.sqlite"
     with BenchmarkCache(path) as cache:
         for b in range(1, 200):
-            cache.store(PROBLEM, "forward", b, FACTS, [ok(a) for a in range(8)])
+            cache.store(PROBLEM, "forward", b, FACTS, [ok(b, a) for a in range(8)])
     with sqlite3.connect(path) as conn:  # fold the WAL into the file so damage sticks
         conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     data = bytearray(path.read_bytes())
@@ -222,24 +230,24 @@ def test_damaged_pages_are_found_on_open(tmp_path: Path) -> None:
     with pytest.warns(RuntimeWarning, match="corrupt"):
         cache = BenchmarkCache(path)
     with cache:
-        assert cache.lookup(PROBLEM, "forward", 1, FACTS) is None
+        assert cache.candidates(PROBLEM, "forward", 1, FACTS) is None
 
 
 def test_unreadable_path_falls_back_to_memory(tmp_path: Path) -> None:
     with pytest.warns(RuntimeWarning, match="cannot be used.*in memory"):
         cache = BenchmarkCache(tmp_path)  # a directory
     with cache:
-        cache.store(PROBLEM, "forward", 4, FACTS, [ok(0)])
-        assert cache.lookup(PROBLEM, "forward", 4, FACTS) == [Candidate(4, 0, 1.0, 0)]
+        cache.store(PROBLEM, "forward", 4, FACTS, [ok(4, 0)])
+        assert cache.candidates(PROBLEM, "forward", 4, FACTS) == [Candidate(4, 0, 1.0, 0)]
     assert tmp_path.is_dir()
 
 
 def test_tampered_row_is_a_miss_not_a_wrong_plan(db: BenchmarkCache) -> None:
-    db.store(PROBLEM, "forward", 4, FACTS, [ok(0)])
+    db.store(PROBLEM, "forward", 4, FACTS, [ok(4, 0)])
     with sqlite3.connect(db.path) as conn:
         conn.execute("UPDATE measurements SET math_type = 'bogus'")
     with pytest.warns(RuntimeWarning, match="read failed.*treated as a miss"):
-        assert db.lookup(PROBLEM, "forward", 4, FACTS) is None
+        assert db.candidates(PROBLEM, "forward", 4, FACTS) is None
 
 
 def schema_version(path: Path) -> int:
@@ -256,8 +264,8 @@ def test_older_version_without_migration_is_rebuilt(tmp_path: Path) -> None:
         conn.execute("INSERT INTO measurement_sets VALUES (1, 'x')")
     with BenchmarkCache(path) as cache:
         assert cache.stats().sets == 0
-        cache.store(PROBLEM, "forward", 4, FACTS, [ok(0)])
-        assert cache.lookup(PROBLEM, "forward", 4, FACTS) == [Candidate(4, 0, 1.0, 0)]
+        cache.store(PROBLEM, "forward", 4, FACTS, [ok(4, 0)])
+        assert cache.candidates(PROBLEM, "forward", 4, FACTS) == [Candidate(4, 0, 1.0, 0)]
     assert schema_version(path) == SCHEMA_VERSION
 
 
@@ -267,7 +275,7 @@ def test_original_ucudnn_tables_are_left_alone(tmp_path: Path) -> None:
         conn.execute("CREATE TABLE perfTable (convParam TEXT, perfTime REAL)")
         conn.execute("INSERT INTO perfTable VALUES ('x', 1.0)")
     with BenchmarkCache(path) as cache:
-        assert cache.lookup(PROBLEM, "forward", 4, FACTS) is None
+        assert cache.candidates(PROBLEM, "forward", 4, FACTS) is None
     with sqlite3.connect(path) as conn:
         assert conn.execute("SELECT * FROM perfTable").fetchall() == [("x", 1.0)]
 
@@ -275,7 +283,7 @@ def test_original_ucudnn_tables_are_left_alone(tmp_path: Path) -> None:
 def test_migration_keeps_rows(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = tmp_path / "v1.sqlite"
     with BenchmarkCache(path) as cache:
-        cache.store(PROBLEM, "forward", 4, FACTS, [ok(0)])
+        cache.store(PROBLEM, "forward", 4, FACTS, [ok(4, 0)])
 
     def add_note_column(conn: sqlite3.Connection) -> None:
         conn.execute("ALTER TABLE measurements ADD COLUMN note TEXT DEFAULT 'migrated'")
@@ -283,7 +291,7 @@ def test_migration_keeps_rows(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
     monkeypatch.setattr(cache_module, "SCHEMA_VERSION", SCHEMA_VERSION + 1)
     monkeypatch.setitem(cache_module.MIGRATIONS, SCHEMA_VERSION, add_note_column)
     with BenchmarkCache(path) as cache:
-        assert cache.lookup(PROBLEM, "forward", 4, FACTS) == [Candidate(4, 0, 1.0, 0)]
+        assert cache.candidates(PROBLEM, "forward", 4, FACTS) == [Candidate(4, 0, 1.0, 0)]
     assert schema_version(path) == SCHEMA_VERSION + 1
     with sqlite3.connect(path) as conn:
         assert conn.execute("SELECT note FROM measurements").fetchall() == [("migrated",)]
@@ -292,29 +300,31 @@ def test_migration_keeps_rows(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
 def test_newer_version_is_not_touched(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = tmp_path / "new.sqlite"
     with BenchmarkCache(path) as cache:
-        cache.store(PROBLEM, "forward", 4, FACTS, [ok(0)])
+        cache.store(PROBLEM, "forward", 4, FACTS, [ok(4, 0)])
     monkeypatch.setattr(cache_module, "SCHEMA_VERSION", SCHEMA_VERSION - 1)
     with pytest.warns(RuntimeWarning, match="newer than this ucudnn"):
         cache = BenchmarkCache(path)
     with cache:
-        assert cache.lookup(PROBLEM, "forward", 4, FACTS) is None  # in memory instead
+        assert cache.candidates(PROBLEM, "forward", 4, FACTS) is None  # in memory instead
     monkeypatch.undo()
     with BenchmarkCache(path) as cache:
-        assert cache.lookup(PROBLEM, "forward", 4, FACTS) == [Candidate(4, 0, 1.0, 0)]
+        assert cache.candidates(PROBLEM, "forward", 4, FACTS) == [Candidate(4, 0, 1.0, 0)]
 
 
 def test_default_path_comes_from_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("UCUDNN_DATABASE", str(tmp_path / "sub" / "env.sqlite"))
     with BenchmarkCache() as cache:
         assert cache.path == str(tmp_path / "sub" / "env.sqlite")
-        cache.store(PROBLEM, "forward", 4, FACTS, [ok(0)])
+        cache.store(PROBLEM, "forward", 4, FACTS, [ok(4, 0)])
     assert (tmp_path / "sub" / "env.sqlite").is_file()
 
 
 def test_stats_count_sets_rows_and_bytes(db: BenchmarkCache) -> None:
     empty = db.stats()
     assert (empty.sets, empty.measurements) == (0, 0)
-    db.store(PROBLEM, "forward", 4, FACTS, [ok(0), Measurement(1, "CUDNN_STATUS_NOT_SUPPORTED")])
+    db.store(
+        PROBLEM, "forward", 4, FACTS, [ok(4, 0), Measurement(4, 1, "CUDNN_STATUS_NOT_SUPPORTED")]
+    )
     stats = db.stats()
     assert (stats.sets, stats.measurements) == (1, 2)
     assert stats.file_bytes > 0
@@ -322,6 +332,6 @@ def test_stats_count_sets_rows_and_bytes(db: BenchmarkCache) -> None:
 
 def test_in_memory_cache() -> None:
     with BenchmarkCache(":memory:") as cache:
-        cache.store(PROBLEM, "forward", 4, FACTS, [ok(0)])
-        assert cache.lookup(PROBLEM, "forward", 4, FACTS) == [Candidate(4, 0, 1.0, 0)]
+        cache.store(PROBLEM, "forward", 4, FACTS, [ok(4, 0)])
+        assert cache.candidates(PROBLEM, "forward", 4, FACTS) == [Candidate(4, 0, 1.0, 0)]
         assert cache.stats().file_bytes == 0

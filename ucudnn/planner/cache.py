@@ -23,7 +23,7 @@ import sqlite3
 import threading
 import time
 import warnings
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 
 from ucudnn.core.facts import DeviceFacts
@@ -90,9 +90,10 @@ def _is_corrupt(exc: sqlite3.DatabaseError) -> bool:
 
 @dataclasses.dataclass(frozen=True)
 class Measurement:
-    """The outcome of benchmarking one algorithm: timings if it ran (status "ok"), else why
-    not (e.g. cuDNN's status name)."""
+    """The outcome of benchmarking one algorithm at one micro-batch: timings if it ran
+    (status "ok"), else why not (e.g. cuDNN's status name)."""
 
+    micro_batch: int
     algo: int
     status: str = "ok"
     time_ms: float | None = None  # median of `repeats` timed runs
@@ -106,6 +107,8 @@ class Measurement:
     def __post_init__(self) -> None:
         if not self.status:
             raise ValueError("status must be 'ok' or say why the algorithm did not run")
+        if self.micro_batch < 1:
+            raise ValueError(f"micro_batch must be >= 1, got {self.micro_batch}")
         if self.algo < 0:
             raise ValueError(f"algo must be >= 0, got {self.algo}")
         if self.math_type not in MATH_TYPES:
@@ -127,14 +130,38 @@ class Measurement:
         if self.workspace_bytes is not None and self.workspace_bytes < 0:
             raise ValueError(f"workspace_bytes must be >= 0, got {self.workspace_bytes}")
 
+    @classmethod
+    def timed(cls, candidate: Candidate, times_ms: Sequence[float]) -> Measurement:
+        """A candidate (its time the median of `times_ms`) with the spread of its runs."""
+        return cls(
+            candidate.micro_batch,
+            candidate.algo,
+            time_ms=candidate.time_ms,
+            min_ms=min(times_ms),
+            max_ms=max(times_ms),
+            repeats=len(times_ms),
+            workspace_bytes=candidate.workspace_bytes,
+            math_type=candidate.math_type,
+            deterministic=candidate.deterministic,
+        )
+
+    @classmethod
+    def failed(cls, micro_batch: int, algo: int, math_type: str, status: str) -> Measurement:
+        if status == "ok":
+            raise ValueError("a failed measurement needs a status other than 'ok'")
+        return cls(micro_batch, algo, status, repeats=0, math_type=math_type)
+
     @property
     def ok(self) -> bool:
         return self.status == "ok"
 
-    def candidate(self, micro_batch: int) -> Candidate:
+    @property
+    def candidate(self) -> Candidate:
+        if not self.ok:
+            raise ValueError(f"algo {self.algo} did not run ({self.status}): not a candidate")
         assert self.time_ms is not None and self.workspace_bytes is not None
         return Candidate(
-            micro_batch,
+            self.micro_batch,
             self.algo,
             self.time_ms,
             self.workspace_bytes,
@@ -222,7 +249,7 @@ class BenchmarkCache:
         return conn
 
     # -- use --------------------------------------------------------------------------------
-    def measurements(
+    def lookup(
         self, problem: ConvProblem, kernel: str, micro_batch: int, facts: DeviceFacts
     ) -> list[Measurement] | None:
         """Everything recorded for this key, failures included; None if never measured."""
@@ -243,21 +270,21 @@ class BenchmarkCache:
                     (row[0],),
                 ).fetchall()
             return [
-                Measurement(a, s, t, lo, hi, r, w, m, bool(d))
+                Measurement(micro_batch, a, s, t, lo, hi, r, w, m, bool(d))
                 for a, s, t, lo, hi, r, w, m, d in rows
             ]
         except (sqlite3.Error, ValueError) as exc:
             self._warn(exc, "read")
             return None
 
-    def lookup(
+    def candidates(
         self, problem: ConvProblem, kernel: str, micro_batch: int, facts: DeviceFacts
     ) -> list[Candidate] | None:
-        """The candidates that ran (possibly none); None if this key was never measured."""
-        found = self.measurements(problem, kernel, micro_batch, facts)
+        """The algorithms that ran (possibly none); None if this key was never measured."""
+        found = self.lookup(problem, kernel, micro_batch, facts)
         if found is None:
             return None
-        return [m.candidate(micro_batch) for m in found if m.ok]
+        return [m.candidate for m in found if m.ok]
 
     def store(
         self,
@@ -270,6 +297,8 @@ class BenchmarkCache:
         """Record the results of benchmarking this key, replacing what was there."""
         key = _key(problem, kernel, micro_batch, facts)
         results = list(results)
+        if any(m.micro_batch != micro_batch for m in results):
+            raise ValueError(f"results must all be measured at micro-batch {micro_batch}")
         seen = [(m.algo, m.math_type) for m in results]
         if len(set(seen)) != len(seen):
             raise ValueError("results repeat an (algo, math_type) pair")
