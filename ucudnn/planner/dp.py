@@ -60,8 +60,9 @@ class SplitDP:
         for b in range(self._stale_from, self.batch + 1):
             single = best.get(b)
             t, choice = (single.time_ms, b) if single else (math.inf, 0)
-            for s, ts in parts:
-                if 2 * s > b:
+            half = b >> 1
+            for s, ts in parts:  # the hot loop of planning: keep it plain
+                if s > half:
                     break
                 if ts + time[b - s] < t:
                     t, choice = ts + time[b - s], s

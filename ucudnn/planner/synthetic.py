@@ -1,0 +1,180 @@
+"""MODEL timing tables: made-up but plausible benchmark rows, for tests, demos and the planner's
+speed benchmark on machines without a GPU. They are NOT measurements and must never be
+presented as such; real tables come from benchmarking on the device.
+
+The model gives each cuDNN algorithm family a cost shape, on a notional GPU with PEAK_TFLOPS of
+arithmetic and BANDWIDTH_GBS of memory bandwidth:
+
+- time(b) = LAUNCH_MS + flops(b) * flop_factor / (peak * efficiency * occupancy(b))
+  + workspace traffic(b) / bandwidth, where occupancy(b) = w / (w + HALF_OCCUPANCY) and w is
+  the number of output values of the micro-batch, so small micro-batches pay for idle SMs;
+  backward-data and backward-filter run at 0.9 and 0.8 of the forward efficiency;
+- implicit GEMM: no workspace, low efficiency;
+- precomputed implicit GEMM: a small workspace independent of b (index tables);
+- explicit GEMM: workspace b*C*R*S*P*Q*itemsize (im2col), which it also writes and reads;
+- FFT: 2D, stride 1, no dilation; workspace ∝ (b*C + b*K + C*K) * padded-image spectrum,
+  cost of the transforms plus a pointwise product, so fast for large filters;
+- FFT tiling: the same on 32x32 tiles, so a smaller spectrum but some overlap overhead;
+- Winograd (fused): 3x3, stride 1, 2D; no workspace; 2.25x fewer multiplies;
+- Winograd non-fused: 3x3 or 5x5, stride 1, 2D; workspace ∝ b*(C+K)*tiles*36; 4x fewer
+  multiplies for 3x3, 2x for 5x5, plus the traffic of its transformed tensors.
+
+Which enum value of each kernel belongs to which family follows cuDNN's legacy API (e.g.
+backward-filter algorithms 0 and 3 are non-deterministic); the numbers do not follow any GPU.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+
+from ucudnn.core.problem import ConvProblem, check_kernel
+from ucudnn.planner.policies import DEFAULT_POLICY, Policy, sizes_for_policy
+from ucudnn.planner.tables import Candidate, KernelTable, TimingTables
+
+PEAK_TFLOPS = 15.0
+BANDWIDTH_GBS = 900.0
+LAUNCH_MS = 0.005
+HALF_OCCUPANCY = 2**19  # output values at which the notional GPU is half busy
+
+# family -> (efficiency, flop factor); applicability and workspace are below.
+_FAMILIES = {
+    "implicit_gemm": (0.35, 1.0),
+    "precomp_gemm": (0.55, 1.0),
+    "gemm": (0.75, 1.0),
+    "fft": (0.6, 1.0),  # flops are computed from the transform sizes, see _fft_flops
+    "fft_tiling": (0.55, 1.0),
+    "winograd": (0.45, 1 / 2.25),
+    "winograd_nonfused": (0.6, 1 / 4),
+}
+
+# Backward passes run somewhat below forward efficiency on real GPUs.
+_KERNEL_EFFICIENCY = {"forward": 1.0, "backward_data": 0.9, "backward_filter": 0.8}
+
+# kernel -> [(algo enum value, family, deterministic)]
+_ALGORITHMS = {
+    "forward": [
+        (0, "implicit_gemm", True),
+        (1, "precomp_gemm", True),
+        (2, "gemm", True),
+        (4, "fft", True),
+        (5, "fft_tiling", True),
+        (6, "winograd", True),
+        (7, "winograd_nonfused", True),
+    ],
+    "backward_data": [
+        (0, "implicit_gemm", False),
+        (1, "precomp_gemm", True),
+        (2, "fft", True),
+        (3, "fft_tiling", True),
+        (4, "winograd", True),
+        (5, "winograd_nonfused", True),
+    ],
+    "backward_filter": [
+        (0, "implicit_gemm", False),
+        (1, "precomp_gemm", True),
+        (2, "fft", True),
+        (3, "gemm", False),
+        (5, "winograd_nonfused", True),
+        (6, "fft_tiling", True),
+    ],
+}
+
+
+def _plain_2d(p: ConvProblem) -> bool:
+    return p.rank == 2 and p.groups == 1 and all(d == 1 for d in p.dilation)
+
+
+def _applies(family: str, p: ConvProblem) -> bool:
+    unit_stride = all(s == 1 for s in p.stride)
+    if family in ("fft", "fft_tiling"):
+        return _plain_2d(p) and unit_stride
+    if family == "winograd":
+        return _plain_2d(p) and unit_stride and p.filter_size == (3, 3)
+    if family == "winograd_nonfused":
+        return _plain_2d(p) and unit_stride and p.filter_size in ((3, 3), (5, 5))
+    return True
+
+
+def _spectrum(p: ConvProblem, tile: int | None) -> int:
+    """Complex values of one channel's spectrum: the padded image, or one tile per tile."""
+    padded = [s + 2 * q for s, q in zip(p.input_size, p.padding, strict=True)]
+    if tile is None:
+        h, w = (1 << (n - 1).bit_length() for n in padded)
+        return h * (w // 2 + 1)
+    tiles = math.prod(-(-n // (tile - f + 1)) for n, f in zip(padded, p.filter_size, strict=True))
+    return tiles * tile * (tile // 2 + 1)
+
+
+def _workspace(family: str, p: ConvProblem, b: int) -> int:
+    c, k, item = p.in_channels // p.groups, p.out_channels, p.itemsize
+    taps, outputs = math.prod(p.filter_size), math.prod(p.output_size)
+    if family == "precomp_gemm":
+        return 4 * c * taps
+    if family == "gemm":
+        return b * c * taps * outputs * item
+    if family in ("fft", "fft_tiling"):
+        spectrum = _spectrum(p, None if family == "fft" else 32)
+        return (b * c + b * k + c * k) * spectrum * 8
+    if family == "winograd_nonfused":
+        tiles = math.prod(-(-n // 4) for n in p.output_size)
+        return (b * (c + k) * tiles + c * k) * 36 * item
+    return 0
+
+
+def _flops(family: str, p: ConvProblem, b: int) -> float:
+    c, k = p.in_channels // p.groups, p.out_channels
+    direct = 2.0 * b * k * c * math.prod(p.filter_size) * math.prod(p.output_size)
+    if family not in ("fft", "fft_tiling"):
+        return direct * _FAMILIES[family][1]
+    spectrum = _spectrum(p, None if family == "fft" else 32)
+    transforms = 5.0 * (b * c + b * k + c * k) * spectrum * math.log2(spectrum)
+    return transforms + 8.0 * b * c * k * spectrum
+
+
+def _time_ms(kernel: str, family: str, p: ConvProblem, b: int) -> float:
+    efficiency = _FAMILIES[family][0] * _KERNEL_EFFICIENCY[kernel]
+    outputs = b * p.out_channels * math.prod(p.output_size)
+    occupancy = outputs / (outputs + HALF_OCCUPANCY)
+    compute = _flops(family, p, b) / (PEAK_TFLOPS * 1e12 * efficiency * occupancy)
+    traffic = 2 * _workspace(family, p, b) / (BANDWIDTH_GBS * 1e9)
+    return LAUNCH_MS + 1e3 * (compute + traffic)
+
+
+def model_candidates(problem: ConvProblem, kernel: str, micro_batch: int) -> list[Candidate]:
+    """The model's candidates for `kernel` of `problem` run on `micro_batch` samples."""
+    check_kernel(kernel)
+    return [
+        Candidate(
+            micro_batch=micro_batch,
+            algo=algo,
+            time_ms=round(_time_ms(kernel, family, problem, micro_batch), 6),
+            workspace_bytes=_workspace(family, problem, micro_batch),
+            deterministic=deterministic,
+        )
+        for algo, family, deterministic in _ALGORITHMS[kernel]
+        if _applies(family, problem)
+    ]
+
+
+def model_table(
+    layer: str, kernel: str, problem: ConvProblem, policy: Policy = DEFAULT_POLICY
+) -> KernelTable:
+    """A MODEL table of one kernel at the problem's batch, at every size of `policy`."""
+    table = KernelTable(layer, kernel, problem.batch)
+    for b in sizes_for_policy(policy, problem.batch):
+        for c in model_candidates(problem, kernel, b):
+            table.add(c)
+    return table
+
+
+def model_tables(
+    layers: Iterable[tuple[str, ConvProblem, Iterable[str]]],
+    policy: Policy = DEFAULT_POLICY,
+) -> TimingTables:
+    """MODEL tables for (layer name, problem, kernels) triples, e.g. from a LayerGraph."""
+    return TimingTables(
+        model_table(name, kernel, problem, policy)
+        for name, problem, kernels in layers
+        for kernel in kernels
+    )
