@@ -1,8 +1,450 @@
-cdef extern from "cuda_runtime_api.h" nogil:
-    int cudaGetDeviceCount(int* count)
+# cython: language_level=3
+"""Thin binding of the CUDA runtime: devices, memory, copies, streams and events.
+
+Faithful to C: device pointers, streams and events travel as Python ints, every status is
+checked and a failure raises a ucudnn.errors.CudaError subclass naming the call. The GIL is
+released around calls that may wait on the device or initialise the driver.
+"""
+
+import uuid
+
+from cpython.buffer cimport (
+    PyBUF_C_CONTIGUOUS,
+    PyBUF_WRITABLE,
+    PyBuffer_Release,
+    PyObject_GetBuffer,
+)
+from libc.stdint cimport uintptr_t
+
+from convert cimport to_address, to_int, to_size
+
+from cuda_runtime cimport (
+    cudaDeviceGetPCIBusId,
+    cudaDeviceProp,
+    cudaDeviceSynchronize,
+    cudaDriverGetVersion,
+    cudaError_t,
+    cudaErrorNotReady,
+    cudaEvent_t,
+    cudaEventCreateWithFlags,
+    cudaEventDefault,
+    cudaEventDestroy,
+    cudaEventDisableTiming,
+    cudaEventElapsedTime,
+    cudaEventQuery,
+    cudaEventRecord,
+    cudaEventSynchronize,
+    cudaFree,
+    cudaGetDevice,
+    cudaGetDeviceCount,
+    cudaGetDeviceProperties,
+    cudaGetErrorName,
+    cudaGetErrorString,
+    cudaGetLastError,
+    cudaMalloc,
+    cudaMemcpyAsync,
+    cudaMemcpyDeviceToDevice,
+    cudaMemcpyDeviceToHost,
+    cudaMemcpyHostToDevice,
+    cudaMemcpyKind,
+    cudaMemGetInfo,
+    cudaMemoryTypeDevice,
+    cudaMemoryTypeManaged,
+    cudaMemsetAsync,
+    cudaPointerAttributes,
+    cudaPointerGetAttributes,
+    cudaRuntimeGetVersion,
+    cudaSetDevice,
+    cudaStream_t,
+    cudaStreamCreateWithFlags,
+    cudaStreamDefault,
+    cudaStreamDestroy,
+    cudaStreamNonBlocking,
+    cudaStreamSynchronize,
+    cudaStreamWaitEvent,
+    cudaSuccess,
+)
+
+from ucudnn.errors import cuda_error_class
+
+
+# --- status checking -------------------------------------------------------------------------
+
+cdef object _error(cudaError_t err, str call):
+    # The runtime also records non-sticky errors as the thread's last error; clear it so a
+    # later, unrelated call does not report this one again.
+    cudaGetLastError()
+    code = <int>err
+    return cuda_error_class(code)(
+        code, cudaGetErrorName(err).decode(), call, cudaGetErrorString(err).decode()
+    )
+
+
+cdef inline int check(cudaError_t err, str call) except -1:
+    if err != cudaSuccess:
+        raise _error(err, call)
+    return 0
+
+
+def error_name(int code):
+    """The runtime's name for a cudaError_t code, e.g. 35 -> 'cudaErrorInsufficientDriver'."""
+    return cudaGetErrorName(<cudaError_t>code).decode()
+
+
+# --- argument conversion ---------------------------------------------------------------------
+
+cdef inline cudaStream_t _stream(object stream) except? NULL:
+    return <cudaStream_t>to_address(stream, "stream")
+
+
+cdef int _host_buffer(object obj, Py_buffer* view, bint writable, str what) except -1:
+    flags = PyBUF_C_CONTIGUOUS | (PyBUF_WRITABLE if writable else 0)
+    try:
+        PyObject_GetBuffer(obj, view, flags)
+    except BufferError as exc:
+        kind = "writable, C-contiguous" if writable else "C-contiguous"
+        raise ValueError(f"{what} must be a {kind} buffer: {exc}") from None
+    return 0
+
+
+# --- versions and devices --------------------------------------------------------------------
+
+def runtime_version():
+    """cudaRuntimeGetVersion, e.g. 13000 for CUDA 13.0."""
+    cdef int version = 0
+    check(cudaRuntimeGetVersion(&version), "cudaRuntimeGetVersion")
+    return version
+
+
+def driver_version():
+    """cudaDriverGetVersion: the CUDA version the driver supports, 0 when no driver is loaded."""
+    cdef int version = 0
+    check(cudaDriverGetVersion(&version), "cudaDriverGetVersion")
+    return version
 
 
 def device_count():
-    cdef int n = 0
-    rc = cudaGetDeviceCount(&n)
-    return rc, n
+    """Number of CUDA devices; raises NoDeviceError when there is no driver or no device."""
+    cdef int count = 0
+    cdef cudaError_t err
+    with nogil:
+        err = cudaGetDeviceCount(&count)
+    check(err, "cudaGetDeviceCount")
+    return count
+
+
+def get_device():
+    cdef int device = 0
+    check(cudaGetDevice(&device), "cudaGetDevice")
+    return device
+
+
+def set_device(int device):
+    cdef cudaError_t err
+    with nogil:
+        err = cudaSetDevice(device)
+    check(err, "cudaSetDevice")
+
+
+def device_properties(int device):
+    """Name, compute capability, memory, SM count, UUID and PCI bus id of one device."""
+    cdef cudaDeviceProp prop
+    cdef char bus_id[64]
+    check(cudaGetDeviceProperties(&prop, device), "cudaGetDeviceProperties")
+    check(cudaDeviceGetPCIBusId(bus_id, sizeof(bus_id), device), "cudaDeviceGetPCIBusId")
+    return {
+        "name": prop.name.decode(errors="replace"),
+        "major": prop.major,
+        "minor": prop.minor,
+        "total_memory": prop.totalGlobalMem,
+        "multiprocessor_count": prop.multiProcessorCount,
+        # Spelled as nvidia-smi and CUDA_VISIBLE_DEVICES spell it.
+        "uuid": f"GPU-{uuid.UUID(bytes=prop.uuid.bytes[:16])}",
+        "pci_bus_id": bus_id.decode(),
+    }
+
+
+def mem_get_info():
+    """(free, total) bytes of the current device."""
+    cdef size_t free_bytes = 0, total_bytes = 0
+    cdef cudaError_t err
+    with nogil:
+        err = cudaMemGetInfo(&free_bytes, &total_bytes)
+    check(err, "cudaMemGetInfo")
+    return free_bytes, total_bytes
+
+
+def device_synchronize():
+    cdef cudaError_t err
+    with nogil:
+        err = cudaDeviceSynchronize()
+    check(err, "cudaDeviceSynchronize")
+
+
+# --- memory ----------------------------------------------------------------------------------
+
+cdef void* _malloc(size_t nbytes) except? NULL:
+    cdef void* ptr = NULL
+    cdef cudaError_t err
+    if nbytes == 0:
+        return NULL
+    with nogil:
+        err = cudaMalloc(&ptr, nbytes)
+    if err != cudaSuccess:
+        exc = _error(err, "cudaMalloc")
+        exc.add_note(f"requested {nbytes} bytes")
+        raise exc
+    return ptr
+
+
+cdef int _free(void* ptr) except -1:
+    cdef cudaError_t err
+    with nogil:
+        err = cudaFree(ptr)
+    return check(err, "cudaFree")
+
+
+def malloc(nbytes):
+    """cudaMalloc on the current device; returns the address (0 for 0 bytes)."""
+    return <uintptr_t>_malloc(to_size(nbytes, "nbytes"))
+
+
+def free(ptr):
+    """cudaFree; 0 is a no-op."""
+    _free(<void*>to_address(ptr, "ptr"))
+
+
+cdef class DeviceBuffer:
+    """Device memory owned by this object: freed by release() or when it is garbage.
+
+    A zero-byte buffer allocates nothing: its ptr is 0 and its device None.
+    """
+
+    cdef void* _ptr
+    cdef size_t _nbytes
+    cdef object _device
+
+    def __cinit__(self, nbytes):
+        cdef size_t n = to_size(nbytes, "nbytes")
+        if n:
+            self._device = get_device()
+            self._ptr = _malloc(n)
+        self._nbytes = n
+
+    def __dealloc__(self):
+        # Exceptions cannot leave __dealloc__; release() is the way to see a failed free.
+        if self._ptr != NULL:
+            with nogil:
+                cudaFree(self._ptr)
+
+    @property
+    def ptr(self):
+        return <uintptr_t>self._ptr
+
+    @property
+    def nbytes(self):
+        return self._nbytes
+
+    @property
+    def device(self):
+        """Ordinal of the device the memory lives on, None when nothing is allocated."""
+        return self._device
+
+    def release(self):
+        """Free the memory now; later calls do nothing."""
+        cdef void* ptr = self._ptr
+        self._ptr = NULL
+        self._nbytes = 0
+        if ptr != NULL:
+            _free(ptr)
+
+    def __repr__(self):
+        return f"DeviceBuffer(ptr={self.ptr:#x}, nbytes={self._nbytes}, device={self._device})"
+
+
+cdef int _copy(uintptr_t dst, const void* src, size_t nbytes, cudaMemcpyKind kind,
+               cudaStream_t stream) except -1:
+    cdef cudaError_t err
+    with nogil:
+        err = cudaMemcpyAsync(<void*>dst, src, nbytes, kind, stream)
+    return check(err, "cudaMemcpyAsync")
+
+
+def memcpy_htod(dst, src, nbytes, stream=0):
+    """Enqueue a copy of nbytes from a C-contiguous host buffer to device address dst."""
+    cdef uintptr_t d = to_address(dst, "dst")
+    cdef size_t n = to_size(nbytes, "nbytes")
+    cdef cudaStream_t s = _stream(stream)
+    cdef Py_buffer view
+    _host_buffer(src, &view, False, "src")
+    try:
+        if n > <size_t>view.len:
+            raise ValueError(f"nbytes={n} exceeds the {view.len} bytes of the host buffer")
+        _copy(d, view.buf, n, cudaMemcpyHostToDevice, s)
+    finally:
+        PyBuffer_Release(&view)
+
+
+def memcpy_dtoh(dst, src, nbytes, stream=0):
+    """Enqueue a copy of nbytes from device address src into a writable C-contiguous host buffer.
+
+    The host buffer must stay alive and untouched until the stream is synchronised.
+    """
+    cdef uintptr_t s_ptr = to_address(src, "src")
+    cdef size_t n = to_size(nbytes, "nbytes")
+    cdef cudaStream_t s = _stream(stream)
+    cdef Py_buffer view
+    _host_buffer(dst, &view, True, "dst")
+    try:
+        if n > <size_t>view.len:
+            raise ValueError(f"nbytes={n} exceeds the {view.len} bytes of the host buffer")
+        _copy(<uintptr_t>view.buf, <const void*>s_ptr, n, cudaMemcpyDeviceToHost, s)
+    finally:
+        PyBuffer_Release(&view)
+
+
+def memcpy_dtod(dst, src, nbytes, stream=0):
+    """Enqueue a device-to-device copy of nbytes."""
+    _copy(to_address(dst, "dst"), <const void*>to_address(src, "src"), to_size(nbytes, "nbytes"),
+          cudaMemcpyDeviceToDevice, _stream(stream))
+
+
+def memset(ptr, value, nbytes, stream=0):
+    """Enqueue setting nbytes at device address ptr to the byte value (0..255)."""
+    cdef void* p = <void*>to_address(ptr, "ptr")
+    cdef size_t n = to_size(nbytes, "nbytes")
+    cdef cudaStream_t s = _stream(stream)
+    cdef int byte
+    cdef cudaError_t err
+    value = to_int(value, "value")
+    if not 0 <= value <= 255:
+        raise ValueError(f"value must be a byte (0..255), got {value}")
+    byte = value
+    with nogil:
+        err = cudaMemsetAsync(p, byte, n, s)
+    check(err, "cudaMemsetAsync")
+
+
+def pointer_device(ptr):
+    """Device ordinal that owns address ptr, or None for host or unknown memory."""
+    cdef cudaPointerAttributes attributes
+    check(cudaPointerGetAttributes(&attributes, <const void*>to_address(ptr, "ptr")),
+          "cudaPointerGetAttributes")
+    if attributes.type == cudaMemoryTypeDevice or attributes.type == cudaMemoryTypeManaged:
+        return attributes.device
+    return None
+
+
+# --- streams and events ----------------------------------------------------------------------
+
+def stream_synchronize(stream):
+    """Wait until all work enqueued on the stream (an int handle, 0 = default) is done."""
+    cdef cudaStream_t s = _stream(stream)
+    cdef cudaError_t err
+    with nogil:
+        err = cudaStreamSynchronize(s)
+    check(err, "cudaStreamSynchronize")
+
+
+cdef class Stream:
+    """A CUDA stream owned by this object; non-blocking with respect to the default stream."""
+
+    cdef cudaStream_t _stream
+
+    def __cinit__(self, bint non_blocking=True):
+        cdef unsigned int flags = cudaStreamNonBlocking if non_blocking else cudaStreamDefault
+        cdef cudaError_t err
+        with nogil:
+            err = cudaStreamCreateWithFlags(&self._stream, flags)
+        check(err, "cudaStreamCreateWithFlags")
+
+    def __dealloc__(self):
+        if self._stream != NULL:
+            cudaStreamDestroy(self._stream)
+
+    cdef cudaStream_t _live(self) except NULL:
+        if self._stream == NULL:
+            raise ValueError("the stream was destroyed")
+        return self._stream
+
+    @property
+    def handle(self):
+        """The cudaStream_t as an int, for functions that take a stream."""
+        return <uintptr_t>self._live()
+
+    def synchronize(self):
+        cdef cudaStream_t s = self._live()
+        cdef cudaError_t err
+        with nogil:
+            err = cudaStreamSynchronize(s)
+        check(err, "cudaStreamSynchronize")
+
+    def destroy(self):
+        """Destroy the stream now; pending work still completes. Later calls do nothing."""
+        cdef cudaStream_t s = self._stream
+        self._stream = NULL
+        if s != NULL:
+            check(cudaStreamDestroy(s), "cudaStreamDestroy")
+
+
+cdef class Event:
+    """A CUDA event owned by this object; timing events measure elapsed_ms between records."""
+
+    cdef cudaEvent_t _event
+
+    def __cinit__(self, bint timing=True):
+        cdef unsigned int flags = cudaEventDefault if timing else cudaEventDisableTiming
+        check(cudaEventCreateWithFlags(&self._event, flags), "cudaEventCreateWithFlags")
+
+    def __dealloc__(self):
+        if self._event != NULL:
+            cudaEventDestroy(self._event)
+
+    cdef cudaEvent_t _live(self) except NULL:
+        if self._event == NULL:
+            raise ValueError("the event was destroyed")
+        return self._event
+
+    @property
+    def handle(self):
+        return <uintptr_t>self._live()
+
+    def record(self, stream=0):
+        check(cudaEventRecord(self._live(), _stream(stream)), "cudaEventRecord")
+
+    def synchronize(self):
+        cdef cudaEvent_t e = self._live()
+        cdef cudaError_t err
+        with nogil:
+            err = cudaEventSynchronize(e)
+        check(err, "cudaEventSynchronize")
+
+    def query(self):
+        """True when the work before the last record has completed."""
+        cdef cudaError_t err = cudaEventQuery(self._live())
+        if err == cudaErrorNotReady:
+            cudaGetLastError()  # not an error: clear it as _error would
+            return False
+        check(err, "cudaEventQuery")
+        return True
+
+    def elapsed_ms(self, Event end not None):
+        """Milliseconds from this event's record to end's record (both must have completed)."""
+        cdef float ms = 0
+        check(cudaEventElapsedTime(&ms, self._live(), end._live()), "cudaEventElapsedTime")
+        return ms
+
+    def destroy(self):
+        """Destroy the event now; later calls do nothing."""
+        cdef cudaEvent_t e = self._event
+        self._event = NULL
+        if e != NULL:
+            check(cudaEventDestroy(e), "cudaEventDestroy")
+
+
+def stream_wait_event(stream, Event event not None):
+    """Make later work on stream (an int handle, 0 = default) wait for the event's last record.
+
+    The host does not wait.
+    """
+    check(cudaStreamWaitEvent(_stream(stream), event._live(), 0), "cudaStreamWaitEvent")

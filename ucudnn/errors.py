@@ -1,0 +1,120 @@
+"""Exceptions raised for failed CUDA runtime and cuDNN calls.
+
+Pure Python: the native modules build these from a status code, the name of the failed call and
+the library's own description, so every failure names what failed and why. Higher layers add the
+problem's shape with `exc.add_note(problem.describe())`.
+"""
+
+from __future__ import annotations
+
+
+class UcudnnError(Exception):
+    """Base class of every error ucudnn raises on purpose."""
+
+
+class CudaError(UcudnnError):
+    """A CUDA runtime call returned an error code."""
+
+    def __init__(self, code: int, name: str, call: str, description: str = "") -> None:
+        self.code = code
+        self.name = name
+        self.call = call
+        self.description = description
+        super().__init__(self._message())
+
+    def _message(self) -> str:
+        text = f"{self.call} failed: {self.name} ({self.code})"
+        return f"{text}: {self.description}" if self.description else text
+
+    def __reduce__(self):  # the default would call __init__ with the message only
+        return type(self), (self.code, self.name, self.call, self.description)
+
+
+class NoDeviceError(CudaError):
+    """No usable CUDA device: no driver, a driver too old, or no GPU."""
+
+    def _message(self) -> str:
+        return f"no usable CUDA device or driver: {super()._message()}"
+
+
+class CudaOutOfMemoryError(CudaError, MemoryError):
+    """A device allocation failed."""
+
+
+# cudaError_t codes that mean "there is no device to run on" rather than "this call was wrong".
+NO_DEVICE_CODES = frozenset(
+    {
+        3,  # cudaErrorInitializationError
+        34,  # cudaErrorStubLibrary: the driver stub, not a real driver, was loaded
+        35,  # cudaErrorInsufficientDriver: no driver, or one older than the runtime
+        46,  # cudaErrorDevicesUnavailable
+        100,  # cudaErrorNoDevice
+        803,  # cudaErrorSystemDriverMismatch
+        804,  # cudaErrorCompatNotSupportedOnDevice
+    }
+)
+CUDA_OUT_OF_MEMORY = 2  # cudaErrorMemoryAllocation
+
+
+def cuda_error_class(code: int) -> type[CudaError]:
+    """The exception class for a cudaError_t code."""
+    if code in NO_DEVICE_CODES:
+        return NoDeviceError
+    if code == CUDA_OUT_OF_MEMORY:
+        return CudaOutOfMemoryError
+    return CudaError
+
+
+class CudnnError(UcudnnError):
+    """A cuDNN call returned a status other than CUDNN_STATUS_SUCCESS."""
+
+    def __init__(self, status: int, status_name: str, call: str, detail: str = "") -> None:
+        self.status = status
+        self.status_name = status_name
+        self.call = call
+        self.detail = detail  # cudnnGetLastErrorString at the time of the failure
+        text = f"{call} failed: {status_name} ({status})"
+        super().__init__(f"{text}: {detail}" if detail else text)
+
+    def __reduce__(self):  # the default would call __init__ with the message only
+        return type(self), (self.status, self.status_name, self.call, self.detail)
+
+
+class CudnnNotInitializedError(CudnnError):
+    """cuDNN could not start, usually because there is no GPU or driver."""
+
+
+class CudnnBadParamError(CudnnError, ValueError):
+    """cuDNN rejected an argument (CUDNN_STATUS_BAD_PARAM and its sub-codes)."""
+
+
+class CudnnNotSupportedError(CudnnError):
+    """The configuration is valid but this cuDNN build or device cannot run it."""
+
+
+class CudnnAllocFailedError(CudnnError, MemoryError):
+    """cuDNN could not allocate host or device memory."""
+
+
+class CudnnExecutionFailedError(CudnnError):
+    """A kernel launched by cuDNN failed on the device."""
+
+
+# cuDNN 9 statuses are category * 1000 + a specific code (CUDNN_STATUS_CATEGORY in cudnn_graph.h).
+_CUDNN_CATEGORY_CLASSES: dict[int, type[CudnnError]] = {
+    2000: CudnnBadParamError,
+    3000: CudnnNotSupportedError,
+    5000: CudnnExecutionFailedError,
+}
+_CUDNN_STATUS_CLASSES: dict[int, type[CudnnError]] = {
+    1001: CudnnNotInitializedError,  # CUDNN_STATUS_NOT_INITIALIZED
+    4003: CudnnAllocFailedError,  # CUDNN_STATUS_INTERNAL_ERROR_HOST_ALLOCATION_FAILED
+    4004: CudnnAllocFailedError,  # CUDNN_STATUS_INTERNAL_ERROR_DEVICE_ALLOCATION_FAILED
+}
+
+
+def cudnn_error_class(status: int) -> type[CudnnError]:
+    """The exception class for a cudnnStatus_t value."""
+    if status in _CUDNN_STATUS_CLASSES:
+        return _CUDNN_STATUS_CLASSES[status]
+    return _CUDNN_CATEGORY_CLASSES.get(status // 1000 * 1000, CudnnError)
