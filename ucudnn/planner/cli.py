@@ -1,0 +1,99 @@
+"""`ucudnn plan`: plan from a timings CSV, with no GPU needed.
+
+Exit status: 0 with a plan, 1 when no plan fits the given workspace, 2 on bad input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from ucudnn.planner.config import Config, parse_policy, parse_size
+from ucudnn.planner.errors import InfeasibleError
+from ucudnn.planner.plan import Plan, make_plan_wd, make_plan_wr
+from ucudnn.planner.tables import TimingTables
+from ucudnn.planner.wd import SOLVERS
+
+EPILOG = """\
+The timings CSV has the header layer,kernel,batch,micro_batch,algo,time_ms,workspace_bytes
+and optionally math_type,deterministic (see ucudnn.planner.tables). Sizes take units:
+64MiB, 512MB, 1.5GiB. Exit status: 0 planned, 1 nothing fits, 2 bad input.
+"""
+
+
+def add_plan_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of `ucudnn plan`."""
+    parser.epilog = EPILOG
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    parser.add_argument("--timings", required=True, metavar="FILE.csv", help="timings to plan from")
+    parser.add_argument(
+        "--mode",
+        choices=("wr", "wd"),
+        default="wr",
+        help="wr: a workspace limit per kernel; wd: one budget shared by all (default: wr)",
+    )
+    parser.add_argument(
+        "--workspace-limit",
+        metavar="SIZE",
+        help="wr: per-kernel limit (default: UCUDNN_DEFAULT_WORKSPACE_LIMIT, else 64MiB)",
+    )
+    parser.add_argument(
+        "--total-workspace",
+        metavar="SIZE",
+        help="wd: total budget (default: UCUDNN_TOTAL_WORKSPACE_SIZE)",
+    )
+    parser.add_argument(
+        "--policy",
+        metavar="POLICY",
+        help="micro-batch sizes: undivided, powerOfTwo, all, or a list such as 1,2,32 "
+        "(default: UCUDNN_BATCH_SIZE_POLICY, else powerOfTwo)",
+    )
+    parser.add_argument(
+        "--deterministic", action="store_true", help="use deterministic algorithms only"
+    )
+    parser.add_argument(
+        "--solver", choices=tuple(SOLVERS), default="highs", help="wd: ILP solver (default: highs)"
+    )
+    parser.add_argument("--json", action="store_true", help="print the plan as JSON")
+
+
+def run_plan(args: argparse.Namespace) -> int:
+    """Plan as `args` say and print the plan; returns the exit status."""
+    try:
+        plan = _plan(args)
+    except InfeasibleError as exc:
+        print(f"ucudnn plan: no plan fits: {exc}", file=sys.stderr)
+        return 1
+    except (ValueError, OSError) as exc:
+        print(f"ucudnn plan: error: {exc}", file=sys.stderr)
+        return 2
+    print(plan.to_json() if args.json else plan.report())
+    return 0
+
+
+def _plan(args: argparse.Namespace) -> Plan:
+    config = Config.from_env()
+    policy = parse_policy(args.policy, "--policy") if args.policy else config.batch_size_policy
+    tables = TimingTables.read_csv(args.timings)
+    if not len(tables):
+        raise ValueError(f"{args.timings} has no timing rows")
+    common = {
+        "policy": policy,
+        "deterministic_only": args.deterministic,
+        "timings_source": args.timings,
+    }
+    if args.mode == "wr":
+        if args.total_workspace is not None:
+            raise ValueError("--total-workspace is for --mode wd; use --workspace-limit")
+        limit = config.default_workspace_limit
+        if args.workspace_limit is not None:
+            limit = parse_size(args.workspace_limit, "--workspace-limit")
+        return make_plan_wr(tables, limit, **common)
+    if args.workspace_limit is not None:
+        raise ValueError("--workspace-limit is for --mode wr; use --total-workspace")
+    budget = config.total_workspace_size
+    if args.total_workspace is not None:
+        budget = parse_size(args.total_workspace, "--total-workspace")
+    if budget is None:
+        raise ValueError("--mode wd needs --total-workspace SIZE (or UCUDNN_TOTAL_WORKSPACE_SIZE)")
+    return make_plan_wd(tables, budget, solver=args.solver, **common)
