@@ -1,0 +1,128 @@
+"""The algorithm seam: everything that knows a candidate is a legacy cuDNN algorithm lives here.
+
+The three kernels share one calling shape once their tensors are named by role: two inputs and
+one output among x, w and y (forward reads x, w and writes y; backward-data reads w, dy and
+writes dx; backward-filter reads x, dy and writes dw). A graph-API backend would replace this
+module, keeping the same methods.
+"""
+
+from __future__ import annotations
+
+from ucudnn import _cudnn
+from ucudnn.core.problem import ConvProblem, check_kernel
+from ucudnn.runtime.steps import ROLES
+
+_RUN = {
+    "forward": _cudnn.convolution_forward,
+    "backward_data": _cudnn.convolution_backward_data,
+    "backward_filter": _cudnn.convolution_backward_filter,
+}
+_FIND = {
+    "forward": _cudnn.find_forward_algorithm_ex,
+    "backward_data": _cudnn.find_backward_data_algorithm_ex,
+    "backward_filter": _cudnn.find_backward_filter_algorithm_ex,
+}
+_WORKSPACE = {
+    "forward": _cudnn.forward_workspace_size,
+    "backward_data": _cudnn.backward_data_workspace_size,
+    "backward_filter": _cudnn.backward_filter_workspace_size,
+}
+_MAX_COUNT = {
+    "forward": _cudnn.forward_algorithm_max_count,
+    "backward_data": _cudnn.backward_data_algorithm_max_count,
+    "backward_filter": _cudnn.backward_filter_algorithm_max_count,
+}
+
+
+class ProblemDescriptors:
+    """cuDNN descriptors of one problem; x/y descriptors are made once per micro-batch size."""
+
+    def __init__(self, problem: ConvProblem) -> None:
+        self.problem = problem
+        self.w = _cudnn.FilterDescriptor(problem.dtype, problem.filter_layout, problem.w_dims)
+        self.conv = _cudnn.ConvolutionDescriptor(
+            problem.padding,
+            problem.stride,
+            problem.dilation,
+            mode=problem.mode,
+            compute_dtype=problem.compute_dtype,
+            groups=problem.groups,
+            math_type=problem.math_type,
+        )
+        self._xy: dict[int, tuple[_cudnn.TensorDescriptor, _cudnn.TensorDescriptor]] = {}
+
+    def xy(self, micro_batch: int) -> tuple[_cudnn.TensorDescriptor, _cudnn.TensorDescriptor]:
+        if micro_batch not in self._xy:
+            p = self.problem.with_batch(micro_batch)
+            self._xy[micro_batch] = (
+                _cudnn.TensorDescriptor(p.dtype, p.x_dims, p.x_strides),
+                _cudnn.TensorDescriptor(p.dtype, p.y_dims, p.y_strides),
+            )
+        return self._xy[micro_batch]
+
+    def by_role(self, kernel: str, micro_batch: int) -> tuple[object, object, object]:
+        x, y = self.xy(micro_batch)
+        named = {"x": x, "w": self.w, "y": y}
+        return tuple(named[role] for role in ROLES[check_kernel(kernel)])  # type: ignore[return-value]
+
+
+def _pointers(kernel: str, x: int, w: int, y: int) -> tuple[int, int, int]:
+    named = {"x": x, "w": w, "y": y}
+    first, second, out = ROLES[kernel]
+    return named[first], named[second], named[out]
+
+
+def algorithm_count(handle: _cudnn.Handle, kernel: str) -> int:
+    return _MAX_COUNT[check_kernel(kernel)](handle)
+
+
+def workspace_size(
+    handle: _cudnn.Handle, descs: ProblemDescriptors, kernel: str, micro_batch: int, algo: int
+) -> int:
+    d1, d2, d3 = descs.by_role(kernel, micro_batch)
+    return _WORKSPACE[kernel](handle, d1, d2, descs.conv, d3, algo)
+
+
+def find(
+    handle: _cudnn.Handle,
+    descs: ProblemDescriptors,
+    kernel: str,
+    micro_batch: int,
+    x: int,
+    w: int,
+    y: int,
+    workspace: int,
+    workspace_bytes: int,
+) -> list[_cudnn.AlgoPerf]:
+    """cuDNN's own trial of every algorithm on our buffers (used as a pre-filter only)."""
+    d1, d2, d3 = descs.by_role(kernel, micro_batch)
+    p1, p2, p3 = _pointers(kernel, x, w, y)
+    requested = algorithm_count(handle, kernel)
+    return _FIND[kernel](
+        handle, d1, p1, d2, p2, descs.conv, d3, p3, requested, workspace, workspace_bytes
+    )
+
+
+def run(
+    handle: _cudnn.Handle,
+    descs: ProblemDescriptors,
+    kernel: str,
+    micro_batch: int,
+    algo: int,
+    math_type: str,
+    alpha: float,
+    beta: float,
+    x: int,
+    w: int,
+    y: int,
+    workspace: int,
+    workspace_bytes: int,
+) -> None:
+    """Launch one kernel on `micro_batch` samples at x/y (already offset); no host sync."""
+    d1, d2, d3 = descs.by_role(kernel, micro_batch)
+    p1, p2, p3 = _pointers(kernel, x, w, y)
+    # The candidate was measured with its own math type; cuDNN reads it from the descriptor.
+    descs.conv.set_math_type(math_type)
+    _RUN[kernel](
+        handle, alpha, d1, p1, d2, p2, descs.conv, algo, workspace, workspace_bytes, beta, d3, p3
+    )

@@ -1,0 +1,44 @@
+"""Turn what callers pass as a tensor into a device pointer, checking it against the problem."""
+
+from __future__ import annotations
+
+from ucudnn.core.array import DeviceArray
+from ucudnn.core.problem import ITEMSIZE, ConvProblem, to_logical
+
+
+def device_pointer(obj: object, problem: ConvProblem, tensor: str, role: str) -> int:
+    """Pointer of `obj`: a raw int, a DeviceArray, or anything with __cuda_array_interface__.
+
+    Arrays must match the shape, strides and dtype the problem expects for x, w or y; `role`
+    ("x", "dy", "dw", ...) names the argument in error messages.
+    """
+    if isinstance(obj, bool) or obj is None:
+        raise TypeError(f"{role} must be a device pointer (int) or a device array, got {obj!r}")
+    if isinstance(obj, int):
+        if obj == 0 and problem.nbytes(tensor) > 0:  # type: ignore[arg-type]
+            raise ValueError(f"{role} is a null pointer")
+        return obj
+    array = obj if isinstance(obj, DeviceArray) else DeviceArray.from_cuda_array_interface(obj)
+    _check_matches(array, problem, tensor, role)
+    return array.ptr
+
+
+def _check_matches(array: DeviceArray, problem: ConvProblem, tensor: str, role: str) -> None:
+    shape = {"x": problem.x_shape, "w": problem.w_shape, "y": problem.y_shape}[tensor]
+    if tuple(array.shape) != shape:
+        raise ValueError(f"{role} has shape {tuple(array.shape)}, expected {shape}")
+    if array.dtype_name != problem.dtype:
+        raise TypeError(f"{role} has dtype {array.dtype_name}, expected {problem.dtype}")
+    if tensor == "w":
+        if not array.is_c_contiguous:
+            raise ValueError(f"{role} (the filter) must be C-contiguous")
+        return
+    layout = problem.layout
+    expected = problem.x_strides if tensor == "x" else problem.y_strides
+    itemsize = ITEMSIZE[problem.dtype]
+    strides = to_logical(tuple(s // itemsize for s in array.strides), layout)
+    if strides != expected:
+        raise ValueError(
+            f"{role} has element strides {strides} (logical N, C, ... order), "
+            f"expected {expected} for this problem"
+        )

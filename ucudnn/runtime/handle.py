@@ -1,0 +1,335 @@
+"""The Handle: micro-batched cuDNN convolutions for frameworks, planned on first sight.
+
+WR mode (a per-kernel workspace limit) plans each kernel alone when first seen and runs it in
+one shared workspace. WD mode (one total budget) collects the kernels a network registers and
+plans them together by integer programming, each schedule at its own offset in one arena.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import warnings
+from collections.abc import Iterable
+
+from ucudnn import _cuda, _cudnn
+from ucudnn.core.arena import Arena
+from ucudnn.core.device import device_facts
+from ucudnn.core.problem import KERNELS, ConvProblem, check_kernel
+from ucudnn.errors import CudaOutOfMemoryError
+from ucudnn.planner.cache import BenchmarkCache
+from ucudnn.planner.config import Config
+from ucudnn.planner.plan import KernelPlan, Plan
+from ucudnn.planner.tables import Candidate, Schedule
+from ucudnn.runtime import backend, executor
+from ucudnn.runtime.benchmark import Benchmarker, BenchmarkSettings
+from ucudnn.runtime.buffers import device_pointer
+from ucudnn.runtime.check import EquivalenceCheck, download
+from ucudnn.runtime.planning import plan_kernels
+from ucudnn.runtime.steps import ROLES
+from ucudnn.runtime.work import Work
+
+# Argument names of each kernel's tensors, matching ROLES (for error messages).
+_ARGS = {
+    "forward": ("x", "w", "y"),
+    "backward_data": ("w", "dy", "dx"),
+    "backward_filter": ("x", "dy", "dw"),
+}
+
+
+@dataclasses.dataclass
+class _Slot:
+    """One kernel of one layer: its own schedule, even when its problem is shared."""
+
+    name: str  # the layer name the planner knows it by
+    problem: ConvProblem
+    kernel: str
+
+
+class Handle:
+    """Micro-batched convolutions on one device and stream.
+
+    Give `workspace_limit` (bytes per kernel, WR) or `total_workspace` (bytes for the whole
+    network, WD); unset values come from UCUDNN_* variables (see `ucudnn.planner.config`).
+    """
+
+    def __init__(
+        self,
+        *,
+        workspace_limit: int | None = None,
+        total_workspace: int | None = None,
+        policy: str | list[int] | None = None,
+        database: str | os.PathLike[str] | None = None,
+        use_cache: bool = True,
+        stream: int = 0,
+        deterministic: bool = False,
+        check: bool | None = None,
+        benchmark: BenchmarkSettings | None = None,
+    ) -> None:
+        config = Config.from_env()
+        if workspace_limit is not None and total_workspace is not None:
+            raise ValueError("give workspace_limit (WR) or total_workspace (WD), not both")
+        if total_workspace is None and workspace_limit is None:
+            total_workspace = config.total_workspace_size
+        self.mode = "wd" if total_workspace is not None else "wr"
+        limit = total_workspace if self.mode == "wd" else workspace_limit
+        self.limit = config.default_workspace_limit if limit is None else limit
+        if self.limit < 0:
+            raise ValueError(f"workspace limit must be >= 0 bytes, got {self.limit}")
+        self.policy = policy if policy is not None else config.batch_size_policy
+        self.deterministic = deterministic
+        if check is None:
+            check = os.environ.get("UCUDNN_CHECK", "") not in ("", "0")
+        self.check = EquivalenceCheck() if check else None
+        self.cudnn = _cudnn.Handle()
+        self.cudnn.set_stream(stream)
+        self.facts = device_facts()
+        self.cache = BenchmarkCache(database or config.database) if use_cache else None
+        self.benchmarker = Benchmarker(self.cudnn, self.facts, self.cache, benchmark)
+        self.plan: Plan | None = None
+        self._names: dict[tuple[str, str], str] = {}  # (layer, problem key) -> planner name
+        self._slots: dict[tuple[str, str], _Slot] = {}  # (planner name, kernel) -> slot
+        self._descriptors: dict[str, backend.ProblemDescriptors] = {}
+        self._arena: Arena | None = None
+        self._fallback_warned = False
+
+    # -- the three convolutions -------------------------------------------------------------
+    def forward(self, x, w, y, problem: ConvProblem, *, alpha=1.0, beta=0.0, layer=None) -> None:
+        """y = alpha * conv(x, w) + beta * y."""
+        self._run("forward", problem, (x, w, y), alpha, beta, layer)
+
+    def backward_data(
+        self, w, dy, dx, problem: ConvProblem, *, alpha=1.0, beta=0.0, layer=None
+    ) -> None:
+        """dx = alpha * conv_transpose(dy, w) + beta * dx."""
+        self._run("backward_data", problem, (w, dy, dx), alpha, beta, layer)
+
+    def backward_filter(
+        self, x, dy, dw, problem: ConvProblem, *, alpha=1.0, beta=0.0, layer=None
+    ) -> None:
+        """dw = alpha * (gradient of the filter from x and dy) + beta * dw."""
+        self._run("backward_filter", problem, (x, dy, dw), alpha, beta, layer)
+
+    def run_algorithm(
+        self, kernel: str, problem: ConvProblem, tensors, algo: int | str, *, alpha=1.0, beta=0.0
+    ) -> None:
+        """Run one algorithm (enum value or name) on the whole batch, with no micro-batching.
+
+        `tensors` are in the kernel's argument order (as for `forward` and the others).
+        """
+        check_kernel(kernel)
+        names = _cudnn.ALGORITHMS[kernel]
+        if isinstance(algo, str):
+            if algo not in names:
+                raise ValueError(f"unknown {kernel} algorithm {algo!r}; known: {', '.join(names)}")
+            algo = names.index(algo)
+        elif not 0 <= algo < len(names):
+            raise ValueError(f"{kernel} algorithm must be in 0..{len(names) - 1}, got {algo}")
+        pointers = self._pointers(kernel, problem, tensors)
+        if problem.batch == 0:
+            return
+        descs = self._descriptors_for(problem)
+        descs.conv.set_math_type(problem.math_type)
+        need = backend.workspace_size(self.cudnn, descs, kernel, problem.batch, algo)
+        if need > self.limit:
+            raise ValueError(
+                f"{kernel} algorithm {names[algo]} needs {need} bytes of workspace for "
+                f"{problem.describe()}, over the limit of {self.limit} bytes"
+            )
+        self._reserve(need)
+        assert self._arena is not None
+        single = Candidate(problem.batch, algo, 0.0, need, problem.math_type)
+        executor.execute(
+            self.cudnn, descs, kernel, [single], **pointers,
+            workspace=self._arena.pointer(0, need), workspace_bytes=need, alpha=alpha, beta=beta,
+        )  # fmt: skip
+
+    # -- queries ----------------------------------------------------------------------------
+    def schedule(self, problem: ConvProblem, kernel: str, layer: str | None = None) -> Schedule:
+        """The micro-batches and algorithms this kernel runs with (plans it if needed)."""
+        return self._kernel_plan(self._slot(problem, kernel, layer)).schedule
+
+    def workspace_size(self, problem: ConvProblem, kernel: str, layer: str | None = None) -> int:
+        """Workspace bytes the kernel's schedule uses (the handle owns and provides them)."""
+        return self.schedule(problem, kernel, layer).workspace_bytes
+
+    @property
+    def workspace_in_use(self) -> int:
+        """Bytes of device memory the handle holds for workspaces now."""
+        return self._arena.capacity if self._arena is not None else 0
+
+    # -- network-wide planning (WD) ---------------------------------------------------------
+    def register(
+        self, problem: ConvProblem, kernels: Iterable[str] = KERNELS, layer: str | None = None
+    ) -> None:
+        """Declare kernels that will run, so WD can plan the network as a whole."""
+        for kernel in kernels:
+            self._slot(problem, kernel, layer)
+
+    def finalize(self) -> Plan:
+        """Plan every kernel seen so far together (WD), or each alone (WR), and keep it."""
+        self._replan(self.limit)
+        assert self.plan is not None
+        return self.plan
+
+    def replan(
+        self, *, workspace_limit: int | None = None, total_workspace: int | None = None
+    ) -> Plan:
+        """Change the limit (or budget) and plan again; measurements come from the cache."""
+        new = total_workspace if self.mode == "wd" else workspace_limit
+        wrong = workspace_limit if self.mode == "wd" else total_workspace
+        if wrong is not None:
+            raise ValueError(f"this handle is in {self.mode.upper()} mode; pass the other limit")
+        if new is not None:
+            if new < 0:
+                raise ValueError(f"workspace limit must be >= 0 bytes, got {new}")
+            self.limit = new
+        return self.finalize()
+
+    def close(self) -> None:
+        """Release the workspace and the cache connection now rather than at collection."""
+        if self._arena is not None:
+            self._arena.release()
+            self._arena = None
+        if self.cache is not None:
+            self.cache.close()
+
+    def __enter__(self) -> Handle:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- internals --------------------------------------------------------------------------
+    def _slot(self, problem: ConvProblem, kernel: str, layer: str | None) -> _Slot:
+        check_kernel(kernel)
+        identity = (layer or "", problem.key())
+        name = self._names.get(identity)
+        if name is None:
+            # Every (layer, problem) pair gets its own name: a layer seen at two batch sizes
+            # (train and test nets) must not share a schedule.
+            base = layer or f"conv{len(self._names)}"
+            taken = set(self._names.values())
+            name, copy = base, 1
+            while name in taken:
+                copy += 1
+                name = f"{base}#{copy}"
+            self._names[identity] = name
+        key = (name, kernel)
+        if key not in self._slots:
+            self._slots[key] = _Slot(name, problem, kernel)
+        return self._slots[key]
+
+    def _kernel_plan(self, slot: _Slot) -> KernelPlan:
+        key = (slot.name, slot.kernel)
+        if self.plan is None or key not in {k.kernel_id for k in self.plan.kernels}:
+            if self.plan is not None and self.mode == "wd":
+                warnings.warn(
+                    f"kernel {slot.kernel} of {slot.name} appeared after the network was "
+                    "planned; planning the whole network again",
+                    RuntimeWarning,
+                    stacklevel=4,
+                )
+            self._replan(self.limit)
+        assert self.plan is not None
+        return self.plan[key]
+
+    def _replan(self, limit: int) -> None:
+        """Plan all slots at `limit`; on allocation failure fall back to less workspace."""
+        work = [Work(s.name, s.problem, s.kernel) for s in self._slots.values()]
+        while True:
+            plan = plan_kernels(
+                self.benchmarker, work, mode=self.mode, limit=limit, policy=self.policy,
+                deterministic=self.deterministic,
+            )  # fmt: skip
+            try:
+                self._reserve(plan.workspace_bytes)
+            except CudaOutOfMemoryError:
+                if limit == 0:
+                    raise
+                limit = limit // 2 if limit > 1024 else 0
+                self._warn_fallback(plan.workspace_bytes, limit)
+                continue
+            self.plan = plan
+            return
+
+    def _reserve(self, nbytes: int) -> None:
+        """Make sure the arena holds `nbytes`; it only grows (cudaFree waits for the device)."""
+        if self._arena is not None and self._arena.capacity >= nbytes:
+            return
+        if self._arena is not None:
+            self._arena.release()
+            self._arena = None
+        self._arena = Arena(nbytes)
+
+    def _warn_fallback(self, wanted: int, limit: int) -> None:
+        if not self._fallback_warned:
+            warnings.warn(
+                f"could not allocate {wanted} bytes of workspace; falling back to plans that "
+                f"need at most {limit} bytes (warned once per handle)",
+                RuntimeWarning,
+                stacklevel=5,
+            )
+            self._fallback_warned = True
+
+    def _descriptors_for(self, problem: ConvProblem) -> backend.ProblemDescriptors:
+        key = problem.key()
+        if key not in self._descriptors:
+            self._descriptors[key] = backend.ProblemDescriptors(problem)
+        return self._descriptors[key]
+
+    def _pointers(self, kernel: str, problem: ConvProblem, tensors) -> dict[str, int]:
+        if len(tensors) != 3:
+            raise TypeError(f"{kernel} takes 3 tensors ({', '.join(_ARGS[kernel])})")
+        return {
+            tensor: device_pointer(obj, problem, tensor, role)
+            for tensor, role, obj in zip(ROLES[kernel], _ARGS[kernel], tensors, strict=True)
+        }
+
+    def _run(self, kernel, problem, tensors, alpha, beta, layer) -> None:
+        pointers = self._pointers(kernel, problem, tensors)
+        if problem.batch == 0:
+            return
+        slot = self._slot(problem, kernel, layer)
+        kernel_plan = self._kernel_plan(slot)
+        assert self._arena is not None
+        nbytes = kernel_plan.workspace_bytes
+        workspace = self._arena.pointer(kernel_plan.offset or 0, nbytes)
+        descs = self._descriptors_for(problem)
+        output = ROLES[kernel][2]
+        before = self._copy(pointers[output], problem.nbytes(output)) if self.check else None
+        executor.execute(
+            self.cudnn, descs, kernel, kernel_plan.schedule.parts, **pointers,
+            workspace=workspace, workspace_bytes=nbytes, alpha=alpha, beta=beta,
+        )  # fmt: skip
+        if before is not None:
+            self._check(slot, kernel_plan, descs, pointers, before, alpha, beta)
+
+    def _copy(self, ptr: int, nbytes: int) -> _cuda.DeviceBuffer:
+        copy = _cuda.DeviceBuffer(nbytes)
+        _cuda.memcpy_dtod(copy.ptr, ptr, nbytes, self.cudnn.stream)
+        return copy
+
+    def _check(self, slot, kernel_plan, descs, pointers, before, alpha, beta) -> None:
+        """Run the undivided convolution on a copy of the old output and compare."""
+        problem, kernel = slot.problem, slot.kernel
+        output = ROLES[kernel][2]
+        single = kernel_plan.baseline or Candidate(problem.batch, 0, 0.0, 0, problem.math_type)
+        need = backend.workspace_size(self.cudnn, descs, kernel, problem.batch, single.algo)
+        workspace = _cuda.DeviceBuffer(need)
+        try:
+            executor.execute(
+                self.cudnn, descs, kernel,
+                [dataclasses.replace(single, workspace_bytes=need)],
+                **{**pointers, output: before.ptr},
+                workspace=workspace.ptr, workspace_bytes=need, alpha=alpha, beta=beta,
+            )  # fmt: skip
+            nbytes = problem.nbytes(output)
+            stream = self.cudnn.stream
+            self.check.record(
+                slot.name, kernel, problem,
+                download(pointers[output], nbytes, stream), download(before.ptr, nbytes, stream),
+            )  # fmt: skip
+        finally:
+            workspace.release()
+            before.release()

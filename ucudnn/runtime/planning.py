@@ -1,0 +1,34 @@
+"""Plan a set of kernels from measurements: benchmark (or read the cache), then WR or WD."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ucudnn.planner.plan import Plan, make_plan_wd, make_plan_wr
+from ucudnn.planner.policies import Policy
+from ucudnn.runtime.benchmark import Benchmarker
+from ucudnn.runtime.work import Work
+
+
+def plan_kernels(
+    benchmarker: Benchmarker,
+    work: Sequence[Work],
+    *,
+    mode: str,
+    limit: int,
+    policy: Policy,
+    deterministic: bool = False,
+) -> Plan:
+    """WR (`limit` per kernel) or WD (`limit` in total) plan for `work`, from measurements."""
+    tables = benchmarker.tables(work, policy)
+    facts = benchmarker.facts
+    source = f"measured on {facts.device_name} (cuDNN {facts.cudnn_version})"
+    if mode == "wr":
+        return make_plan_wr(
+            tables, limit, policy, deterministic, device=facts, timings_source=source
+        )
+    if mode == "wd":
+        return make_plan_wd(
+            tables, limit, policy, deterministic, device=facts, timings_source=source
+        )
+    raise ValueError(f"mode must be 'wr' or 'wd', got {mode!r}")

@@ -1,0 +1,76 @@
+"""Translate a schedule into the exact cuDNN calls that run it, as plain data.
+
+Pure Python (no device access) so the slicing and alpha/beta rules can be checked on a CPU.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+
+from ucudnn.core.problem import ConvProblem, check_kernel
+from ucudnn.planner.tables import Candidate
+
+# (first input, second input, output) of each kernel among the problem's x, w and y, in
+# cuDNN's argument order: forward reads x, w and writes y; backward-data reads w, dy and writes
+# dx; backward-filter reads x, dy and writes dw.
+ROLES = {
+    "forward": ("x", "w", "y"),
+    "backward_data": ("w", "y", "x"),
+    "backward_filter": ("x", "y", "w"),
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class Step:
+    """One micro-batch: samples [first_sample, first_sample + micro_batch) of x and y."""
+
+    first_sample: int
+    micro_batch: int
+    algo: int
+    math_type: str
+    workspace_bytes: int
+    alpha: float
+    beta: float
+    x_offset_bytes: int
+    y_offset_bytes: int
+
+
+def schedule_steps(
+    problem: ConvProblem,
+    kernel: str,
+    parts: Sequence[Candidate],
+    alpha: float = 1.0,
+    beta: float = 0.0,
+) -> list[Step]:
+    """The calls that run `parts` on the whole batch of `problem`.
+
+    Forward and backward-data micro-batches write disjoint slices of their output, so each
+    uses the caller's (alpha, beta). Backward-filter sums into one dW: the first micro-batch
+    applies the caller's beta to the old dW, every later one adds to it (beta = 1).
+    """
+    check_kernel(kernel)
+    total = sum(part.micro_batch for part in parts)
+    if total != problem.batch:
+        raise ValueError(
+            f"schedule covers {total} samples but the problem has batch {problem.batch}"
+        )
+    steps = []
+    first = 0
+    for index, part in enumerate(parts):
+        accumulate = kernel == "backward_filter" and index > 0
+        steps.append(
+            Step(
+                first_sample=first,
+                micro_batch=part.micro_batch,
+                algo=part.algo,
+                math_type=part.math_type,
+                workspace_bytes=part.workspace_bytes,
+                alpha=alpha,
+                beta=1.0 if accumulate else beta,
+                x_offset_bytes=problem.sample_offset_bytes("x", first),
+                y_offset_bytes=problem.sample_offset_bytes("y", first),
+            )
+        )
+        first += part.micro_batch
+    return steps
