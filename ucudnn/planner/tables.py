@@ -260,7 +260,7 @@ class TimingTables:
             try:
                 table.check_complete()
             except ValueError as exc:
-                raise ValueError(f"{exc} (its first row: {first_seen[kernel_id]})") from None
+                raise ValueError(f"{first_seen[kernel_id]} (its first row): {exc}") from None
         return tables
 
     def to_rows(self) -> list[dict[str, object]]:
