@@ -28,7 +28,7 @@ from ucudnn.runtime.work import Work
 
 # Any normal value works for timing; 0x3C in every byte is a small normal number in every
 # floating type cuDNN takes, and memset fills gigabytes faster than copying random data.
-_FILL_BYTE = 0x3C
+FILL_BYTE = 0x3C
 
 
 @dataclasses.dataclass(frozen=True)
@@ -49,14 +49,18 @@ class BenchmarkSettings:
             raise ValueError(f"workspace_cap must be >= 0, got {self.workspace_cap}")
 
 
-class _Buffers:
-    """x, w, y for the largest micro-batch of a problem; smaller ones use their prefix."""
+class ProblemBuffers:
+    """x, w and y of a problem filled with a constant; a smaller batch uses their prefix."""
 
     def __init__(self, problem: ConvProblem, stream: int) -> None:
         self.owned = [_cuda.DeviceBuffer(problem.nbytes(t)) for t in ("x", "w", "y")]
         for buffer in self.owned:
-            _cuda.memset(buffer.ptr, _FILL_BYTE, buffer.nbytes, stream)
+            _cuda.memset(buffer.ptr, FILL_BYTE, buffer.nbytes, stream)
         self.x, self.w, self.y = (b.ptr for b in self.owned)
+
+    @property
+    def pointers(self) -> dict[str, int]:
+        return {"x": self.x, "w": self.w, "y": self.y}
 
     def release(self) -> None:
         for buffer in self.owned:
@@ -79,6 +83,7 @@ class Benchmarker:
         self.settings = settings or BenchmarkSettings()
         # Measurements already read or made by this process, so re-planning costs no queries.
         self._seen: dict[tuple[str, str], list[Measurement]] = {}
+        self.counts = {"measured": 0, "cached": 0}  # problem sizes, for reports
         self._timer = Timer(handle.stream)
 
     def tables(self, work: Sequence[Work], policy: Policy) -> TimingTables:
@@ -103,9 +108,10 @@ class Benchmarker:
         try:
             for micro_batch in sizes:  # descending: the first size sizes the buffers
                 measured = self._cached(problem, kernel, micro_batch)
+                self.counts["cached" if measured is not None else "measured"] += 1
                 if measured is None:
                     if buffers is None:
-                        buffers = _Buffers(problem.with_batch(sizes[0]), self.handle.stream)
+                        buffers = ProblemBuffers(problem.with_batch(sizes[0]), self.handle.stream)
                     measured = self._measure(problem.with_batch(micro_batch), kernel, buffers)
                     self._seen[(problem.with_batch(micro_batch).key(), kernel)] = measured
                     if self.cache is not None:
@@ -126,7 +132,9 @@ class Benchmarker:
                 self._seen[key] = found
         return self._seen.get(key)
 
-    def _measure(self, problem: ConvProblem, kernel: str, buffers: _Buffers) -> list[Measurement]:
+    def _measure(
+        self, problem: ConvProblem, kernel: str, buffers: ProblemBuffers
+    ) -> list[Measurement]:
         """All algorithms of one kernel at one micro-batch size: timed, or why not."""
         descs = backend.ProblemDescriptors(problem)
         handle, b = self.handle, problem.batch
@@ -173,7 +181,7 @@ class Benchmarker:
         algo: int,
         math_type: str,
         deterministic: bool,
-        buffers: _Buffers,
+        buffers: ProblemBuffers,
         workspace: _cuda.DeviceBuffer,
     ) -> Measurement:
         b = descs.problem.batch

@@ -8,11 +8,12 @@ micro-batch times measured one by one while benchmarking.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 from ucudnn import _cuda
 from ucudnn.planner.tables import Candidate
 from ucudnn.runtime import backend, executor
+from ucudnn.runtime.benchmark import ProblemBuffers
 from ucudnn.runtime.handle import Handle
 from ucudnn.runtime.steps import ROLES
 from ucudnn.runtime.timing import Timer
@@ -40,24 +41,39 @@ def measure_plan(
     handle: Handle, work: Sequence[Work], warmup: int = 3, repeats: int = 10
 ) -> list[KernelTiming]:
     """Time every kernel of `work` with the handle's plan and with its baseline."""
+    timer = Timer(handle.cudnn.stream)
+    return [
+        _time_kernel(handle, timer, item, pointers, warmup, repeats)
+        for item, pointers in _with_buffers(handle, work)
+    ]
+
+
+def run_once(handle: Handle, work: Sequence[Work]) -> None:
+    """Run every kernel of `work` once through the handle (e.g. to check equivalence)."""
+    for item, pointers in _with_buffers(handle, work):
+        tensors = [pointers[t] for t in ROLES[item.kernel]]
+        getattr(handle, item.kernel)(*tensors, item.problem, layer=item.layer)
+    _cuda.stream_synchronize(handle.cudnn.stream)
+
+
+def _with_buffers(handle: Handle, work: Sequence[Work]) -> Iterator[tuple[Work, dict[str, int]]]:
+    """Plan `work` as one network, then yield each item with x, w, y buffers of its problem.
+
+    Buffers live for one problem at a time, so a network needs only its largest layer's.
+    """
     for item in work:
         handle.register(item.problem, [item.kernel], layer=item.layer)
     handle.finalize()
-    timer = Timer(handle.cudnn.stream)
-    timings = []
+    stream = handle.cudnn.stream
     for problem in dict.fromkeys(item.problem for item in work):
-        buffers = {t: _cuda.DeviceBuffer(problem.nbytes(t)) for t in ("x", "w", "y")}
+        buffers = ProblemBuffers(problem, stream)
         try:
-            for t, buffer in buffers.items():
-                _cuda.memset(buffer.ptr, 0x3C, buffer.nbytes, handle.cudnn.stream)
-            pointers = {t: b.ptr for t, b in buffers.items()}
             for item in work:
                 if item.problem == problem:
-                    timings.append(_time_kernel(handle, timer, item, pointers, warmup, repeats))
+                    yield item, buffers.pointers
         finally:
-            for buffer in buffers.values():
-                buffer.release()
-    return timings
+            _cuda.stream_synchronize(stream)
+            buffers.release()
 
 
 def _time_kernel(handle, timer, item: Work, pointers, warmup, repeats) -> KernelTiming:
@@ -86,14 +102,15 @@ def _time_kernel(handle, timer, item: Work, pointers, warmup, repeats) -> Kernel
 def _time_single(handle, timer, item: Work, single: Candidate, pointers, warmup, repeats):
     descs = backend.ProblemDescriptors(item.problem)
     workspace = _cuda.DeviceBuffer(single.workspace_bytes)
+
+
+    def launch() -> None:
+        executor.execute(
+            handle.cudnn, descs, item.kernel, [single], **pointers,
+            workspace=workspace.ptr, workspace_bytes=single.workspace_bytes,
+        )  # fmt: skip
+
     try:
-        return timer.median_ms(
-            lambda: executor.execute(
-                handle.cudnn, descs, item.kernel, [single], **pointers,
-                workspace=workspace.ptr, workspace_bytes=single.workspace_bytes,
-            ),  # fmt: skip
-            warmup,
-            repeats,
-        )
+        return timer.median_ms(launch, warmup, repeats)
     finally:
         workspace.release()

@@ -5,9 +5,19 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from ucudnn.core.problem import ConvProblem
+from ucudnn.planner.graph import LayerGraph
 
 
 class Work(NamedTuple):
     layer: str  # the name the planner knows the layer by (unique per problem)
     problem: ConvProblem
     kernel: str
+
+
+def work_from_graph(graph: LayerGraph) -> list[Work]:
+    """Every kernel of every layer of a network, in layer order."""
+    return [
+        Work(name, graph.problem(name), kernel)
+        for name in graph.layers()
+        for kernel in graph.kernels(name)
+    ]

@@ -1,0 +1,102 @@
+"""The `ucudnn` command: info, bench, plan, run, plot and demo."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from ucudnn.faces import commands
+from ucudnn.planner.cli import add_plan_arguments
+
+
+def _network_arguments(parser: argparse.ArgumentParser, required: bool = True) -> None:
+    parser.add_argument(
+        "network",
+        nargs=None if required else "?",
+        help="built-in network (alexnet, vgg16, resnet18, resnet50, deepbench, cnn3d, "
+        "ucudnn-alexnet) or a layer-list CSV",
+    )
+    parser.add_argument("--batch", type=int, help="mini-batch size (default: the network's)")
+    parser.add_argument(
+        "--dtype", default="float32", choices=("float32", "float16", "bfloat16", "float64")
+    )
+    parser.add_argument("--layout", choices=("NCHW", "NHWC", "NCDHW", "NDHWC"))
+
+
+def _device_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--database", metavar="PATH", help="benchmark cache (UCUDNN_DATABASE)")
+    parser.add_argument("--quiet", action="store_true", help="no progress bar")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="ucudnn",
+        description="Faster cuDNN convolutions under a workspace budget, by micro-batching.",
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    info = sub.add_parser("info", help="devices, driver, CUDA and cuDNN versions, cache")
+    info.add_argument("--database", metavar="PATH", help="benchmark cache (UCUDNN_DATABASE)")
+    info.set_defaults(func=commands.info)
+
+    bench = sub.add_parser("bench", help="benchmark a network's kernels into the cache (GPU)")
+    _network_arguments(bench)
+    _device_arguments(bench)
+    bench.add_argument("--policy", help="micro-batch sizes (default: powerOfTwo)")
+    bench.set_defaults(func=commands.bench)
+
+    plan = sub.add_parser(
+        "plan",
+        help="WR or WD plan for a network, from measurements or a timings file",
+        description="Plan from --timings FILE (no GPU needed), or measure NETWORK on the GPU "
+        "(served from the cache when measured before), or plan NETWORK from --model timings.",
+    )
+    add_plan_arguments(plan)
+    _network_arguments(plan, required=False)
+    _device_arguments(plan)
+    plan.add_argument(
+        "--model",
+        action="store_true",
+        help="plan NETWORK from the built-in cost MODEL (not measurements; for trying the "
+        "planner without a GPU)",
+    )
+    plan.set_defaults(func=commands.plan)
+
+    run = sub.add_parser("run", help="run plan and baseline on the GPU; print measured speedups")
+    _network_arguments(run)
+    _device_arguments(run)
+    _limit_arguments(run)
+    run.add_argument("--repeats", type=int, default=10, help="timed runs per kernel (median)")
+    run.add_argument("--check", action="store_true", help="also compare with undivided runs")
+    run.set_defaults(func=commands.run)
+
+    plot = sub.add_parser("plot", help="desirable sets and a plan's breakdown as PNG files")
+    plot.add_argument("--timings", required=True, metavar="FILE.csv", help="timings to plot")
+    _limit_arguments(plot)
+    plot.add_argument("--out", default=".", metavar="DIR", help="where to write the PNGs")
+    plot.add_argument("--layer", help="plot the desirable set of this layer only")
+    plot.set_defaults(func=commands.plot)
+
+    demo = sub.add_parser("demo", help="the README's main job: measure on a GPU, else plan")
+    demo.add_argument("--network", default="alexnet", help="network to demonstrate on")
+    demo.add_argument("--batch", type=int, default=128)
+    demo.add_argument("--workspace-limit", default="64MiB", metavar="SIZE")
+    demo.set_defaults(func=commands.demo)
+    return parser
+
+
+def _limit_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--mode", choices=("wr", "wd"), default="wr")
+    parser.add_argument("--workspace-limit", metavar="SIZE", help="wr: per-kernel limit")
+    parser.add_argument("--total-workspace", metavar="SIZE", help="wd: total budget")
+    parser.add_argument("--policy", help="micro-batch sizes (default: powerOfTwo)")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

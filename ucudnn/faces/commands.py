@@ -1,0 +1,277 @@
+"""What each `ucudnn` subcommand does; `cli.py` only parses arguments.
+
+Every command returns its exit status: 0 done, 1 could not (no GPU, nothing fits), 2 bad input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+from ucudnn.core import device
+from ucudnn.planner.config import Config, parse_policy, parse_size
+from ucudnn.planner.errors import InfeasibleError
+from ucudnn.planner.networks import load_network
+from ucudnn.planner.units import format_size
+
+MODEL_NOTE = "MODEL timings (built-in cost model, NOT measurements)"
+
+
+class CommandError(Exception):
+    """A message for the user and the exit status that goes with it."""
+
+    def __init__(self, message: str, status: int = 2) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+def _command(func):
+    """Turn expected failures into a one-line message and an exit status."""
+
+    def wrapper(args: argparse.Namespace) -> int:
+        try:
+            return func(args)
+        except CommandError as exc:
+            print(f"ucudnn {args.command}: {exc}", file=sys.stderr)
+            return exc.status
+        except InfeasibleError as exc:
+            print(f"ucudnn {args.command}: no plan fits: {exc}", file=sys.stderr)
+            return 1
+        except (ValueError, OSError) as exc:
+            print(f"ucudnn {args.command}: error: {exc}", file=sys.stderr)
+            return 2
+
+    wrapper.__name__ = func.__name__
+    wrapper.__doc__ = func.__doc__
+    return wrapper
+
+
+# -- shared argument handling -------------------------------------------------------------
+def _policy(args: argparse.Namespace, config: Config):
+    return parse_policy(args.policy, "--policy") if args.policy else config.batch_size_policy
+
+
+def _limits(args: argparse.Namespace, config: Config) -> tuple[str, int]:
+    """(mode, limit in bytes) from --mode/--workspace-limit/--total-workspace and the config."""
+    if args.mode == "wr":
+        if args.total_workspace is not None:
+            raise CommandError("--total-workspace is for --mode wd; use --workspace-limit")
+        if args.workspace_limit is None:
+            return "wr", config.default_workspace_limit
+        return "wr", parse_size(args.workspace_limit, "--workspace-limit")
+    if args.workspace_limit is not None:
+        raise CommandError("--workspace-limit is for --mode wr; use --total-workspace")
+    if args.total_workspace is not None:
+        return "wd", parse_size(args.total_workspace, "--total-workspace")
+    if config.total_workspace_size is None:
+        raise CommandError(
+            "--mode wd needs --total-workspace SIZE (or UCUDNN_TOTAL_WORKSPACE_SIZE)"
+        )
+    return "wd", config.total_workspace_size
+
+
+def _network(args: argparse.Namespace):
+    if args.batch is not None and args.batch < 1:
+        raise CommandError(f"--batch must be >= 1, got {args.batch}")
+    return load_network(args.network, args.batch, args.dtype, args.layout)
+
+
+def _require_gpu() -> None:
+    reason = device.unusable_reason()
+    if reason:
+        raise CommandError(f"this command needs a GPU: {reason}", status=1)
+
+
+def _progress(args: argparse.Namespace) -> bool | None:
+    """None lets the bar show itself on a terminal only; --quiet turns it off."""
+    return False if args.quiet else None
+
+
+def _database(args: argparse.Namespace, config: Config) -> Path:
+    return Path(args.database) if args.database else config.database
+
+
+# -- commands ------------------------------------------------------------------------------
+@_command
+def info(args: argparse.Namespace) -> int:
+    """Versions, devices (or why none), and the benchmark cache."""
+    from ucudnn.planner.cache import BenchmarkCache
+
+    print(device.info_text())
+    path = _database(args, Config.from_env())
+    if path.exists():
+        with BenchmarkCache(path) as cache:
+            stats = cache.stats()
+        print(
+            f"cache: {path} ({stats.sets} measured problem sizes, {stats.measurements} rows, "
+            f"{format_size(stats.file_bytes)})"
+        )
+    else:
+        print(f"cache: {path} (not created yet)")
+    return 0
+
+
+@_command
+def bench(args: argparse.Namespace) -> int:
+    """Benchmark every kernel of a network into the cache."""
+    from ucudnn.runtime.session import open_benchmarker
+    from ucudnn.runtime.work import work_from_graph
+
+    _require_gpu()
+    config = Config.from_env()
+    graph = _network(args)
+    with open_benchmarker(_database(args, config), progress=_progress(args)) as benchmarker:
+        start = time.perf_counter()
+        benchmarker.tables(work_from_graph(graph), _policy(args, config))
+        elapsed = time.perf_counter() - start
+        counts = benchmarker.counts
+    print(
+        f"{args.network}: {len(graph.kernel_ids())} kernels; {counts['measured']} problem sizes "
+        f"measured, {counts['cached']} served from the cache, in {elapsed:.1f} s"
+    )
+    return 0
+
+
+@_command
+def plan(args: argparse.Namespace) -> int:
+    """A plan from a timings file, from measurements (GPU), or from the cost model."""
+    from ucudnn.planner.cli import plan_tables
+    from ucudnn.planner.tables import TimingTables
+
+    if args.timings is not None:
+        if args.network is not None or args.model:
+            raise CommandError("give --timings FILE or a NETWORK, not both")
+        tables, source = TimingTables.read_csv(args.timings), f"timings file {args.timings}"
+    elif args.network is None:
+        raise CommandError("give --timings FILE.csv, or a NETWORK to measure (or --model)")
+    elif args.model:
+        tables, source = _model_tables(args), MODEL_NOTE
+    else:
+        tables, source = _measured_tables(args)
+    print(f"planning from {source}", file=sys.stderr)
+    result = plan_tables(tables, args, source)
+    print(result.to_json() if args.json else result.report())
+    return 0
+
+
+def _model_tables(args: argparse.Namespace):
+    return _model_tables_for(_network(args), _policy(args, Config.from_env()))
+
+
+def _measured_tables(args: argparse.Namespace):
+    from ucudnn.runtime.session import open_benchmarker
+    from ucudnn.runtime.work import work_from_graph
+
+    reason = device.unusable_reason()
+    if reason:
+        raise CommandError(
+            f"no GPU to measure {args.network} on ({reason}); give --timings FILE.csv with "
+            "measured timings, or --model to plan from the cost model",
+            status=1,
+        )
+    config = Config.from_env()
+    with open_benchmarker(_database(args, config), progress=_progress(args)) as benchmarker:
+        tables = benchmarker.tables(work_from_graph(_network(args)), _policy(args, config))
+        facts = benchmarker.facts
+    return tables, f"measurements on {facts.device_name} (cuDNN {facts.cudnn_version})"
+
+
+@_command
+def run(args: argparse.Namespace) -> int:
+    """Execute plan and baseline on the GPU and print measured times side by side."""
+    from ucudnn.faces.report import timing_report
+    from ucudnn.runtime.benchmark import BenchmarkSettings
+    from ucudnn.runtime.check import EquivalenceCheck
+    from ucudnn.runtime.handle import Handle
+    from ucudnn.runtime.measure import measure_plan, run_once
+    from ucudnn.runtime.work import work_from_graph
+
+    _require_gpu()
+    config = Config.from_env()
+    mode, limit = _limits(args, config)
+    work = work_from_graph(_network(args))
+    limits = {"workspace_limit": limit} if mode == "wr" else {"total_workspace": limit}
+    with Handle(
+        **limits,
+        policy=_policy(args, config),
+        database=_database(args, config),
+        benchmark=BenchmarkSettings(progress=_progress(args)),
+    ) as handle:
+        timings = measure_plan(handle, work, repeats=args.repeats)
+        print(f"{args.network}: {mode.upper()} at {format_size(limit)}, policy {handle.policy}")
+        print(timing_report(timings))
+        if args.check:
+            handle.check = EquivalenceCheck()
+            run_once(handle, work)
+            if not all(result.ok for result in handle.check.results):
+                return 1
+    return 0
+
+
+@_command
+def plot(args: argparse.Namespace) -> int:
+    """PNG plots of desirable sets and of a plan's per-layer breakdown."""
+    from ucudnn.faces import plots
+    from ucudnn.planner.cli import plan_tables
+    from ucudnn.planner.tables import TimingTables
+
+    tables = TimingTables.read_csv(args.timings)
+    args.json, args.deterministic, args.solver = False, False, "highs"
+    result = plan_tables(tables, args, f"timings file {args.timings}")
+    written = plots.write_plots(tables, result, args.out, layer=args.layer)
+    for path in written:
+        print(path)
+    return 0
+
+
+@_command
+def demo(args: argparse.Namespace) -> int:
+    """The main job: on a GPU, measure and run a network; without one, plan and say so."""
+    from ucudnn.planner.plan import make_plan_wd, make_plan_wr
+
+    print(device.info_text())
+    print()
+    limit = parse_size(args.workspace_limit, "--workspace-limit")
+    reason = device.unusable_reason()
+    if not reason:
+        return _demo_gpu(args, limit)
+    print(f"No usable GPU ({reason}), so nothing can be measured or run here.")
+    print(f"Planning {args.network} at batch {args.batch} from {MODEL_NOTE}.")
+    print("On a GPU this command measures, plans and runs the network instead.\n")
+    graph = load_network(args.network, args.batch)
+    tables = _model_tables_for(graph)
+    wr = make_plan_wr(tables, limit, timings_source=MODEL_NOTE)
+    print(wr.report())
+    budget = limit * len(graph.kernel_ids())
+    print()
+    print(make_plan_wd(tables, budget, timings_source=MODEL_NOTE).report())
+    return 0
+
+
+def _model_tables_for(graph, policy="powerOfTwo"):
+    from ucudnn.planner.synthetic import model_tables
+
+    return model_tables(((n, graph.problem(n), graph.kernels(n)) for n in graph.layers()), policy)
+
+
+def _demo_gpu(args: argparse.Namespace, limit: int) -> int:
+    import numpy as np
+
+    import ucudnn
+    from ucudnn.runtime.check import normalised_l2
+
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((64, 16, 32, 32), dtype=np.float32)
+    w = rng.standard_normal((32, 16, 3, 3), dtype=np.float32)
+    y = ucudnn.conv_forward(x, w, padding=1, workspace_limit=limit)
+    undivided = ucudnn.conv_forward(x, w, padding=1, workspace_limit=limit, policy="undivided")
+    print(f"numpy conv_forward {x.shape} * {w.shape} -> {y.shape}; micro-batched vs undivided: "
+          f"normalised L2 {normalised_l2(y, undivided):.2e}\n")  # fmt: skip
+    run_args = argparse.Namespace(
+        command="demo", network=args.network, batch=args.batch, dtype="float32", layout=None,
+        database=None, quiet=False, mode="wr", workspace_limit=args.workspace_limit,
+        total_workspace=None, policy=None, repeats=10, check=True,
+    )  # fmt: skip
+    return run(run_args)

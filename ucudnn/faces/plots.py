@@ -1,0 +1,92 @@
+"""PNG plots: a layer's desirable sets and a plan's per-kernel breakdown (matplotlib)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from ucudnn.planner.pareto import desirable_set
+from ucudnn.planner.plan import Plan
+from ucudnn.planner.tables import TimingTables
+
+_MIB = 1 << 20
+
+
+def _pyplot():
+    try:
+        import matplotlib
+    except ImportError:
+        raise RuntimeError("plots need matplotlib: pip install 'ucudnn[plot]'") from None
+    matplotlib.use("Agg")  # files only; never needs a display
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def write_plots(
+    tables: TimingTables, plan: Plan, out_dir: str | os.PathLike[str], layer: str | None = None
+) -> list[Path]:
+    """Write desirable_sets.png (for `layer`, default the layer the plan speeds up most) and
+    breakdown.png (planned vs baseline time per kernel); return their paths."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    layer = layer or _most_improved_layer(plan)
+    if layer not in {k.layer for k in plan.kernels}:
+        raise ValueError(f"no layer {layer!r} in the timings")
+    return [
+        _desirable_sets(tables, plan, layer, out / "desirable_sets.png"),
+        _breakdown(plan, out / "breakdown.png"),
+    ]
+
+
+def _most_improved_layer(plan: Plan) -> str:
+    return max(plan.kernels, key=lambda k: k.speedup or 0.0).layer
+
+
+def _desirable_sets(tables: TimingTables, plan: Plan, layer: str, path: Path) -> Path:
+    plt = _pyplot()
+    kernels = [k for k in plan.kernels if k.layer == layer]
+    fig, axes = plt.subplots(1, len(kernels), figsize=(5 * len(kernels), 4), squeeze=False)
+    for ax, chosen in zip(axes[0], kernels, strict=True):
+        front = desirable_set(tables[chosen.kernel_id], None, plan.policy, plan.deterministic_only)
+        ax.step(
+            [s.workspace_bytes / _MIB for s in front],
+            [s.time_ms for s in front],
+            where="post",
+            marker="o",
+            label="desirable set",
+        )
+        ax.plot(
+            chosen.workspace_bytes / _MIB, chosen.time_ms, "r*", markersize=14, label="chosen"
+        )
+        if plan.mode == "wr":
+            ax.axvline(plan.limit_bytes / _MIB, color="gray", linestyle="--", label="limit")
+        ax.set_xscale("symlog")
+        ax.set_xlabel("workspace (MiB)")
+        ax.set_ylabel("time (ms)")
+        ax.set_title(f"{layer} {chosen.kernel}")
+        ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
+
+
+def _breakdown(plan: Plan, path: Path) -> Path:
+    plt = _pyplot()
+    labels = [f"{k.layer} {k.kernel}" for k in plan.kernels]
+    planned = [k.time_ms for k in plan.kernels]
+    baseline = [k.baseline.time_ms if k.baseline else 0.0 for k in plan.kernels]
+    fig, ax = plt.subplots(figsize=(8, max(3.0, 0.25 * len(labels))))
+    rows = range(len(labels))
+    ax.barh([r + 0.2 for r in rows], baseline, height=0.4, label="baseline (single algorithm)")
+    ax.barh([r - 0.2 for r in rows], planned, height=0.4, label="ucudnn plan")
+    ax.set_yticks(list(rows), labels, fontsize=7)
+    ax.invert_yaxis()
+    ax.set_xlabel("time (ms)")
+    ax.set_title(f"{plan.mode.upper()} plan, predicted times")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path

@@ -1,0 +1,23 @@
+"""A benchmarking session on the current device, for commands that measure without a Handle."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterator
+
+from ucudnn import _cudnn
+from ucudnn.core.device import device_facts
+from ucudnn.planner.cache import BenchmarkCache
+from ucudnn.runtime.benchmark import Benchmarker, BenchmarkSettings
+
+
+@contextlib.contextmanager
+def open_benchmarker(
+    database: str | os.PathLike[str], progress: bool | None = None
+) -> Iterator[Benchmarker]:
+    """A Benchmarker on a fresh cuDNN handle, writing to the cache at `database`."""
+    with BenchmarkCache(database) as cache:
+        yield Benchmarker(
+            _cudnn.Handle(), device_facts(), cache, BenchmarkSettings(progress=progress)
+        )
