@@ -1,0 +1,115 @@
+"""The `plan` command: options, outputs and exit statuses."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+import pytest
+
+from ucudnn.planner.cli import add_plan_arguments, run_plan
+from ucudnn.planner.tables import Candidate, KernelTable, TimingTables
+
+MiB = 1 << 20
+
+
+@pytest.fixture
+def timings(tmp_path, monkeypatch) -> str:
+    for name in ("UCUDNN_DEFAULT_WORKSPACE_LIMIT", "UCUDNN_TOTAL_WORKSPACE_SIZE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.delenv("UCUDNN_BATCH_SIZE_POLICY", raising=False)
+    tables = TimingTables()
+    for layer in ("conv1", "conv2"):
+        table = KernelTable(layer, "forward", 256)
+        table.add(Candidate(256, 0, 8.0, 1000, deterministic=True))
+        table.add(Candidate(256, 1, 4.0, 256 * MiB))
+        table.add(Candidate(64, 1, 0.75, 64 * MiB))
+        tables.add(table)
+    path = tmp_path / "t.csv"
+    tables.write_csv(path)
+    return str(path)
+
+
+def plan(*argv: str) -> int:
+    parser = argparse.ArgumentParser(prog="ucudnn plan")
+    add_plan_arguments(parser)
+    return run_plan(parser.parse_args(argv))
+
+
+def test_wr_text(timings, capsys) -> None:
+    assert plan("--timings", timings, "--workspace-limit", "64MiB") == 0
+    out = capsys.readouterr().out
+    assert out.startswith("WR plan: per-kernel limit 64 MiB, policy powerOfTwo")
+    assert "conv2  forward  4x64" in out and "total" in out
+
+
+def test_wr_json(timings, capsys) -> None:
+    assert plan("--timings", timings, "--mode", "wr", "--workspace-limit", "64MiB", "--json") == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["mode"] == "wr" and data["solver_status"] == "optimal"
+    assert data["totals"]["time_ms"] == 6.0 and data["totals"]["workspace_bytes"] == 64 * MiB
+    k = data["kernels"][0]
+    assert (k["layer"], k["kernel"], k["micro_batches"], k["algos"]) == (
+        "conv1",
+        "forward",
+        "4x64",
+        "1",
+    )
+    assert (k["time_ms"], k["workspace_bytes"]) == (3.0, 64 * MiB)
+
+
+def test_wd_json_shares_the_budget(timings, capsys) -> None:
+    assert plan("--timings", timings, "--mode", "wd", "--total-workspace", "100MiB", "--json") == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["mode"] == "wd" and data["solver"] == "highs" and data["solver_status"] == "optimal"
+    assert sorted(k["micro_batches"] for k in data["kernels"]) == ["256", "4x64"]
+    assert data["kernels"][0]["offset"] == 0
+    assert data["totals"]["time_ms"] == 11.0
+
+
+def test_options_from_the_environment(timings, capsys, monkeypatch) -> None:
+    monkeypatch.setenv("UCUDNN_DEFAULT_WORKSPACE_LIMIT", "1KiB")
+    monkeypatch.setenv("UCUDNN_TOTAL_WORKSPACE_SIZE", "128MiB")
+    monkeypatch.setenv("UCUDNN_BATCH_SIZE_POLICY", "undivided")
+    assert plan("--timings", timings, "--json") == 0
+    assert json.loads(capsys.readouterr().out)["totals"]["time_ms"] == 16.0
+    assert plan("--timings", timings, "--mode", "wd", "--json") == 0
+    assert json.loads(capsys.readouterr().out)["limit_bytes"] == 128 * MiB
+
+
+def test_policy_and_determinism(timings, capsys) -> None:
+    assert plan("--timings", timings, "--policy", "UNDIVIDED", "--workspace-limit", "1G") == 0
+    assert "4x64" not in capsys.readouterr().out
+    assert plan("--timings", timings, "--deterministic", "--json") == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["deterministic_only"] and {k["algos"] for k in data["kernels"]} == {"0"}
+
+
+@pytest.mark.parametrize(
+    ("argv", "status", "message"),
+    [
+        (["--workspace-limit", "64 apples"], 2, "--workspace-limit='64 apples' is not a size"),
+        (["--policy", "some"], 2, "--policy='some' is not a policy"),
+        (["--total-workspace", "1G"], 2, "--total-workspace is for --mode wd"),
+        (["--mode", "wd"], 2, "--mode wd needs --total-workspace"),
+        (["--mode", "wd", "--workspace-limit", "1G"], 2, "--workspace-limit is for --mode wr"),
+        (["--mode", "wd", "--total-workspace", "100"], 1, "no plan fits: total workspace budget"),
+        (["--workspace-limit", "0"], 1, "the smallest workspace that works is 1000 bytes"),
+    ],
+)
+def test_errors(timings, capsys, argv, status: int, message: str) -> None:
+    assert plan("--timings", timings, *argv) == status
+    assert message in capsys.readouterr().err
+
+
+def test_bad_files(tmp_path, capsys) -> None:
+    assert plan("--timings", str(tmp_path / "missing.csv")) == 2
+    assert "No such file" in capsys.readouterr().err
+    bad = tmp_path / "bad.csv"
+    bad.write_text("layer,kernel,batch,micro_batch,algo,time_ms,workspace_bytes\nc,fwd,1,1,0,1,0\n")
+    assert plan("--timings", str(bad)) == 2
+    assert "bad.csv, line 2: unknown kernel 'fwd'" in capsys.readouterr().err
+    empty = tmp_path / "empty.csv"
+    empty.write_text("layer,kernel,batch,micro_batch,algo,time_ms,workspace_bytes\n")
+    assert plan("--timings", str(empty)) == 2
+    assert "has no timing rows" in capsys.readouterr().err

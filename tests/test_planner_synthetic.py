@@ -1,0 +1,42 @@
+"""The MODEL timing tables: the cost shapes they promise."""
+
+from __future__ import annotations
+
+from ucudnn.core.problem import ConvProblem
+from ucudnn.planner.synthetic import model_candidates, model_table, model_tables
+
+CONV3 = ConvProblem.create(256, 64, 64, (56, 56), 3, padding=1)
+CONV1_STRIDED = ConvProblem.create(256, 256, 512, (56, 56), 1, stride=2)
+
+
+def by_algo(problem: ConvProblem, kernel: str, b: int) -> dict:
+    return {c.algo: c for c in model_candidates(problem, kernel, b)}
+
+
+def test_families_apply_where_cudnn_offers_them() -> None:
+    assert set(by_algo(CONV3, "forward", 8)) == {0, 1, 2, 4, 5, 6, 7}
+    assert set(by_algo(CONV1_STRIDED, "forward", 8)) == {0, 1, 2}  # no FFT/Winograd
+    assert set(by_algo(CONV3, "backward_filter", 8)) == {0, 1, 2, 3, 5, 6}
+    filt = by_algo(CONV3, "backward_filter", 8)
+    assert not filt[0].deterministic and not filt[3].deterministic and filt[1].deterministic
+
+
+def test_workspace_and_time_shapes() -> None:
+    small, big = by_algo(CONV3, "forward", 16), by_algo(CONV3, "forward", 256)
+    assert small[0].workspace_bytes == big[0].workspace_bytes == 0
+    assert small[1].workspace_bytes == big[1].workspace_bytes > 0  # precomputed indices
+    assert big[2].workspace_bytes == 16 * small[2].workspace_bytes  # im2col grows with b
+    assert big[2].workspace_bytes == 256 * 64 * 9 * 56 * 56 * 4
+    for algo in small:  # small micro-batches pay for idle hardware: per-sample time is higher
+        assert small[algo].time_ms / 16 > big[algo].time_ms / 256
+    assert big[6].time_ms < big[0].time_ms  # Winograd wins on 3x3
+
+
+def test_tables_cover_the_policy_and_the_full_batch() -> None:
+    table = model_table("conv", "backward_data", CONV3, "powerOfTwo")
+    assert table.micro_batches() == [1, 2, 4, 8, 16, 32, 64, 128, 256]
+    table.check_complete()
+    tables = model_tables(
+        [("a", CONV3, ("forward",)), ("b", CONV1_STRIDED, ("forward", "backward_filter"))]
+    )
+    assert list(tables) == [("a", "forward"), ("b", "forward"), ("b", "backward_filter")]

@@ -1,0 +1,131 @@
+"""WD: the network-wide ILP, against exhaustive search, WR, and its arena layout."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tests.planner_oracles import best_wd, kernel_tables
+from ucudnn.planner.errors import InfeasibleError
+from ucudnn.planner.networks import builtin_network
+from ucudnn.planner.pareto import desirable_set
+from ucudnn.planner.synthetic import model_tables
+from ucudnn.planner.tables import Candidate, Schedule
+from ucudnn.planner.wd import aligned, plan_wd
+from ucudnn.planner.wr import plan_wr
+
+MiB = 1 << 20
+
+
+def single(time_ms: float, workspace: int) -> Schedule:
+    return Schedule((Candidate(1, 0, time_ms, workspace),))
+
+
+schedule_lists = st.lists(
+    st.builds(single, st.integers(0, 400).map(lambda t: t / 8), st.integers(0, 2000)),
+    min_size=1,
+    max_size=4,
+)
+
+
+def check_layout(solution, budget: int, alignment: int) -> None:
+    end = 0
+    for k, schedule in solution.choices.items():
+        offset = solution.offsets[k]
+        assert offset % alignment == 0 and offset >= end
+        end = offset + schedule.workspace_bytes
+    assert end <= solution.arena_bytes <= budget
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(schedule_lists, min_size=1, max_size=4),
+    st.integers(0, 6000),
+    st.sampled_from([1, 64, 256]),
+)
+def test_wd_equals_exhaustive_search(lists, budget: int, alignment: int) -> None:
+    sets = {(f"layer{i}", "forward"): s for i, s in enumerate(lists)}
+    best = best_wd(sets, budget, alignment)
+    if best is None:
+        with pytest.raises(InfeasibleError) as info:
+            plan_wd(sets, budget, alignment=alignment)
+        need = sum(min(aligned(s.workspace_bytes, alignment) for s in v) for v in lists)
+        assert info.value.required_bytes == need
+        return
+    solution = plan_wd(sets, budget, alignment=alignment)
+    assert solution.status == "optimal"
+    assert solution.time_ms == pytest.approx(best, rel=1e-12, abs=1e-12)
+    assert list(solution.choices) == list(sets)
+    assert all(solution.choices[k] in sets[k] for k in sets)
+    check_layout(solution, budget, alignment)
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(kernel_tables(max_batch=8), min_size=1, max_size=4), st.integers(0, 64))
+def test_wd_at_the_sum_of_wr_workspaces_is_never_slower_than_wr(tables, limit: int) -> None:
+    wr = {}
+    for i, table in enumerate(tables):
+        try:
+            wr[(f"l{i}", table.kernel)] = (table, plan_wr(table, limit))
+        except InfeasibleError:
+            continue
+    if not wr:
+        return
+    budget = sum(aligned(s.workspace_bytes, 256) for _, s in wr.values())
+    sets = {k: desirable_set(t, budget) for k, (t, _) in wr.items()}
+    solution = plan_wd(sets, budget)
+    assert solution.time_ms <= sum(s.time_ms for _, s in wr.values()) + 1e-9
+
+
+def test_wd_beats_wr_on_a_model_network() -> None:
+    graph = builtin_network("resnet18", batch=64)
+    tables = model_tables((n, graph.problem(n), graph.kernels(n)) for n in graph.layers())
+    for limit in (0, 4 * MiB, 32 * MiB):
+        wr = {k: plan_wr(t, limit) for k, t in tables.items()}
+        budget = sum(aligned(s.workspace_bytes, 256) for s in wr.values())
+        sets = {k: desirable_set(t, budget) for k, t in tables.items()}
+        solution = plan_wd(sets, budget)
+        assert solution.time_ms <= sum(s.time_ms for s in wr.values()) + 1e-9
+        check_layout(solution, budget, 256)
+
+
+def test_every_fastest_schedule_fitting_skips_the_solver_with_the_same_answer() -> None:
+    sets = {
+        ("a", "forward"): [single(4.0, 0), single(1.0, 300)],
+        ("b", "forward"): [single(2.0, 0), single(1.5, 200)],
+    }
+    roomy = plan_wd(sets, 10_000)
+    assert roomy.solver == "none" and roomy.time_ms == 2.5
+    assert roomy.offsets == {("a", "forward"): 0, ("b", "forward"): 512}
+    tight = plan_wd(sets, 768)  # 512 + 256: both fastest fit exactly, aligned
+    assert tight.solver == "none" and tight.time_ms == 2.5
+    traded = plan_wd(sets, 700)
+    assert traded.solver == "highs" and traded.time_ms == 3.0  # a's 300 B beats b's 200 B
+    assert traded.choices[("a", "forward")].workspace_bytes == 300
+    cbc = plan_wd(sets, 700, solver="cbc")
+    assert cbc.solver == "cbc" and cbc.choices == traded.choices
+
+
+def test_budget_counts_aligned_sizes() -> None:
+    sets = {("a", "forward"): [single(1.0, 100)], ("b", "forward"): [single(1.0, 100)]}
+    with pytest.raises(InfeasibleError, match="need 512 bytes") as info:
+        plan_wd(sets, 300)  # 200 raw bytes would fit, but not at aligned offsets
+    assert info.value.required_bytes == 512 and info.value.kernel is None
+    assert plan_wd(sets, 300, alignment=1).arena_bytes == 200
+    with pytest.raises(InfeasibleError, match="a/forward, needs 1024 bytes") as info:
+        plan_wd({("a", "forward"): [single(1.0, 1000)]}, 512)
+    assert info.value.kernel == ("a", "forward")
+
+
+def test_bad_arguments() -> None:
+    sets = {("a", "forward"): [single(1.0, 0)]}
+    with pytest.raises(ValueError, match="budget must be >= 0"):
+        plan_wd(sets, -1)
+    with pytest.raises(ValueError, match="alignment must be >= 1"):
+        plan_wd(sets, 0, alignment=0)
+    with pytest.raises(ValueError, match="unknown solver 'glpk'"):
+        plan_wd(sets, 0, solver="glpk")
+    with pytest.raises(InfeasibleError, match="a/forward has no schedules"):
+        plan_wd({("a", "forward"): []}, 0)
+    assert plan_wd({}, 0).choices == {}
