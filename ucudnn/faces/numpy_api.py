@@ -123,13 +123,15 @@ def _execute(kernel: str, problem: ConvProblem, inputs: dict, options: dict) -> 
     database = os.fspath(run["database"]) if run["database"] is not None else None
     handle = _default_handle(run["workspace_limit"], policy, database)
     device = {name: DeviceArray.from_numpy(array) for name, array in inputs.items()}
-    device[output] = DeviceArray.empty(out_shape, dtype)
+    device[output] = DeviceArray.empty(out_shape, problem.dtype)
     tensors = [device[t] for t in ROLES[kernel]]
     if run["algo"] is not None:
         handle.run_algorithm(kernel, problem, tensors, run["algo"])
     else:
         getattr(handle, kernel)(*tensors, problem)
-    return device[output].to_numpy()
+    result = device[output].to_numpy()
+    # bfloat16 comes back as its bit patterns; give the caller their own dtype again.
+    return result.view(dtype) if problem.dtype == "bfloat16" else result
 
 
 @functools.cache

@@ -27,8 +27,8 @@ def _check_matches(array: DeviceArray, problem: ConvProblem, tensor: str, role: 
     shape = {"x": problem.x_shape, "w": problem.w_shape, "y": problem.y_shape}[tensor]
     if tuple(array.shape) != shape:
         raise ValueError(f"{role} has shape {tuple(array.shape)}, expected {shape}")
-    if array.dtype_name != problem.dtype:
-        raise TypeError(f"{role} has dtype {array.dtype_name}, expected {problem.dtype}")
+    if array.dtype != problem.dtype:
+        raise TypeError(f"{role} has dtype {array.dtype}, expected {problem.dtype}")
     if tensor == "w":
         if not array.is_c_contiguous:
             raise ValueError(f"{role} (the filter) must be C-contiguous")

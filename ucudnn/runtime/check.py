@@ -13,6 +13,7 @@ import sys
 import numpy as np
 
 from ucudnn import _cuda
+from ucudnn.core.array import bfloat16_values
 from ucudnn.core.problem import ConvProblem
 
 # Bounds on the normalised L2 distance ||planned - undivided|| / ||undivided||.
@@ -36,9 +37,9 @@ def normalised_l2(result: np.ndarray, reference: np.ndarray) -> float:
 
 
 def host_values(raw: np.ndarray, dtype: str) -> np.ndarray:
-    """Bytes copied from the device as float64 values (bf16 is the top half of a float32)."""
+    """Bytes copied from the device as float64 values."""
     if dtype == "bfloat16":
-        return (raw.view(np.uint16).astype(np.uint32) << 16).view(np.float32).astype(np.float64)
+        return bfloat16_values(raw.view(np.uint16)).astype(np.float64)
     return raw.view(np.dtype(dtype)).astype(np.float64)
 
 

@@ -141,7 +141,7 @@ class Handle:
         single = Candidate(problem.batch, algo, 0.0, need, problem.math_type)
         executor.execute(
             self.cudnn, descs, kernel, [single], **pointers,
-            workspace=self._arena.pointer(0, need), workspace_bytes=need, alpha=alpha, beta=beta,
+            workspace=self._arena.at(0, need), workspace_bytes=need, alpha=alpha, beta=beta,
         )  # fmt: skip
 
     # -- queries ----------------------------------------------------------------------------
@@ -294,7 +294,7 @@ class Handle:
         kernel_plan = self._kernel_plan(slot)
         assert self._arena is not None
         nbytes = kernel_plan.workspace_bytes
-        workspace = self._arena.pointer(kernel_plan.offset or 0, nbytes)
+        workspace = self._arena.at(kernel_plan.offset or 0, nbytes)
         descs = self._descriptors_for(problem)
         output = ROLES[kernel][2]
         before = self._copy(pointers[output], problem.nbytes(output)) if self.check else None

@@ -1,0 +1,344 @@
+"""Type stubs for ucudnn._cudnn, the thin cuDNN 9 binding (native/_cudnn.pyx).
+
+Functions keep cuDNN's argument order. Device pointers and streams are Python ints; dtypes,
+layouts and modes are strings (see the name tables below). alpha and beta are passed to cuDNN
+as double for float64 outputs and as float otherwise. Every failure raises a
+ucudnn.errors.CudnnError subclass naming the call, the status and cuDNN's last error message.
+"""
+
+from collections.abc import Sequence
+from typing import NamedTuple
+
+DTYPES: dict[str, int]
+MATH_TYPES: dict[str, int]
+CONVOLUTION_MODES: dict[str, int]
+FILTER_LAYOUTS: dict[str, tuple[int, int]]
+ACTIVATIONS: dict[str, int]
+POOLING_MODES: dict[str, int]
+SOFTMAX_ALGORITHMS: dict[str, int]
+SOFTMAX_MODES: dict[str, int]
+ALGORITHMS: dict[str, tuple[str, ...]]
+
+def status_name(status: int) -> str: ...
+def version() -> int: ...
+def build_version() -> int: ...
+def cudart_version() -> int: ...
+
+class Handle:
+    def __init__(self) -> None: ...
+    @property
+    def ptr(self) -> int: ...
+    @property
+    def stream(self) -> int: ...
+    def set_stream(self, stream: int) -> None: ...
+    def destroy(self) -> None: ...
+
+class TensorDescriptor:
+    def __init__(self, dtype: str, dims: Sequence[int], strides: Sequence[int]) -> None: ...
+    @property
+    def dtype(self) -> str: ...
+    @property
+    def dims(self) -> tuple[int, ...]: ...
+    @property
+    def strides(self) -> tuple[int, ...]: ...
+    @property
+    def ptr(self) -> int: ...
+
+class FilterDescriptor:
+    def __init__(self, dtype: str, layout: str, dims: Sequence[int]) -> None: ...
+    @property
+    def dtype(self) -> str: ...
+    @property
+    def layout(self) -> str: ...
+    @property
+    def dims(self) -> tuple[int, ...]: ...
+    @property
+    def ptr(self) -> int: ...
+
+class ConvolutionDescriptor:
+    def __init__(
+        self,
+        padding: Sequence[int],
+        stride: Sequence[int],
+        dilation: Sequence[int],
+        mode: str = "cross_correlation",
+        compute_dtype: str = "float32",
+        groups: int = 1,
+        math_type: str = "default",
+    ) -> None: ...
+    @property
+    def padding(self) -> tuple[int, ...]: ...
+    @property
+    def stride(self) -> tuple[int, ...]: ...
+    @property
+    def dilation(self) -> tuple[int, ...]: ...
+    @property
+    def mode(self) -> str: ...
+    @property
+    def compute_dtype(self) -> str: ...
+    @property
+    def groups(self) -> int: ...
+    @property
+    def math_type(self) -> str: ...
+    def set_math_type(self, math_type: str) -> None: ...
+    def output_dims(
+        self, x_desc: TensorDescriptor, w_desc: FilterDescriptor
+    ) -> tuple[int, ...]: ...
+    @property
+    def ptr(self) -> int: ...
+
+class ActivationDescriptor:
+    def __init__(self, mode: str, coef: float = 0.0) -> None: ...
+    @property
+    def mode(self) -> str: ...
+    @property
+    def coef(self) -> float: ...
+
+class PoolingDescriptor:
+    def __init__(
+        self, mode: str, window: Sequence[int], padding: Sequence[int], stride: Sequence[int]
+    ) -> None: ...
+    @property
+    def mode(self) -> str: ...
+    @property
+    def window(self) -> tuple[int, ...]: ...
+    @property
+    def padding(self) -> tuple[int, ...]: ...
+    @property
+    def stride(self) -> tuple[int, ...]: ...
+    def output_dims(self, x_desc: TensorDescriptor) -> tuple[int, ...]: ...
+
+class AlgoPerf(NamedTuple):
+    algo: int
+    status: int
+    status_name: str
+    time_ms: float
+    memory: int
+    deterministic: bool
+    math_type: str
+
+def forward_algorithm_max_count(handle: Handle) -> int: ...
+def backward_data_algorithm_max_count(handle: Handle) -> int: ...
+def backward_filter_algorithm_max_count(handle: Handle) -> int: ...
+def find_forward_algorithm_ex(
+    handle: Handle,
+    x_desc: TensorDescriptor,
+    x: int,
+    w_desc: FilterDescriptor,
+    w: int,
+    conv_desc: ConvolutionDescriptor,
+    y_desc: TensorDescriptor,
+    y: int,
+    requested: int,
+    workspace: int,
+    workspace_bytes: int,
+) -> list[AlgoPerf]: ...
+def find_backward_data_algorithm_ex(
+    handle: Handle,
+    w_desc: FilterDescriptor,
+    w: int,
+    dy_desc: TensorDescriptor,
+    dy: int,
+    conv_desc: ConvolutionDescriptor,
+    dx_desc: TensorDescriptor,
+    dx: int,
+    requested: int,
+    workspace: int,
+    workspace_bytes: int,
+) -> list[AlgoPerf]: ...
+def find_backward_filter_algorithm_ex(
+    handle: Handle,
+    x_desc: TensorDescriptor,
+    x: int,
+    dy_desc: TensorDescriptor,
+    dy: int,
+    conv_desc: ConvolutionDescriptor,
+    dw_desc: FilterDescriptor,
+    dw: int,
+    requested: int,
+    workspace: int,
+    workspace_bytes: int,
+) -> list[AlgoPerf]: ...
+def get_forward_algorithm_v7(
+    handle: Handle,
+    x_desc: TensorDescriptor,
+    w_desc: FilterDescriptor,
+    conv_desc: ConvolutionDescriptor,
+    y_desc: TensorDescriptor,
+    requested: int,
+) -> list[AlgoPerf]: ...
+def get_backward_data_algorithm_v7(
+    handle: Handle,
+    w_desc: FilterDescriptor,
+    dy_desc: TensorDescriptor,
+    conv_desc: ConvolutionDescriptor,
+    dx_desc: TensorDescriptor,
+    requested: int,
+) -> list[AlgoPerf]: ...
+def get_backward_filter_algorithm_v7(
+    handle: Handle,
+    x_desc: TensorDescriptor,
+    dy_desc: TensorDescriptor,
+    conv_desc: ConvolutionDescriptor,
+    dw_desc: FilterDescriptor,
+    requested: int,
+) -> list[AlgoPerf]: ...
+def forward_workspace_size(
+    handle: Handle,
+    x_desc: TensorDescriptor,
+    w_desc: FilterDescriptor,
+    conv_desc: ConvolutionDescriptor,
+    y_desc: TensorDescriptor,
+    algo: int,
+) -> int: ...
+def backward_data_workspace_size(
+    handle: Handle,
+    w_desc: FilterDescriptor,
+    dy_desc: TensorDescriptor,
+    conv_desc: ConvolutionDescriptor,
+    dx_desc: TensorDescriptor,
+    algo: int,
+) -> int: ...
+def backward_filter_workspace_size(
+    handle: Handle,
+    x_desc: TensorDescriptor,
+    dy_desc: TensorDescriptor,
+    conv_desc: ConvolutionDescriptor,
+    dw_desc: FilterDescriptor,
+    algo: int,
+) -> int: ...
+def convolution_forward(
+    handle: Handle,
+    alpha: float,
+    x_desc: TensorDescriptor,
+    x: int,
+    w_desc: FilterDescriptor,
+    w: int,
+    conv_desc: ConvolutionDescriptor,
+    algo: int,
+    workspace: int,
+    workspace_bytes: int,
+    beta: float,
+    y_desc: TensorDescriptor,
+    y: int,
+) -> None: ...
+def convolution_backward_data(
+    handle: Handle,
+    alpha: float,
+    w_desc: FilterDescriptor,
+    w: int,
+    dy_desc: TensorDescriptor,
+    dy: int,
+    conv_desc: ConvolutionDescriptor,
+    algo: int,
+    workspace: int,
+    workspace_bytes: int,
+    beta: float,
+    dx_desc: TensorDescriptor,
+    dx: int,
+) -> None: ...
+def convolution_backward_filter(
+    handle: Handle,
+    alpha: float,
+    x_desc: TensorDescriptor,
+    x: int,
+    dy_desc: TensorDescriptor,
+    dy: int,
+    conv_desc: ConvolutionDescriptor,
+    algo: int,
+    workspace: int,
+    workspace_bytes: int,
+    beta: float,
+    dw_desc: FilterDescriptor,
+    dw: int,
+) -> None: ...
+def convolution_backward_bias(
+    handle: Handle,
+    alpha: float,
+    dy_desc: TensorDescriptor,
+    dy: int,
+    beta: float,
+    db_desc: TensorDescriptor,
+    db: int,
+) -> None: ...
+def add_tensor(
+    handle: Handle,
+    alpha: float,
+    a_desc: TensorDescriptor,
+    a: int,
+    beta: float,
+    c_desc: TensorDescriptor,
+    c: int,
+) -> None: ...
+def activation_forward(
+    handle: Handle,
+    activation_desc: ActivationDescriptor,
+    alpha: float,
+    x_desc: TensorDescriptor,
+    x: int,
+    beta: float,
+    y_desc: TensorDescriptor,
+    y: int,
+) -> None: ...
+def activation_backward(
+    handle: Handle,
+    activation_desc: ActivationDescriptor,
+    alpha: float,
+    y_desc: TensorDescriptor,
+    y: int,
+    dy_desc: TensorDescriptor,
+    dy: int,
+    x_desc: TensorDescriptor,
+    x: int,
+    beta: float,
+    dx_desc: TensorDescriptor,
+    dx: int,
+) -> None: ...
+def pooling_forward(
+    handle: Handle,
+    pooling_desc: PoolingDescriptor,
+    alpha: float,
+    x_desc: TensorDescriptor,
+    x: int,
+    beta: float,
+    y_desc: TensorDescriptor,
+    y: int,
+) -> None: ...
+def pooling_backward(
+    handle: Handle,
+    pooling_desc: PoolingDescriptor,
+    alpha: float,
+    y_desc: TensorDescriptor,
+    y: int,
+    dy_desc: TensorDescriptor,
+    dy: int,
+    x_desc: TensorDescriptor,
+    x: int,
+    beta: float,
+    dx_desc: TensorDescriptor,
+    dx: int,
+) -> None: ...
+def softmax_forward(
+    handle: Handle,
+    algorithm: str,
+    mode: str,
+    alpha: float,
+    x_desc: TensorDescriptor,
+    x: int,
+    beta: float,
+    y_desc: TensorDescriptor,
+    y: int,
+) -> None: ...
+def softmax_backward(
+    handle: Handle,
+    algorithm: str,
+    mode: str,
+    alpha: float,
+    y_desc: TensorDescriptor,
+    y: int,
+    dy_desc: TensorDescriptor,
+    dy: int,
+    beta: float,
+    dx_desc: TensorDescriptor,
+    dx: int,
+) -> None: ...

@@ -1,0 +1,155 @@
+"""A workspace arena: one device allocation carved into aligned sub-buffers by offset.
+
+Workspaces are reused across calls instead of being allocated per call: a WD plan assigns each
+kernel an aligned offset into one arena (`at`), WR runs every kernel in the same workspace
+(`at(0, n)`), and ad-hoc users take consecutive aligned pieces (`reserve`) until `reset`.
+`ArenaLayout` holds the offset arithmetic without any memory so it can be tested on the CPU.
+"""
+
+from __future__ import annotations
+
+import operator
+
+CUDNN_ALIGNMENT = 256  # bytes; cudaMalloc returns at least this alignment
+
+
+def align_up(n: int, alignment: int) -> int:
+    """The smallest multiple of `alignment` that is >= n."""
+    if alignment < 1:
+        raise ValueError(f"alignment must be >= 1, got {alignment}")
+    return -(-n // alignment) * alignment
+
+
+def _non_negative(value: object, what: str) -> int:
+    try:
+        n = operator.index(value)
+    except TypeError:
+        raise TypeError(f"{what} must be an int, got {value!r}") from None
+    if n < 0:
+        raise ValueError(f"{what} must be >= 0, got {n}")
+    return n
+
+
+class ArenaLayout:
+    """Offsets within `capacity` bytes: reservations are aligned and consecutive until reset.
+
+    `in_use` is the end of the last reservation since the last reset; `peak` is the highest end
+    ever handed out by `reserve` or checked by `claim`.
+    """
+
+    def __init__(self, capacity: int, alignment: int = CUDNN_ALIGNMENT) -> None:
+        self.capacity = _non_negative(capacity, "capacity")
+        self.alignment = _non_negative(alignment, "alignment")
+        if self.alignment < 1:
+            raise ValueError("alignment must be >= 1")
+        self.in_use = 0
+        self.peak = 0
+
+    def reserve(self, nbytes: int) -> int:
+        """The offset of a new aligned piece of nbytes after the previous ones."""
+        nbytes = _non_negative(nbytes, "nbytes")
+        offset = align_up(self.in_use, self.alignment)
+        if offset + nbytes > self.capacity:
+            raise ValueError(
+                f"arena cannot fit {nbytes} bytes at offset {offset}: "
+                f"capacity {self.capacity}, {self.in_use} in use"
+            )
+        self.in_use = offset + nbytes
+        self.peak = max(self.peak, self.in_use)
+        return offset
+
+    def claim(self, offset: int, nbytes: int) -> None:
+        """Check a piece a plan placed itself: aligned and inside the arena."""
+        offset = _non_negative(offset, "offset")
+        nbytes = _non_negative(nbytes, "nbytes")
+        if offset % self.alignment:
+            raise ValueError(f"offset {offset} is not a multiple of {self.alignment}")
+        if offset + nbytes > self.capacity:
+            raise ValueError(
+                f"{nbytes} bytes at offset {offset} overrun the {self.capacity}-byte arena"
+            )
+        self.peak = max(self.peak, offset + nbytes)
+
+    def reset(self) -> None:
+        """Forget all reservations (peak is kept)."""
+        self.in_use = 0
+
+
+class Arena:
+    """`nbytes` of device memory on the current device, handed out by aligned offsets.
+
+    Freed by `release()` (or on leaving a `with` block, or when garbage); a zero-byte arena
+    allocates nothing and works without a device.
+    """
+
+    def __init__(self, nbytes: int, alignment: int = CUDNN_ALIGNMENT) -> None:
+        from ucudnn import _cuda
+
+        self._layout = ArenaLayout(nbytes, alignment)
+        # cudaMalloc aligns to 256 bytes; over-allocate so a stricter alignment can be met.
+        extra = max(0, self._layout.alignment - CUDNN_ALIGNMENT) if nbytes else 0
+        self._buffer: _cuda.DeviceBuffer | None = _cuda.DeviceBuffer(self._layout.capacity + extra)
+        self._base = align_up(self._buffer.ptr, self._layout.alignment)
+        self.device = self._buffer.device
+
+    @property
+    def ptr(self) -> int:
+        """Address of offset 0."""
+        self._check_live()
+        return self._base
+
+    @property
+    def capacity(self) -> int:
+        return self._layout.capacity
+
+    @property
+    def alignment(self) -> int:
+        return self._layout.alignment
+
+    @property
+    def in_use(self) -> int:
+        return self._layout.in_use
+
+    @property
+    def peak(self) -> int:
+        return self._layout.peak
+
+    def stats(self) -> dict[str, int]:
+        return {"capacity": self.capacity, "in_use": self.in_use, "peak": self.peak}
+
+    def reserve(self, nbytes: int) -> int:
+        """Offset of a new aligned piece of nbytes (see ArenaLayout.reserve)."""
+        self._check_live()
+        return self._layout.reserve(nbytes)
+
+    def at(self, offset: int, nbytes: int) -> int:
+        """Device address of the nbytes at `offset`, checked to be aligned and in bounds."""
+        self._check_live()
+        self._layout.claim(offset, nbytes)
+        return self._base + offset
+
+    def reset(self) -> None:
+        self._layout.reset()
+
+    def release(self) -> None:
+        """Free the device memory now; later calls to release do nothing."""
+        if self._buffer is not None:
+            buffer, self._buffer = self._buffer, None
+            buffer.release()
+
+    def _check_live(self) -> None:
+        if self._buffer is None:
+            raise ValueError("the arena was released")
+
+    def __enter__(self) -> Arena:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.release()
+
+    def __repr__(self) -> str:
+        state = "released" if self._buffer is None else f"ptr={self._base:#x}"
+        return (
+            f"Arena({state}, capacity={self.capacity}, in_use={self.in_use}, "
+            f"peak={self.peak}, alignment={self.alignment})"
+        )

@@ -1,0 +1,361 @@
+"""DeviceArray: a typed, strided view of device memory that keeps its owner alive.
+
+dtypes are names, the same vocabulary as ConvProblem ("float32", "float16", "bfloat16",
+"float64", plus a few integer types). numpy has no bfloat16, so a bfloat16 array lives on the
+host as its raw 16-bit patterns in a uint16 array (`to_numpy` returns one; `from_numpy` takes
+one with dtype="bfloat16", or an ml_dtypes bfloat16 array); `bfloat16_bits` and
+`bfloat16_values` convert to and from float32. Strides are in bytes, as in numpy.
+
+Arrays cross to other libraries through `__cuda_array_interface__` (version 3) both ways,
+without copies. Copies to and from the host are enqueued on a stream given as an int handle
+(0 = the legacy default stream); `to_numpy` waits for its stream.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+# Element types: name -> (itemsize, __cuda_array_interface__ typestr). bfloat16 has no typestr.
+_ELEMENTS: dict[str, tuple[int, str | None]] = {
+    "float16": (2, "<f2"),
+    "bfloat16": (2, None),
+    "float32": (4, "<f4"),
+    "float64": (8, "<f8"),
+    "int8": (1, "|i1"),
+    "uint8": (1, "|u1"),
+    "int32": (4, "<i4"),
+    "int64": (8, "<i8"),
+}
+DTYPES = tuple(_ELEMENTS)
+
+
+def itemsize(dtype: str) -> int:
+    """Bytes per element of a dtype name; ValueError for unknown names."""
+    return _ELEMENTS[_check_dtype(dtype)][0]
+
+
+def host_dtype(dtype: str) -> np.dtype:
+    """The numpy dtype that holds this dtype on the host (uint16 bit patterns for bfloat16)."""
+    return np.dtype(np.uint16 if _check_dtype(dtype) == "bfloat16" else dtype)
+
+
+def _check_dtype(dtype: object) -> str:
+    if not isinstance(dtype, str) or dtype not in _ELEMENTS:
+        raise ValueError(f"unsupported dtype {dtype!r}; expected one of {', '.join(DTYPES)}")
+    return dtype
+
+
+def _dtype_of(array: np.ndarray, dtype: str | None) -> str:
+    """The DeviceArray dtype name for a host array, checking an explicit `dtype` against it."""
+    name = array.dtype.name  # "bfloat16" for ml_dtypes arrays, whose kind is 'V'
+    if dtype is None:
+        return _check_dtype(name)
+    _check_dtype(dtype)
+    if dtype == "bfloat16" and name in ("uint16", "bfloat16"):
+        return dtype
+    if name != dtype:
+        raise TypeError(f"a {name} array cannot be copied as {dtype}; convert it first")
+    return dtype
+
+
+def bfloat16_bits(values: np.ndarray) -> np.ndarray:
+    """float32 values -> bfloat16 bit patterns (uint16), rounding to nearest even."""
+    values = np.ascontiguousarray(values, dtype=np.float32)
+    bits = values.view(np.uint32)
+    rounded = (bits + np.uint32(0x7FFF) + ((bits >> 16) & np.uint32(1))) >> 16
+    quiet_nan = (bits >> 16) | np.uint32(0x0040)  # keep sign; rounding could turn NaN into inf
+    return np.where(np.isnan(values), quiet_nan, rounded).astype(np.uint16)
+
+
+def bfloat16_values(bits: np.ndarray) -> np.ndarray:
+    """bfloat16 bit patterns (uint16) -> float32 values (exact)."""
+    return (np.asarray(bits, dtype=np.uint16).astype(np.uint32) << 16).view(np.float32)
+
+
+def _int_tuple(values: object, what: str) -> tuple[int, ...]:
+    if not isinstance(values, Sequence) or isinstance(values, str):
+        raise TypeError(f"{what} must be a tuple of ints, got {values!r}")
+    try:
+        return tuple(operator.index(v) for v in values)
+    except TypeError:
+        raise TypeError(f"{what} must be a tuple of ints, got {values!r}") from None
+
+
+def _c_strides(shape: tuple[int, ...], size: int) -> tuple[int, ...]:
+    strides, step = [], size
+    for extent in reversed(shape):
+        strides.append(step)
+        step *= extent
+    return tuple(reversed(strides))
+
+
+def _cai_stream(stream: int) -> int:
+    # The interface spells the legacy default stream 1 (cudaStreamLegacy) and forbids 0.
+    return 1 if stream == 0 else stream
+
+
+class DeviceArray:
+    """A view of device memory: address, shape, dtype name, byte strides and an owner.
+
+    `owner` is any object whose lifetime keeps the memory valid (a DeviceBuffer, or the CuPy or
+    PyTorch array it came from). `stream` is the stream whose work produces the contents;
+    consumers of `__cuda_array_interface__` order their work after it.
+    """
+
+    __slots__ = ("device", "dtype", "owner", "ptr", "readonly", "shape", "stream", "strides")
+
+    def __init__(
+        self,
+        ptr: int,
+        shape: Sequence[int],
+        dtype: str,
+        strides: Sequence[int] | None = None,
+        *,
+        owner: object = None,
+        device: int | None = None,
+        readonly: bool = False,
+        stream: int = 0,
+    ) -> None:
+        self.dtype = _check_dtype(dtype)
+        size = _ELEMENTS[self.dtype][0]
+        self.shape = _int_tuple(shape, "shape")
+        if any(extent < 0 for extent in self.shape):
+            raise ValueError(f"shape must not have negative extents, got {self.shape}")
+        if strides is None:
+            self.strides = _c_strides(self.shape, size)
+        else:
+            self.strides = _int_tuple(strides, "strides")
+            if len(self.strides) != len(self.shape):
+                raise ValueError(f"strides {self.strides} do not match shape {self.shape}")
+            if any(s < 0 or s % size for s in self.strides):
+                raise ValueError(
+                    f"strides {self.strides} must be non-negative multiples of the "
+                    f"{size}-byte {self.dtype} element"
+                )
+        self.ptr = operator.index(ptr)
+        if self.ptr < 0 or self.ptr % size:
+            raise ValueError(f"ptr {self.ptr:#x} is not a {size}-byte aligned device address")
+        if self.ptr == 0 and self.size:
+            raise ValueError(f"ptr is 0 but the array has {self.size} elements")
+        self.owner = owner
+        self.device = device
+        self.readonly = bool(readonly)
+        self.stream = operator.index(stream)
+
+    # --- shape arithmetic --------------------------------------------------------------------
+
+    @property
+    def itemsize(self) -> int:
+        return _ELEMENTS[self.dtype][0]
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    @property
+    def nbytes(self) -> int:
+        return self.size * self.itemsize
+
+    @property
+    def element_strides(self) -> tuple[int, ...]:
+        """Strides in elements, as cuDNN tensor descriptors take them."""
+        return tuple(s // self.itemsize for s in self.strides)
+
+    @property
+    def is_c_contiguous(self) -> bool:
+        expected = _c_strides(self.shape, self.itemsize)
+        pairs = zip(self.shape, self.strides, expected, strict=True)
+        return self.size == 0 or all(e == 1 or s == c for e, s, c in pairs)
+
+    def slice_batch(self, start: int, stop: int) -> DeviceArray:
+        """The view of rows start..stop-1 along the first axis (a micro-batch), no copy."""
+        if not self.shape:
+            raise ValueError("cannot slice a 0-d array")
+        if not 0 <= start <= stop <= self.shape[0]:
+            raise ValueError(f"slice {start}:{stop} is outside 0:{self.shape[0]}")
+        return DeviceArray(
+            self.ptr + start * self.strides[0],
+            (stop - start, *self.shape[1:]),
+            self.dtype,
+            self.strides,
+            owner=self,
+            device=self.device,
+            readonly=self.readonly,
+            stream=self.stream,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"DeviceArray(ptr={self.ptr:#x}, shape={self.shape}, dtype={self.dtype!r}, "
+            f"strides={self.strides}, device={self.device})"
+        )
+
+    # --- allocation and host copies ------------------------------------------------------------
+
+    @classmethod
+    def empty(cls, shape: Sequence[int], dtype: str, *, stream: int = 0) -> DeviceArray:
+        """A new C-contiguous array on the current device (contents undefined)."""
+        from ucudnn import _cuda
+
+        shape = _int_tuple(shape, "shape")
+        if any(extent < 0 for extent in shape):
+            raise ValueError(f"shape must not have negative extents, got {shape}")
+        nbytes = int(np.prod(shape, dtype=np.int64)) * itemsize(dtype)
+        buffer = _cuda.DeviceBuffer(nbytes)
+        return cls(buffer.ptr, shape, dtype, owner=buffer, device=buffer.device, stream=stream)
+
+    @classmethod
+    def from_numpy(
+        cls, array: np.ndarray, *, dtype: str | None = None, stream: int = 0
+    ) -> DeviceArray:
+        """Copy a host array to a new device array; dtype="bfloat16" takes uint16 bit patterns."""
+        if not isinstance(array, np.ndarray):
+            raise TypeError(f"from_numpy needs a numpy array, got {type(array).__name__}")
+        result = cls.empty(array.shape, _dtype_of(array, dtype), stream=stream)
+        result.copy_from_numpy(array, stream=stream)
+        return result
+
+    def copy_from_numpy(self, array: np.ndarray, *, stream: int = 0) -> None:
+        """Enqueue a copy of a host array of the same shape and dtype into this array."""
+        from ucudnn import _cuda
+
+        if not isinstance(array, np.ndarray):
+            raise TypeError(f"copy_from_numpy needs a numpy array, got {type(array).__name__}")
+        self._check_host_copy("copy_from_numpy")
+        if self.readonly:
+            raise ValueError("copy_from_numpy: this device array is read-only")
+        if array.shape != self.shape:
+            raise ValueError(f"copy_from_numpy: shape {array.shape} != {self.shape}")
+        _dtype_of(array, self.dtype)
+        if self.nbytes:
+            _cuda.memcpy_htod(self.ptr, np.ascontiguousarray(array), self.nbytes, stream)
+
+    def to_numpy(self, *, stream: int = 0) -> np.ndarray:
+        """Copy to a new host array and wait for `stream` (bfloat16 comes back as uint16 bits)."""
+        from ucudnn import _cuda
+
+        self._check_host_copy("to_numpy")
+        out = np.empty(self.shape, dtype=host_dtype(self.dtype))
+        if self.nbytes:
+            _cuda.memcpy_dtoh(out, self.ptr, self.nbytes, stream)
+            _cuda.stream_synchronize(stream)
+        return out
+
+    def _check_host_copy(self, what: str) -> None:
+        if not self.is_c_contiguous:
+            raise ValueError(
+                f"{what} needs a C-contiguous device array, strides are {self.strides}"
+            )
+
+    # --- __cuda_array_interface__ -------------------------------------------------------------
+
+    @property
+    def __cuda_array_interface__(self) -> dict[str, Any]:
+        typestr = _ELEMENTS[self.dtype][1]
+        if typestr is None:
+            raise TypeError(f"{self.dtype} has no __cuda_array_interface__ typestr")
+        return {
+            "shape": self.shape,
+            "typestr": typestr,
+            "data": (self.ptr, self.readonly),
+            "version": 3,
+            "strides": None if self.is_c_contiguous else self.strides,
+            "stream": _cai_stream(self.stream),
+        }
+
+    @classmethod
+    def from_cuda_array_interface(cls, obj: object, *, stream: int = 0) -> DeviceArray:
+        """Wrap any object exposing __cuda_array_interface__ (CuPy, PyTorch, Numba), no copy.
+
+        Work the producer enqueued on its stream is ordered before later work on `stream`
+        (through an event, without waiting on the host). The result keeps `obj` alive.
+        """
+        try:
+            cai = obj.__cuda_array_interface__  # type: ignore[attr-defined]
+        except AttributeError:
+            raise TypeError(
+                f"{type(obj).__name__} does not expose __cuda_array_interface__"
+            ) from None
+        ptr, shape, dtype, strides, readonly, producer = _parse_interface(cai)
+        array = cls(ptr, shape, dtype, strides, owner=obj, readonly=readonly, stream=stream)
+        if array.size:
+            array.device = _device_of(ptr)
+        if producer is not None and producer != _cai_stream(stream):
+            _order_after(producer, stream)
+        return array
+
+
+def _parse_interface(cai: object) -> tuple[int, tuple[int, ...], str, Any, bool, int | None]:
+    """Validate a __cuda_array_interface__ dict; returns (ptr, shape, dtype, strides,
+    readonly, producer stream or None)."""
+    if not isinstance(cai, dict):
+        raise TypeError(f"__cuda_array_interface__ must be a dict, got {type(cai).__name__}")
+    missing = {"shape", "typestr", "data", "version"} - cai.keys()
+    if missing:
+        raise ValueError(f"__cuda_array_interface__ lacks {', '.join(sorted(missing))}")
+    version = cai["version"]
+    if version not in (1, 2, 3):
+        raise ValueError(f"__cuda_array_interface__ version {version!r} is not supported (1-3)")
+    shape = _int_tuple(cai["shape"], "__cuda_array_interface__ shape")
+    dtype = _dtype_from_typestr(cai["typestr"])
+    data = cai["data"]
+    if not (isinstance(data, tuple) and len(data) == 2 and isinstance(data[1], bool)):
+        raise ValueError(f"__cuda_array_interface__ data must be (ptr, readonly), got {data!r}")
+    try:
+        ptr = operator.index(data[0])
+    except TypeError:
+        raise TypeError(
+            f"__cuda_array_interface__ data pointer must be an int, got {data[0]!r}"
+        ) from None
+    if cai.get("mask") is not None:
+        raise ValueError("masked arrays (__cuda_array_interface__ mask) are not supported")
+    producer = cai.get("stream") if version >= 3 else None
+    if producer is not None:
+        producer = operator.index(producer)
+        if producer == 0:
+            raise ValueError("__cuda_array_interface__ stream 0 is ambiguous and disallowed")
+    return ptr, shape, dtype, cai.get("strides"), data[1], producer
+
+
+def _dtype_from_typestr(typestr: object) -> str:
+    if not isinstance(typestr, str):
+        raise TypeError(f"__cuda_array_interface__ typestr must be a str, got {typestr!r}")
+    try:
+        parsed = np.dtype(typestr)
+    except TypeError:
+        raise ValueError(f"__cuda_array_interface__ typestr {typestr!r} is not valid") from None
+    if parsed.byteorder == ">":
+        raise ValueError(f"big-endian data ({typestr!r}) is not supported")
+    for name, (_, known) in _ELEMENTS.items():
+        if known is not None and np.dtype(known) == parsed:
+            return name
+    raise ValueError(
+        f"__cuda_array_interface__ typestr {typestr!r} ({parsed.name}) is not supported; "
+        f"expected one of {', '.join(DTYPES)}"
+    )
+
+
+def _device_of(ptr: int) -> int:
+    from ucudnn import _cuda
+
+    device = _cuda.pointer_device(ptr)
+    if device is None:
+        raise ValueError(f"__cuda_array_interface__ data pointer {ptr:#x} is not device memory")
+    return device
+
+
+def _order_after(producer: int, consumer: int) -> None:
+    """Make later work on `consumer` wait for what is already enqueued on `producer`."""
+    from ucudnn import _cuda
+
+    event = _cuda.Event(timing=False)
+    event.record(producer)
+    _cuda.stream_wait_event(consumer, event)

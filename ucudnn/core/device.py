@@ -1,0 +1,139 @@
+"""Which driver, CUDA runtime, cuDNN and devices this process sees.
+
+Works on machines without a GPU or driver: `devices()` is then empty and `info()` says why.
+`info()` also reports, instead of raising, when the native modules themselves do not import.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from ucudnn.core.facts import DeviceFacts
+from ucudnn.errors import NoDeviceError, UcudnnError
+
+
+@dataclasses.dataclass(frozen=True)
+class Device:
+    """One CUDA device as cudaGetDeviceProperties describes it."""
+
+    index: int
+    name: str
+    compute_capability: str  # "9.0"
+    total_memory: int  # bytes
+    multiprocessor_count: int
+    uuid: str  # "GPU-…", as nvidia-smi prints it
+    pci_bus_id: str
+
+
+def cuda_version_string(version: int) -> str:
+    """13050 -> '13.5' (CUDA encodes versions as 1000 * major + 10 * minor)."""
+    return f"{version // 1000}.{version % 1000 // 10}"
+
+
+def cudnn_version_string(version: int) -> str:
+    """92800 -> '9.28.0' (cuDNN 9 encodes versions as 10000 * major + 100 * minor + patch)."""
+    return f"{version // 10000}.{version % 10000 // 100}.{version % 100}"
+
+
+def versions() -> dict[str, int]:
+    """Raw version numbers; cuda_driver is 0 when no driver is loaded.
+
+    Raises ImportError when the native modules cannot be loaded.
+    """
+    from ucudnn import _cuda, _cudnn
+
+    return {
+        "cudnn": _cudnn.version(),
+        "cudnn_build": _cudnn.build_version(),
+        "cudnn_cudart": _cudnn.cudart_version(),
+        "cuda_runtime": _cuda.runtime_version(),
+        "cuda_driver": _cuda.driver_version(),
+    }
+
+
+def devices() -> list[Device]:
+    """Every visible CUDA device; empty when there is no driver or no device."""
+    from ucudnn import _cuda
+
+    try:
+        count = _cuda.device_count()
+    except NoDeviceError:
+        return []
+    return [_device(index) for index in range(count)]
+
+
+def _device(index: int) -> Device:
+    from ucudnn import _cuda
+
+    props = _cuda.device_properties(index)
+    return Device(
+        index=index,
+        name=props["name"],
+        compute_capability=f"{props['major']}.{props['minor']}",
+        total_memory=props["total_memory"],
+        multiprocessor_count=props["multiprocessor_count"],
+        uuid=props["uuid"],
+        pci_bus_id=props["pci_bus_id"],
+    )
+
+
+def device_facts(device: int | None = None) -> DeviceFacts:
+    """What plans and measurements on `device` (default: the current one) depend on.
+
+    Raises NoDeviceError when there is no usable device.
+    """
+    from ucudnn import _cuda, _cudnn
+
+    found = _device(_cuda.get_device() if device is None else device)
+    return DeviceFacts(
+        device_name=found.name,
+        compute_capability=found.compute_capability,
+        cudnn_version=_cudnn.version(),
+        cuda_version=_cuda.runtime_version(),
+    )
+
+
+def _no_device_reason(exc: NoDeviceError, numbers: dict[str, int]) -> str:
+    if exc.code == 35 and numbers["cuda_driver"] == 0:  # cudaErrorInsufficientDriver
+        return f"no NVIDIA driver ({exc.name})"
+    if exc.code == 35:
+        return (
+            f"the NVIDIA driver supports CUDA {cuda_version_string(numbers['cuda_driver'])}, "
+            f"older than the CUDA {cuda_version_string(numbers['cuda_runtime'])} runtime "
+            f"({exc.name})"
+        )
+    if exc.code == 100:  # cudaErrorNoDevice
+        return f"no CUDA device ({exc.name})"
+    return f"no usable CUDA device ({exc.name}: {exc.description})"
+
+
+def info() -> dict[str, object]:
+    """Versions and devices as plain data, with `reason` saying why no device is usable.
+
+    Never raises for a missing driver, device or native module: that is what it reports.
+    """
+    try:
+        numbers = versions()
+    except ImportError as exc:
+        return {"native": False, "devices": [], "reason": f"native modules did not import: {exc}"}
+    report: dict[str, object] = {
+        "native": True,
+        "cudnn": cudnn_version_string(numbers["cudnn"]),
+        "cudnn_build": cudnn_version_string(numbers["cudnn_build"]),
+        "cuda_runtime": cuda_version_string(numbers["cuda_runtime"]),
+        "cuda_driver": cuda_version_string(numbers["cuda_driver"])
+        if numbers["cuda_driver"]
+        else None,
+        "devices": [],
+        "reason": None,
+    }
+    from ucudnn import _cuda
+
+    try:
+        count = _cuda.device_count()
+        report["devices"] = [dataclasses.asdict(_device(index)) for index in range(count)]
+    except NoDeviceError as exc:
+        report["reason"] = _no_device_reason(exc, numbers)
+    except UcudnnError as exc:
+        report["reason"] = str(exc)
+    return report
