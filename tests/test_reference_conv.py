@@ -27,10 +27,13 @@ def _direct_forward(p: ConvProblem, x: np.ndarray, w: np.ndarray) -> np.ndarray:
         g = k // kg
         total = 0.0
         for c, *r in itertools.product(range(cg), *(range(f) for f in p.filter_size)):
-            tap = [f - 1 - ri if p.mode == "convolution" else ri for ri, f in zip(r, p.filter_size)]
+            tap = [
+                f - 1 - ri if p.mode == "convolution" else ri
+                for ri, f in zip(r, p.filter_size, strict=True)
+            ]
             pos = [oi * s + ri * d - pad for oi, s, ri, d, pad in
-                   zip(o, p.stride, r, p.dilation, p.padding)]  # fmt: skip
-            if all(0 <= q < n_in for q, n_in in zip(pos, p.input_size)):
+                   zip(o, p.stride, r, p.dilation, p.padding, strict=True)]  # fmt: skip
+            if all(0 <= q < n_in for q, n_in in zip(pos, p.input_size, strict=True)):
                 total += x[(n, g * cg + c, *pos)] * w[(k, c, *tap)]
         y[(n, k, *o)] = total
     return y
