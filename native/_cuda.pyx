@@ -101,7 +101,7 @@ cdef int _host_buffer(object obj, Py_buffer* view, bint writable, str what) exce
     flags = PyBUF_C_CONTIGUOUS | (PyBUF_WRITABLE if writable else 0)
     try:
         PyObject_GetBuffer(obj, view, flags)
-    except BufferError as exc:
+    except (BufferError, ValueError) as exc:  # numpy raises ValueError, others BufferError
         kind = "writable, C-contiguous" if writable else "C-contiguous"
         raise ValueError(f"{what} must be a {kind} buffer: {exc}") from None
     return 0
@@ -210,8 +210,10 @@ def malloc(nbytes):
 
 
 def free(ptr):
-    """cudaFree; 0 is a no-op."""
-    _free(<void*>to_address(ptr, "ptr"))
+    """cudaFree; 0 is a no-op that, like malloc(0), needs no device."""
+    cdef void* p = <void*>to_address(ptr, "ptr")
+    if p != NULL:
+        _free(p)
 
 
 cdef class DeviceBuffer:

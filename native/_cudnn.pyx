@@ -669,7 +669,8 @@ cdef class PoolingDescriptor:
 # --- algorithm search ------------------------------------------------------------------------
 
 AlgoPerf = collections.namedtuple(
-    "AlgoPerf", "algo status status_name time_ms memory deterministic math_type"
+    "AlgoPerf", "algo status status_name time_ms memory deterministic math_type",
+    module=__name__,
 )
 AlgoPerf.__doc__ = """One row of cuDNN's algorithm list (Find: measured; Get: heuristic).
 

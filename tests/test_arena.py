@@ -1,0 +1,115 @@
+"""ucudnn.core.arena: aligned offset arithmetic (CPU) and the device-backed Arena."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from ucudnn.core.arena import Arena, ArenaLayout, align_up
+
+
+@pytest.mark.parametrize(
+    ("n", "alignment", "expected"),
+    [(0, 256, 0), (1, 256, 256), (256, 256, 256), (257, 256, 512), (10, 1, 10), (7, 3, 9)],
+)
+def test_align_up(n: int, alignment: int, expected: int) -> None:
+    assert align_up(n, alignment) == expected
+
+
+def test_align_up_rejects_zero_alignment() -> None:
+    with pytest.raises(ValueError, match="alignment"):
+        align_up(5, 0)
+
+
+def test_reserve_hands_out_aligned_consecutive_pieces() -> None:
+    layout = ArenaLayout(2048)
+    assert layout.reserve(100) == 0
+    assert layout.reserve(300) == 256
+    assert (layout.in_use, layout.peak) == (556, 556)
+    assert layout.reserve(0) == 768
+    layout.reset()
+    assert layout.in_use == 0
+    assert layout.reserve(10) == 0
+    assert layout.peak == 768
+
+
+def test_reserve_that_does_not_fit_names_the_numbers() -> None:
+    layout = ArenaLayout(512)
+    layout.reserve(300)
+    with pytest.raises(ValueError, match="cannot fit 300 bytes at offset 512: capacity 512"):
+        layout.reserve(300)
+    assert layout.in_use == 300  # a failed reservation changes nothing
+
+
+def test_claim_checks_alignment_and_bounds_and_tracks_peak() -> None:
+    layout = ArenaLayout(1024)
+    layout.claim(512, 512)
+    assert layout.peak == 1024
+    assert layout.in_use == 0
+    with pytest.raises(ValueError, match="not a multiple of 256"):
+        layout.claim(100, 4)
+    with pytest.raises(ValueError, match="overrun"):
+        layout.claim(768, 257)
+
+
+@pytest.mark.parametrize(
+    ("call", "error"),
+    [
+        (lambda: ArenaLayout(-1), ValueError),
+        (lambda: ArenaLayout(10, alignment=0), ValueError),
+        (lambda: ArenaLayout(1.5), TypeError),
+        (lambda: ArenaLayout(10).reserve(-1), ValueError),
+        (lambda: ArenaLayout(10).claim(0, "8"), TypeError),
+    ],
+)
+def test_bad_arguments(call, error: type[Exception]) -> None:
+    with pytest.raises(error):
+        call()
+
+
+@given(
+    sizes=st.lists(st.integers(0, 5000), max_size=20),
+    alignment=st.sampled_from([1, 8, 256, 512]),
+)
+def test_reservations_never_overlap_and_stay_aligned(sizes: list[int], alignment: int) -> None:
+    layout = ArenaLayout(200_000, alignment)
+    pieces = [(layout.reserve(n), n) for n in sizes]
+    assert all(start % alignment == 0 for start, _ in pieces)
+    for (start, n), (next_start, _) in itertools.pairwise(pieces):
+        assert start + n <= next_start
+    assert layout.in_use == (pieces[-1][0] + pieces[-1][1] if pieces else 0)
+
+
+def test_zero_byte_arena_needs_no_device() -> None:
+    with Arena(0) as arena:
+        assert arena.ptr == 0
+        assert arena.at(0, 0) == 0
+        assert arena.stats() == {"capacity": 0, "in_use": 0, "peak": 0}
+    with pytest.raises(ValueError, match="released"):
+        arena.at(0, 0)
+    arena.release()  # idempotent
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("alignment", [256, 4096])
+def test_device_arena_offsets_are_aligned_addresses(alignment: int) -> None:
+    import numpy as np
+
+    from ucudnn import _cuda
+
+    with Arena(10_000, alignment) as arena:
+        assert arena.ptr % alignment == 0
+        offsets = [arena.reserve(n) for n in (1, 1000, 3000)]
+        addresses = [arena.at(offset, 1) for offset in offsets]
+        assert all(address % alignment == 0 for address in addresses)
+        assert addresses[0] == arena.ptr
+        # The whole capacity is usable memory, up to its last byte.
+        _cuda.memset(arena.at(0, 10_000), 7, 10_000)
+        last = np.zeros(1, np.uint8)
+        _cuda.memcpy_dtoh(last, arena.ptr + 9_999, 1)
+        _cuda.device_synchronize()
+        assert last[0] == 7
+        assert arena.device == _cuda.get_device()
