@@ -1,0 +1,117 @@
+"""ucudnn.core.device: versions, devices and info(), with and without a GPU or native module."""
+
+from __future__ import annotations
+
+import re
+import sys
+
+import pytest
+
+import ucudnn
+from ucudnn.core import device
+from ucudnn.errors import NoDeviceError
+
+
+def _has_device() -> bool:
+    from ucudnn import _cuda
+
+    try:
+        return _cuda.device_count() > 0
+    except NoDeviceError:
+        return False
+
+
+def test_version_strings() -> None:
+    assert device.cuda_version_string(13050) == "13.5"
+    assert device.cuda_version_string(12040) == "12.4"
+    assert device.cudnn_version_string(92800) == "9.28.0"
+    assert device.cudnn_version_string(90103) == "9.1.3"
+
+
+def test_versions_are_consistent() -> None:
+    numbers = device.versions()
+    assert numbers["cudnn"] // 10000 == 9
+    assert numbers["cudnn_build"] // 10000 == numbers["cudnn"] // 10000
+    assert numbers["cudnn"] >= numbers["cudnn_build"]  # never older than the headers
+    assert numbers["cuda_runtime"] >= 12000
+    # cuDNN must be the build for the CUDA major we link.
+    assert numbers["cudnn_cudart"] // 1000 == numbers["cuda_runtime"] // 1000
+    assert numbers["cuda_driver"] >= 0
+
+
+def test_info_reports_versions_and_devices_or_why_not() -> None:
+    report = device.info()
+    assert report["native"] is True
+    assert re.fullmatch(r"9\.\d+\.\d+", report["cudnn"])
+    assert re.fullmatch(r"1\d\.\d+", report["cuda_runtime"])
+    if _has_device():
+        assert report["reason"] is None
+        assert report["devices"] and report["devices"][0]["index"] == 0
+    else:
+        assert report["devices"] == []
+        assert isinstance(report["reason"], str)
+        assert "(cudaError" in report["reason"]
+
+
+@pytest.mark.skipif(_has_device(), reason="this machine has a CUDA device")
+def test_without_a_device_lists_nothing_and_facts_raise() -> None:
+    assert device.devices() == []
+    with pytest.raises(NoDeviceError, match="no usable CUDA device"):
+        device.device_facts()
+
+
+def test_info_reports_a_native_module_that_does_not_import(monkeypatch) -> None:
+    monkeypatch.delattr(ucudnn, "_cuda", raising=False)
+    monkeypatch.setitem(sys.modules, "ucudnn._cuda", None)  # makes the import fail
+    report = device.info()
+    assert set(report) == {"native", "devices", "reason"}
+    assert report["native"] is False
+    assert report["devices"] == []
+    assert report["reason"].startswith("native modules did not import:")
+    assert "ucudnn._cuda" in report["reason"]
+
+
+@pytest.mark.parametrize(
+    ("code", "name", "driver", "expected"),
+    [
+        (35, "cudaErrorInsufficientDriver", 0, "no NVIDIA driver (cudaErrorInsufficientDriver)"),
+        (
+            35,
+            "cudaErrorInsufficientDriver",
+            12020,
+            "the NVIDIA driver supports CUDA 12.2, older than the CUDA 13.5 runtime "
+            "(cudaErrorInsufficientDriver)",
+        ),
+        (100, "cudaErrorNoDevice", 13050, "no CUDA device (cudaErrorNoDevice)"),
+        (
+            46,
+            "cudaErrorDevicesUnavailable",
+            13050,
+            "no usable CUDA device (cudaErrorDevicesUnavailable: busy)",
+        ),
+    ],
+)
+def test_no_device_reasons(code: int, name: str, driver: int, expected: str) -> None:
+    exc = NoDeviceError(code, name, "cudaGetDeviceCount", "busy")
+    numbers = {"cuda_driver": driver, "cuda_runtime": 13050}
+    assert device._no_device_reason(exc, numbers) == expected
+
+
+@pytest.mark.gpu
+def test_devices_and_facts_on_a_gpu() -> None:
+    from ucudnn import _cuda, _cudnn
+
+    found = device.devices()
+    assert [d.index for d in found] == list(range(_cuda.device_count()))
+    first = found[0]
+    assert re.fullmatch(r"\d+\.\d+", first.compute_capability)
+    assert first.total_memory > 2**30
+    assert first.multiprocessor_count > 0
+    assert re.fullmatch(r"GPU-[0-9a-f]{8}(-[0-9a-f]{4}){3}-[0-9a-f]{12}", first.uuid)
+    assert re.fullmatch(r"[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.\d", first.pci_bus_id)
+    facts = device.device_facts(0)
+    assert facts.device_name == first.name
+    assert facts.compute_capability == first.compute_capability
+    assert facts.cudnn_version == _cudnn.version()
+    assert facts.cuda_version == _cuda.runtime_version()
+    assert device.device_facts() == device.device_facts(_cuda.get_device())
