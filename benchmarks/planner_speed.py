@@ -1,0 +1,72 @@
+"""How fast the planner plans a ResNet-50-sized network (CPU only; printed, not a test).
+
+53 convolution layers x 3 kernels at N=256 with the powerOfTwo policy, from MODEL timing
+tables (ucudnn.planner.synthetic: a documented cost model, not measurements). Times WR for
+every kernel at 64 MiB, and WD at budgets of 64 MiB, 512 MiB and 4 GiB, split into building
+the desirable sets and solving the ILP. Each figure is the median of --repeat runs.
+
+    python benchmarks/planner_speed.py [--repeat 7] [--solver highs]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from collections.abc import Callable
+
+from ucudnn.planner.networks import builtin_network
+from ucudnn.planner.pareto import desirable_set
+from ucudnn.planner.synthetic import model_tables
+from ucudnn.planner.units import format_size
+from ucudnn.planner.wd import plan_wd
+from ucudnn.planner.wr import plan_wr
+
+MiB = 1 << 20
+BUDGETS = (64 * MiB, 512 * MiB, 4096 * MiB)
+
+
+def median_s(run: Callable[[], object], repeat: int) -> tuple[float, object]:
+    times, result = [], None
+    for _ in range(repeat):
+        start = time.perf_counter()
+        result = run()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times), result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=7)
+    parser.add_argument("--solver", choices=("highs", "cbc"), default="highs")
+    args = parser.parse_args()
+
+    graph = builtin_network("resnet50", batch=256)
+    tables = model_tables((n, graph.problem(n), graph.kernels(n)) for n in graph.layers())
+    rows = sum(len(list(t)) for _, t in tables.items())
+    print(f"ResNet-50, N=256, powerOfTwo: {len(graph)} layers, {len(tables)} kernels, ")
+    print(f"{rows} MODEL timing rows (not measurements)\n")
+
+    wr_s, _ = median_s(lambda: [plan_wr(t, 64 * MiB) for _, t in tables.items()], args.repeat)
+    print(f"WR, 64 MiB per kernel, all kernels: {wr_s * 1e3:8.1f} ms")
+
+    for budget in BUDGETS:
+        sets_s, sets = median_s(
+            lambda budget=budget: {k: desirable_set(t, budget) for k, t in tables.items()},
+            args.repeat,
+        )
+        solve_s, solution = median_s(
+            lambda budget=budget, sets=sets: plan_wd(sets, budget, solver=args.solver),
+            args.repeat,
+        )
+        points = sum(len(s) for s in sets.values())
+        print(
+            f"WD, {format_size(budget):>7} total: sets {sets_s * 1e3:6.1f} ms "
+            f"({points} schedules), ILP {solve_s * 1e3:6.1f} ms, "
+            f"total {(sets_s + solve_s) * 1e3:6.1f} ms; {solution.solver} {solution.status}, "
+            f"predicted {solution.time_ms:.1f} ms in {format_size(solution.arena_bytes)}"
+        )
+
+
+if __name__ == "__main__":
+    main()
