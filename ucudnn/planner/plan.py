@@ -20,6 +20,7 @@ from ucudnn.planner.errors import InfeasibleError
 from ucudnn.planner.pareto import desirable_set
 from ucudnn.planner.policies import DEFAULT_POLICY, Policy, policy_text
 from ucudnn.planner.tables import Candidate, KernelId, KernelTable, Schedule, TimingTables
+from ucudnn.planner.textable import render_table
 from ucudnn.planner.units import format_size
 from ucudnn.planner.wd import plan_wd
 from ucudnn.planner.wr import kernel_infeasible, plan_wr
@@ -204,21 +205,11 @@ class Plan:
             lines.append(f"timings: {self.timings_source}")
         header = ["layer", "kernel", "micro-batches", "algos", "workspace", "time ms"]
         header += ["baseline ms", "speedup"] + (["offset"] if self.mode == "wd" else [])
-        rows = [header] + [self._row(k) for k in self.kernels]
         baseline = self.baseline_time_ms
         total = ["total", "", "", "", format_size(self.workspace_bytes), f"{self.time_ms:.3f}"]
         total += _baseline_cells(baseline, self.time_ms) + ([""] if self.mode == "wd" else [])
-        rows.append(total)
-        widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
-        numeric = set(range(4, len(header)))
-        for n, row in enumerate(rows):
-            if n == len(rows) - 1:
-                lines.append("  ".join("-" * w for w in widths))
-            cells = [
-                c.rjust(w) if i in numeric else c.ljust(w)
-                for i, (c, w) in enumerate(zip(row, widths, strict=True))
-            ]
-            lines.append("  ".join(cells).rstrip())
+        rows = [self._row(k) for k in self.kernels]
+        lines += render_table(header, rows, first_numeric=4, total=total)
         return "\n".join(lines)
 
     def _row(self, k: KernelPlan) -> list[str]:
