@@ -103,6 +103,8 @@ def test_errors(timings, capsys, argv, status: int, message: str) -> None:
 
 
 def test_bad_files(tmp_path, capsys) -> None:
+    assert plan() == 2
+    assert "give --timings FILE.csv" in capsys.readouterr().err
     assert plan("--timings", str(tmp_path / "missing.csv")) == 2
     assert "No such file" in capsys.readouterr().err
     bad = tmp_path / "bad.csv"

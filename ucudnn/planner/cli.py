@@ -25,7 +25,7 @@ def add_plan_arguments(parser: argparse.ArgumentParser) -> None:
     """The options of `ucudnn plan`."""
     parser.epilog = EPILOG
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
-    parser.add_argument("--timings", required=True, metavar="FILE.csv", help="timings to plan from")
+    parser.add_argument("--timings", metavar="FILE.csv", help="timings to plan from")
     parser.add_argument(
         "--mode",
         choices=("wr", "wd"),
@@ -60,7 +60,9 @@ def add_plan_arguments(parser: argparse.ArgumentParser) -> None:
 def run_plan(args: argparse.Namespace) -> int:
     """Plan as `args` say and print the plan; returns the exit status."""
     try:
-        plan = _plan(args)
+        if args.timings is None:
+            raise ValueError("give --timings FILE.csv")
+        plan = plan_tables(TimingTables.read_csv(args.timings), args, args.timings)
     except InfeasibleError as exc:
         print(f"ucudnn plan: no plan fits: {exc}", file=sys.stderr)
         return 1
@@ -71,16 +73,16 @@ def run_plan(args: argparse.Namespace) -> int:
     return 0
 
 
-def _plan(args: argparse.Namespace) -> Plan:
+def plan_tables(tables: TimingTables, args: argparse.Namespace, source: str) -> Plan:
+    """The plan that the options in `args` ask for, from `tables` (read from `source`)."""
     config = Config.from_env()
     policy = parse_policy(args.policy, "--policy") if args.policy else config.batch_size_policy
-    tables = TimingTables.read_csv(args.timings)
     if not len(tables):
-        raise ValueError(f"{args.timings} has no timing rows")
+        raise ValueError(f"{source} has no timing rows")
     common = {
         "policy": policy,
         "deterministic_only": args.deterministic,
-        "timings_source": args.timings,
+        "timings_source": source,
     }
     if args.mode == "wr":
         if args.total_workspace is not None:
