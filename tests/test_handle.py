@@ -1,0 +1,236 @@
+"""The Handle and micro-batched execution.
+
+On a CPU: argument errors and the no-device error. On a GPU: micro-batched results equal
+undivided ones (three kernels x beta x dtypes x layouts x 2D/3D), workspace stays within the
+limit, allocation failure falls back, many calls do not grow memory, and the cache serves a
+second benchmark.
+"""
+
+from __future__ import annotations
+
+import resource
+import warnings
+
+import numpy as np
+import pytest
+
+from tests import reference_conv as ref
+from tests.conftest import gpu_available
+from ucudnn.core.problem import ConvProblem, to_physical
+from ucudnn.errors import UcudnnError
+from ucudnn.planner.tables import Candidate
+from ucudnn.runtime.check import normalised_l2, tolerance
+from ucudnn.runtime.steps import ROLES
+
+MiB = 1 << 20
+
+
+def test_both_limits_at_once_is_refused_before_device_work() -> None:
+    from ucudnn.runtime.handle import Handle
+
+    with pytest.raises(ValueError, match="not both"):
+        Handle(workspace_limit=MiB, total_workspace=8 * MiB)
+    with pytest.raises(ValueError, match="must be >= 0"):
+        Handle(workspace_limit=-1)
+
+
+def test_without_a_device_the_handle_says_so() -> None:
+    if gpu_available()[0]:
+        pytest.skip("a GPU is present")
+    from ucudnn.runtime.handle import Handle
+
+    with pytest.raises(UcudnnError) as caught:
+        Handle(workspace_limit=MiB)
+    text = str(caught.value).lower()
+    assert "driver" in text or "device" in text or "not_initialized" in text
+
+
+# -- GPU -------------------------------------------------------------------------------------
+def _problem(rank: int, dtype: str, channels_last: bool, batch: int = 6) -> ConvProblem:
+    layout = {(2, False): "NCHW", (2, True): "NHWC", (3, False): "NCDHW", (3, True): "NDHWC"}
+    size = (9, 10) if rank == 2 else (5, 6, 4)
+    return ConvProblem.create(
+        batch, 4, 8, size, 3, padding=1, dtype=dtype, layout=layout[(rank, channels_last)],
+        math_type="fma" if dtype == "float32" else "default",
+    )  # fmt: skip
+
+
+def _upload(problem: ConvProblem, rng: np.random.Generator):
+    """Random x, w, y in the problem's layout on the device, plus their logical host copies."""
+    from ucudnn.core.array import DeviceArray
+
+    host, device = {}, {}
+    for tensor, dims in (("x", problem.x_dims), ("w", problem.w_dims), ("y", problem.y_dims)):
+        layout = problem.filter_layout if tensor == "w" else problem.layout
+        logical = rng.standard_normal(dims).astype(problem.dtype)
+        stored = np.moveaxis(logical, 1, -1) if layout[-1] == "C" else logical
+        host[tensor] = logical
+        device[tensor] = DeviceArray.from_numpy(np.ascontiguousarray(stored))
+        assert device[tensor].shape == to_physical(dims, layout)
+    return host, device
+
+
+def _logical(array, problem: ConvProblem, tensor: str) -> np.ndarray:
+    layout = problem.filter_layout if tensor == "w" else problem.layout
+    values = array.to_numpy()
+    return np.moveaxis(values, -1, 1) if layout[-1] == "C" else values
+
+
+def _workspace_free_algorithm(handle, descs, kernel: str, sizes) -> int:
+    """The first algorithm that runs with no workspace at every size (usually 0)."""
+    from ucudnn.errors import CudnnError
+    from ucudnn.runtime import backend
+
+    for algo in range(backend.algorithm_count(handle, kernel)):
+        try:
+            if all(backend.workspace_size(handle, descs, kernel, b, algo) == 0 for b in sizes):
+                return algo
+        except CudnnError:
+            continue
+    pytest.fail(f"no {kernel} algorithm runs without workspace for {descs.problem.describe()}")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("kernel", ["forward", "backward_data", "backward_filter"])
+@pytest.mark.parametrize("beta", [0.0, 0.5, 1.0])
+@pytest.mark.parametrize("dtype", ["float32", "float16", "float64"])
+@pytest.mark.parametrize(("rank", "channels_last"), [(2, False), (2, True), (3, False), (3, True)])
+def test_forced_split_equals_undivided(kernel, beta, dtype, rank, channels_last) -> None:
+    """A hand-made 3+2+1 schedule against the undivided call, through the executor."""
+    from ucudnn import _cudnn
+    from ucudnn.runtime import backend, executor
+
+    problem = _problem(rank, dtype, channels_last)
+    output = ROLES[kernel][2]
+    rng = np.random.default_rng(7)
+    host, split = _upload(problem, rng)
+    _, whole = _upload(problem, np.random.default_rng(7))
+    handle = _cudnn.Handle()
+    descs = backend.ProblemDescriptors(problem)
+    algo = _workspace_free_algorithm(handle, descs, kernel, (6, 3, 2, 1))
+    math = problem.math_type
+    for arrays, parts in (
+        (split, [Candidate(b, algo, 0.0, 0, math) for b in (3, 2, 1)]),
+        (whole, [Candidate(6, algo, 0.0, 0, math)]),
+    ):
+        pointers = {t: a.ptr for t, a in arrays.items()}
+        executor.execute(handle, descs, kernel, parts, **pointers, workspace=0,
+                         workspace_bytes=0, alpha=0.75, beta=beta)  # fmt: skip
+    got = _logical(split[output], problem, output)
+    undivided = _logical(whole[output], problem, output)
+    assert normalised_l2(got, undivided) <= tolerance(problem)
+    # and both equal alpha * reference + beta * old output
+    inputs = [host[t] for t in ROLES[kernel][:2]]
+    expected = 0.75 * ref.KERNELS[kernel](problem, *inputs) + beta * host[output]
+    assert normalised_l2(got, expected) <= max(tolerance(problem), 2e-3)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("policy", ["undivided", "powerOfTwo", "all", [1, 3]])
+@pytest.mark.parametrize("kernel", ["forward", "backward_data", "backward_filter"])
+@pytest.mark.parametrize("beta", [0.0, 0.5, 1.0])
+def test_handle_results_match_reference(tmp_path, policy, kernel, beta) -> None:
+    from ucudnn.runtime.handle import Handle
+
+    problem = _problem(2, "float32", False, batch=12)
+    host, device = _upload(problem, np.random.default_rng(3))
+    output = ROLES[kernel][2]
+    with Handle(workspace_limit=8 * MiB, policy=policy, database=tmp_path / "db.sqlite",
+                check=True) as handle:  # fmt: skip
+        getattr(handle, kernel)(*(device[t] for t in ROLES[kernel]), problem, alpha=1.5, beta=beta)
+        got = _logical(device[output], problem, output)
+        assert handle.schedule(problem, kernel).batch == 12
+        assert all(result.ok for result in handle.check.results)
+    inputs = [host[t] for t in ROLES[kernel][:2]]
+    expected = 1.5 * ref.KERNELS[kernel](problem, *inputs) + beta * host[output]
+    assert normalised_l2(got, expected) <= 1e-5
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("mode", ["wr", "wd"])
+def test_workspace_stays_within_the_limit(tmp_path, mode) -> None:
+    from ucudnn import _cuda
+    from ucudnn.runtime.handle import Handle
+    from ucudnn.runtime.measure import run_once
+    from ucudnn.runtime.work import Work
+
+    limit = 4 * MiB
+    work = [
+        Work(f"l{i}", ConvProblem.create(32, c, c, (28, 28), k, padding=k // 2), kernel)
+        for i, (c, k) in enumerate([(32, 3), (64, 5), (64, 1)])
+        for kernel in ROLES
+    ]
+    limits = {"workspace_limit": limit} if mode == "wr" else {"total_workspace": limit}
+    with Handle(**limits, database=tmp_path / "db.sqlite") as handle:
+        free_before = _cuda.mem_get_info()[0]
+        run_once(handle, work)
+        assert handle.workspace_in_use <= limit
+        assert all(k.workspace_bytes <= limit for k in handle.plan.kernels)
+        if mode == "wd":
+            assert sum(k.workspace_bytes for k in handle.plan.kernels) <= limit
+        held = free_before - _cuda.mem_get_info()[0]
+        assert held <= limit + 2 * MiB  # the allocator's granularity
+
+
+@pytest.mark.gpu
+def test_allocation_failure_falls_back_and_stays_correct(tmp_path) -> None:
+    from ucudnn import _cuda
+    from ucudnn.runtime.handle import Handle
+
+    problem = ConvProblem.create(32, 64, 64, (56, 56), 3, padding=1, math_type="fma")
+    host, device = _upload(problem, np.random.default_rng(5))
+    with Handle(workspace_limit=4 << 30, database=tmp_path / "db.sqlite") as handle:
+        wanted = handle.workspace_size(problem, "forward")
+        if wanted == 0:
+            pytest.skip("the fastest forward algorithm needs no workspace here; nothing to force")
+        handle.close()  # drop the arena, then leave less free memory than the plan wants
+        free = _cuda.mem_get_info()[0]
+        hog = _cuda.DeviceBuffer(max(0, free - wanted // 2))
+        try:
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                handle.replan(workspace_limit=4 << 30)
+                handle.forward(device["x"], device["w"], device["y"], problem)
+            assert any("falling back" in str(w.message) for w in caught)
+            assert handle.workspace_in_use < wanted
+        finally:
+            hog.release()
+    got = _logical(device["y"], problem, "y")
+    assert normalised_l2(got, ref.forward(problem, host["x"], host["w"])) <= 1e-5
+
+
+@pytest.mark.gpu
+def test_many_planned_calls_do_not_grow_memory(tmp_path) -> None:
+    from ucudnn import _cuda
+    from ucudnn.runtime.handle import Handle
+
+    problem = ConvProblem.create(4, 8, 8, (8, 8), 3, padding=1)
+    _, device = _upload(problem, np.random.default_rng(1))
+    tensors = [device[t] for t in ROLES["forward"]]
+    with Handle(workspace_limit=MiB, database=tmp_path / "db.sqlite") as handle:
+        for _ in range(1000):  # plan, warm up caches and allocator
+            handle.forward(*tensors, problem)
+        _cuda.device_synchronize()
+        rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        free = _cuda.mem_get_info()[0]
+        for _ in range(100_000):
+            handle.forward(*tensors, problem)
+        _cuda.device_synchronize()
+        assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - rss < 16 * 1024  # KiB
+        assert _cuda.mem_get_info()[0] == free
+
+
+@pytest.mark.gpu
+def test_second_benchmark_is_served_from_the_cache(tmp_path) -> None:
+    from ucudnn.planner.networks import builtin_network
+    from ucudnn.runtime.session import open_benchmarker
+    from ucudnn.runtime.work import work_from_graph
+
+    work = work_from_graph(builtin_network("alexnet", batch=8))
+    with open_benchmarker(tmp_path / "db.sqlite", progress=False) as first:
+        measured = first.tables(work, "powerOfTwo")
+        assert first.counts["measured"] > 0
+    with open_benchmarker(tmp_path / "db.sqlite", progress=False) as second:
+        cached = second.tables(work, "powerOfTwo")
+        assert second.counts == {"measured": 0, "cached": sum(first.counts.values())}
+    assert cached == measured
