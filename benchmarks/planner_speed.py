@@ -44,7 +44,7 @@ def main() -> None:
     graph = builtin_network("resnet50", batch=256)
     tables = model_tables((n, graph.problem(n), graph.kernels(n)) for n in graph.layers())
     rows = sum(len(list(t)) for _, t in tables.items())
-    print(f"ResNet-50, N=256, powerOfTwo: {len(graph)} layers, {len(tables)} kernels, ")
+    print(f"ResNet-50, N=256, powerOfTwo: {len(graph)} layers, {len(tables)} kernels,")
     print(f"{rows} MODEL timing rows (not measurements)\n")
 
     wr_s, _ = median_s(lambda: [plan_wr(t, 64 * MiB) for _, t in tables.items()], args.repeat)
