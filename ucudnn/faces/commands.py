@@ -10,7 +10,7 @@ import sys
 import time
 from pathlib import Path
 
-from ucudnn.core import device
+from ucudnn.faces.info import info_text, unusable_reason
 from ucudnn.planner.config import Config, parse_policy, parse_size
 from ucudnn.planner.errors import InfeasibleError
 from ucudnn.planner.networks import load_network
@@ -79,7 +79,7 @@ def _network(args: argparse.Namespace):
 
 
 def _require_gpu() -> None:
-    reason = device.unusable_reason()
+    reason = unusable_reason()
     if reason:
         raise CommandError(f"this command needs a GPU: {reason}", status=1)
 
@@ -99,7 +99,7 @@ def info(args: argparse.Namespace) -> int:
     """Versions, devices (or why none), and the benchmark cache."""
     from ucudnn.planner.cache import BenchmarkCache
 
-    print(device.info_text())
+    print(info_text())
     path = _database(args, Config.from_env())
     if path.exists():
         with BenchmarkCache(path) as cache:
@@ -119,9 +119,9 @@ def bench(args: argparse.Namespace) -> int:
     from ucudnn.runtime.session import open_benchmarker
     from ucudnn.runtime.work import work_from_graph
 
-    _require_gpu()
     config = Config.from_env()
     graph = _network(args)
+    _require_gpu()
     with open_benchmarker(_database(args, config), progress=_progress(args)) as benchmarker:
         start = time.perf_counter()
         benchmarker.tables(work_from_graph(graph), _policy(args, config))
@@ -164,7 +164,7 @@ def _measured_tables(args: argparse.Namespace):
     from ucudnn.runtime.session import open_benchmarker
     from ucudnn.runtime.work import work_from_graph
 
-    reason = device.unusable_reason()
+    reason = unusable_reason()
     if reason:
         raise CommandError(
             f"no GPU to measure {args.network} on ({reason}); give --timings FILE.csv with "
@@ -188,10 +188,10 @@ def run(args: argparse.Namespace) -> int:
     from ucudnn.runtime.measure import measure_plan, run_once
     from ucudnn.runtime.work import work_from_graph
 
-    _require_gpu()
     config = Config.from_env()
     mode, limit = _limits(args, config)
     work = work_from_graph(_network(args))
+    _require_gpu()
     limits = {"workspace_limit": limit} if mode == "wr" else {"total_workspace": limit}
     with Handle(
         **limits,
@@ -231,10 +231,10 @@ def demo(args: argparse.Namespace) -> int:
     """The main job: on a GPU, measure and run a network; without one, plan and say so."""
     from ucudnn.planner.plan import make_plan_wd, make_plan_wr
 
-    print(device.info_text())
+    print(info_text())
     print()
     limit = parse_size(args.workspace_limit, "--workspace-limit")
-    reason = device.unusable_reason()
+    reason = unusable_reason()
     if not reason:
         return _demo_gpu(args, limit)
     print(f"No usable GPU ({reason}), so nothing can be measured or run here.")

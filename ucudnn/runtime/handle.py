@@ -81,9 +81,11 @@ class Handle:
         if check is None:
             check = os.environ.get("UCUDNN_CHECK", "") not in ("", "0")
         self.check = EquivalenceCheck() if check else None
+        # Asking for the device first turns "no driver" into NoDeviceError, where cudnnCreate
+        # would only say NOT_INITIALIZED.
+        self.facts = device_facts()
         self.cudnn = _cudnn.Handle()
         self.cudnn.set_stream(stream)
-        self.facts = device_facts()
         self.cache = BenchmarkCache(database or config.database) if use_cache else None
         self.benchmarker = Benchmarker(self.cudnn, self.facts, self.cache, benchmark)
         self.plan: Plan | None = None

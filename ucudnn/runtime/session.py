@@ -17,7 +17,6 @@ def open_benchmarker(
     database: str | os.PathLike[str], progress: bool | None = None
 ) -> Iterator[Benchmarker]:
     """A Benchmarker on a fresh cuDNN handle, writing to the cache at `database`."""
+    facts = device_facts()  # first, so that a missing driver raises NoDeviceError
     with BenchmarkCache(database) as cache:
-        yield Benchmarker(
-            _cudnn.Handle(), device_facts(), cache, BenchmarkSettings(progress=progress)
-        )
+        yield Benchmarker(_cudnn.Handle(), facts, cache, BenchmarkSettings(progress=progress))

@@ -1,0 +1,39 @@
+"""What `ucudnn info` prints, and the one question commands ask first: is there a GPU?"""
+
+from __future__ import annotations
+
+import ucudnn
+from ucudnn.core import device
+from ucudnn.planner.units import format_size
+
+
+def unusable_reason() -> str | None:
+    """None when a CUDA device is there to use, else why not (driver, device, library)."""
+    report = device.info()
+    if report["reason"]:
+        return str(report["reason"])
+    if not report["devices"]:
+        return "no CUDA device found"
+    return None
+
+
+def info_text() -> str:
+    """Library, cuDNN, CUDA runtime and driver versions, then the devices or why none."""
+    report = device.info()
+    lines = [f"ucudnn {ucudnn.__version__}"]
+    if not report["native"]:
+        lines.append(f"native modules: not loaded ({report['reason']})")
+        return "\n".join(lines)
+    driver = f"supports CUDA {report['cuda_driver']}" if report["cuda_driver"] else "none"
+    lines.append(
+        f"cuDNN {report['cudnn']} (built against {report['cudnn_build']}), "
+        f"CUDA runtime {report['cuda_runtime']}, NVIDIA driver: {driver}"
+    )
+    if report["reason"] or not report["devices"]:
+        lines.append(f"devices: none ({report['reason'] or 'no CUDA device found'})")
+    for d in report["devices"]:
+        lines.append(
+            f"device {d['index']}: {d['name']}, compute capability {d['compute_capability']}, "
+            f"{format_size(d['total_memory'])}, {d['multiprocessor_count']} SMs"
+        )
+    return "\n".join(lines)
