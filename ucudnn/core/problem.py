@@ -254,7 +254,12 @@ class ConvProblem:
         return tuple(
             conv_output_size(*args)
             for args in zip(
-                self.input_size, self.filter_size, self.padding, self.stride, self.dilation
+                self.input_size,
+                self.filter_size,
+                self.padding,
+                self.stride,
+                self.dilation,
+                strict=True,
             )
         )
 
@@ -299,7 +304,7 @@ class ConvProblem:
         )
         if 0 in dims:
             return 0
-        return (1 + sum((d - 1) * s for d, s in zip(dims, strides))) * self.itemsize
+        return (1 + sum((d - 1) * s for d, s in zip(dims, strides, strict=True))) * self.itemsize
 
     def sample_offset_bytes(self, tensor: Literal["x", "y"], first_sample: int) -> int:
         """Byte offset of sample `first_sample` in x or y: how micro-batches slice the batch."""

@@ -56,9 +56,7 @@ def _desirable_sets(tables: TimingTables, plan: Plan, layer: str, path: Path) ->
             marker="o",
             label="desirable set",
         )
-        ax.plot(
-            chosen.workspace_bytes / _MIB, chosen.time_ms, "r*", markersize=14, label="chosen"
-        )
+        ax.plot(chosen.workspace_bytes / _MIB, chosen.time_ms, "r*", markersize=14, label="chosen")
         if plan.mode == "wr":
             ax.axvline(plan.limit_bytes / _MIB, color="gray", linestyle="--", label="limit")
         ax.set_xscale("symlog")

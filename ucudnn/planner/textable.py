@@ -1,4 +1,4 @@
-"""Plain-text tables for reports: left-aligned labels, right-aligned numbers, a rule before totals."""
+"""Plain-text tables for reports: labels left, numbers right, a rule before the totals."""
 
 from __future__ import annotations
 

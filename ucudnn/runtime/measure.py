@@ -103,7 +103,6 @@ def _time_single(handle, timer, item: Work, single: Candidate, pointers, warmup,
     descs = backend.ProblemDescriptors(item.problem)
     workspace = _cuda.DeviceBuffer(single.workspace_bytes)
 
-
     def launch() -> None:
         executor.execute(
             handle.cudnn, descs, item.kernel, [single], **pointers,
