@@ -1,0 +1,491 @@
+"""ucudnn._cudnn: versions, descriptors, output shapes, errors, leaks; convolutions on a GPU."""
+
+from __future__ import annotations
+
+import itertools
+import os
+
+import numpy as np
+import pytest
+
+from ucudnn import _cudnn, errors
+from ucudnn.core.array import DeviceArray, bfloat16_bits, bfloat16_values
+
+# --- versions and status names ---------------------------------------------------------------
+
+
+def test_versions() -> None:
+    assert _cudnn.version() // 10000 == 9
+    assert _cudnn.build_version() // 10000 == _cudnn.version() // 10000
+    assert _cudnn.cudart_version() >= 12000
+
+
+@pytest.mark.parametrize(
+    ("word", "cls"),
+    [
+        ("NOT_INITIALIZED", errors.CudnnNotInitializedError),
+        ("BAD_PARAM", errors.CudnnBadParamError),
+        ("NOT_SUPPORTED", errors.CudnnNotSupportedError),
+        ("ALLOCATION_FAILED", errors.CudnnAllocFailedError),
+        ("EXECUTION_FAILED", errors.CudnnExecutionFailedError),
+    ],
+)
+def test_error_classes_agree_with_cudnn_status_names(word: str, cls: type) -> None:
+    """Every status cuDNN names with `word` maps to `cls`, and no other status does."""
+    for status in [*range(1000, 1010), *range(2000, 2013), *range(3000, 3015), *range(4000, 4007),
+                   *range(5000, 5005)]:  # fmt: skip
+        name = _cudnn.status_name(status)
+        named = word in name or (word == "BAD_PARAM" and name == "CUDNN_STATUS_INVALID_VALUE")
+        assert named == (errors.cudnn_error_class(status) is cls), (status, name)
+
+
+# --- descriptors -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16", "float64"])
+@pytest.mark.parametrize(
+    ("dims", "strides"),
+    [
+        ((2, 3, 8, 9), (216, 72, 9, 1)),  # NCHW packed
+        ((2, 3, 8, 9), (216, 1, 27, 3)),  # NHWC
+        ((4, 5, 6, 7), (420, 84, 14, 1)),  # NCHW with row padding (W stride 14 > 7)
+        ((2, 3, 4, 5, 6), (360, 120, 30, 6, 1)),  # NCDHW
+        ((2, 3, 4, 5, 6), (360, 1, 90, 18, 3)),  # NDHWC
+    ],
+)
+def test_tensor_descriptor_round_trip(dtype: str, dims: tuple, strides: tuple) -> None:
+    desc = _cudnn.TensorDescriptor(dtype, list(dims), strides)
+    assert (desc.dtype, desc.dims, desc.strides) == (dtype, dims, strides)
+    assert desc.ptr != 0
+    assert repr(desc) == f"TensorDescriptor({dtype!r}, dims={dims}, strides={strides})"
+
+
+@pytest.mark.parametrize(
+    ("layout", "dims"),
+    [
+        ("NCHW", (8, 3, 3, 5)),
+        ("NHWC", (8, 3, 3, 5)),
+        ("NCDHW", (4, 2, 3, 3, 3)),
+        ("NDHWC", (4, 2, 1, 3, 3)),
+    ],
+)
+def test_filter_descriptor_round_trip(layout: str, dims: tuple) -> None:
+    desc = _cudnn.FilterDescriptor("float16", layout, dims)
+    assert (desc.dtype, desc.layout, desc.dims) == ("float16", layout, dims)
+
+
+@pytest.mark.parametrize("math_type", list(_cudnn.MATH_TYPES))
+@pytest.mark.parametrize("mode", ["cross_correlation", "convolution"])
+def test_convolution_descriptor_round_trip(math_type: str, mode: str) -> None:
+    desc = _cudnn.ConvolutionDescriptor(
+        (1, 2, 0), (2, 1, 3), (1, 2, 1), mode=mode, compute_dtype="float64", groups=4,
+        math_type=math_type,
+    )  # fmt: skip
+    assert (desc.padding, desc.stride, desc.dilation) == ((1, 2, 0), (2, 1, 3), (1, 2, 1))
+    assert (desc.mode, desc.compute_dtype, desc.groups, desc.math_type) == (
+        mode,
+        "float64",
+        4,
+        math_type,
+    )
+    desc.set_math_type("fma")
+    assert desc.math_type == "fma"
+
+
+def test_activation_and_pooling_descriptor_round_trip() -> None:
+    activation = _cudnn.ActivationDescriptor("clipped_relu", coef=6.0)
+    assert (activation.mode, activation.coef) == ("clipped_relu", 6.0)
+    pool = _cudnn.PoolingDescriptor("average", (3, 2), (1, 0), (2, 2))
+    assert (pool.mode, pool.window, pool.padding, pool.stride) == (
+        "average",
+        (3, 2),
+        (1, 0),
+        (2, 2),
+    )
+    x = _cudnn.TensorDescriptor("float32", (2, 3, 9, 8), (216, 72, 8, 1))
+    assert pool.output_dims(x) == (2, 3, (9 + 2 - 3) // 2 + 1, (8 - 2) // 2 + 1)
+
+
+def _out(size: int, kernel: int, pad: int, stride: int, dilation: int) -> int:
+    return (size + 2 * pad - dilation * (kernel - 1) - 1) // stride + 1
+
+
+def _shape_grid(rank: int):
+    sizes = (5, 9) if rank == 2 else (4, 7)
+    for size, kernel, pad, stride, dilation, groups in itertools.product(
+        sizes, (1, 3, 5), (0, 1, 2), (1, 2, 3), (1, 2), (1, 2)
+    ):
+        spatial = tuple(size + axis for axis in range(rank))  # unequal extents per axis
+        yield spatial, kernel, pad, stride, dilation, groups
+
+
+@pytest.mark.parametrize("rank", [2, 3])
+def test_output_dims_match_the_formula(rank: int) -> None:
+    checked = rejected = 0
+    for spatial, kernel, pad, stride, dilation, groups in _shape_grid(rank):
+        n, c, k = 3, 4 * groups, 6 * groups
+        dims = (n, c, *spatial)
+        strides = tuple(int(np.prod(dims[i + 1 :])) for i in range(len(dims)))
+        x = _cudnn.TensorDescriptor("float32", dims, strides)
+        w = _cudnn.FilterDescriptor("float32", "NCHW" if rank == 2 else "NCDHW",
+                                    (k, c // groups, *(kernel,) * rank))  # fmt: skip
+        conv = _cudnn.ConvolutionDescriptor((pad,) * rank, (stride,) * rank, (dilation,) * rank,
+                                            groups=groups)  # fmt: skip
+        expected = [_out(s, kernel, pad, stride, dilation) for s in spatial]
+        if min(expected) < 1:
+            with pytest.raises(errors.CudnnBadParamError, match="NdForwardOutputDim"):
+                conv.output_dims(x, w)
+            rejected += 1
+        else:
+            assert conv.output_dims(x, w) == (n, k, *expected)
+            checked += 1
+    assert checked > 100 and rejected > 0
+
+
+@pytest.mark.parametrize(
+    ("make", "call"),
+    [
+        (lambda: _cudnn.TensorDescriptor("float32", (1, -3, 4, 4), (48, 16, 4, 1)),
+         "cudnnSetTensorNdDescriptor"),
+        (lambda: _cudnn.FilterDescriptor("float32", "NCHW", (0, 3, 3, 3)),
+         "cudnnSetFilterNdDescriptor"),
+        (lambda: _cudnn.ConvolutionDescriptor((0, 0), (0, 1), (1, 1)),
+         "cudnnSetConvolutionNdDescriptor"),
+        (lambda: _cudnn.ConvolutionDescriptor((-1, 0), (1, 1), (1, 1)),
+         "cudnnSetConvolutionNdDescriptor"),
+        (lambda: _cudnn.ConvolutionDescriptor((0, 0), (1, 1), (1, 1), groups=0),
+         "cudnnSetConvolutionGroupCount"),
+        (lambda: _cudnn.ConvolutionDescriptor((0, 0), (1, 1), (1, 1), compute_dtype="bfloat16"),
+         "cudnnSetConvolutionNdDescriptor"),
+        (lambda: _cudnn.ConvolutionDescriptor((1, 1), (1, 1), (1, 1), groups=3).output_dims(
+            _cudnn.TensorDescriptor("float32", (1, 4, 5, 5), (100, 25, 5, 1)),
+            _cudnn.FilterDescriptor("float32", "NCHW", (6, 2, 3, 3))),
+         "cudnnGetConvolutionNdForwardOutputDim"),
+    ],
+)  # fmt: skip
+def test_cudnn_rejections_name_the_call(make, call: str) -> None:
+    with pytest.raises(errors.CudnnBadParamError) as info:
+        make()
+    assert info.value.call == call
+    assert info.value.status_name.startswith("CUDNN_STATUS_BAD_PARAM")
+    assert str(info.value).startswith(f"{call} failed: CUDNN_STATUS_BAD_PARAM")
+
+
+def test_detail_carries_cudnns_message() -> None:
+    with pytest.raises(errors.CudnnBadParamError) as info:
+        _cudnn.ConvolutionDescriptor((0, 0), (0, 1), (1, 1))
+    assert "stride" in info.value.detail
+    assert info.value.detail in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("make", "error", "message"),
+    [
+        (lambda: _cudnn.TensorDescriptor("float8", (1, 1, 1, 1), (1, 1, 1, 1)), ValueError,
+         "unknown dtype 'float8'"),
+        (lambda: _cudnn.TensorDescriptor("float32", (1, 2, 3, 4), (24, 12, 4)), ValueError,
+         "differ in length"),
+        (lambda: _cudnn.TensorDescriptor("float32", (1, 2.0, 3, 4), (24, 12, 4, 1)), TypeError,
+         r"dims\[1\] must be an int"),
+        (lambda: _cudnn.TensorDescriptor("float32", (1, 2**31, 1, 1), (1, 1, 1, 1)), ValueError,
+         "does not fit in a C int"),
+        (lambda: _cudnn.TensorDescriptor("float32", (1,) * 9, (1,) * 9), ValueError,
+         "1 to 8 entries"),
+        (lambda: _cudnn.TensorDescriptor("float32", 4, 4), TypeError, "sequence of ints"),
+        (lambda: _cudnn.FilterDescriptor("float32", "KCRS", (1, 1, 1, 1)), ValueError,
+         "unknown layout 'KCRS'"),
+        (lambda: _cudnn.FilterDescriptor("float32", "NCDHW", (1, 1, 1, 1)), ValueError,
+         "layout NCDHW needs 5 dims"),
+        (lambda: _cudnn.ConvolutionDescriptor((0, 0), (1, 1), (1,)), ValueError,
+         "one entry per spatial dim"),
+        (lambda: _cudnn.ConvolutionDescriptor((0,), (1,), (1,), mode="corr"), ValueError,
+         "unknown mode 'corr'"),
+        (lambda: _cudnn.ConvolutionDescriptor((0,), (1,), (1,), math_type="tf32"), ValueError,
+         "unknown math_type 'tf32'"),
+        (lambda: _cudnn.ConvolutionDescriptor((0,), (1,), (1,)).set_math_type(None), ValueError,
+         "unknown math_type None"),
+        (lambda: _cudnn.ActivationDescriptor("gelu"), ValueError, "unknown activation mode"),
+        (lambda: _cudnn.PoolingDescriptor("min", (2, 2), (0, 0), (2, 2)), ValueError,
+         "unknown pooling mode"),
+    ],
+)  # fmt: skip
+def test_python_side_validation(make, error: type[Exception], message: str) -> None:
+    with pytest.raises(error, match=message):
+        make()
+
+
+def _rss_bytes() -> int:
+    with open("/proc/self/statm") as statm:
+        return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def _descriptor_cycle() -> None:
+    _cudnn.TensorDescriptor("float32", (2, 3, 8, 9), (216, 72, 9, 1))
+    _cudnn.FilterDescriptor("float32", "NHWC", (4, 3, 3, 3))
+    _cudnn.ConvolutionDescriptor((1, 1), (1, 1), (1, 1), groups=1, math_type="tensor_op")
+    _cudnn.ActivationDescriptor("relu")
+    _cudnn.PoolingDescriptor("max", (2, 2), (0, 0), (2, 2))
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/statm"), reason="needs /proc (Linux)")
+def test_descriptors_do_not_leak() -> None:
+    for _ in range(1000):  # loads cuDNN's sub-libraries and warms the allocators
+        _descriptor_cycle()
+    before = _rss_bytes()
+    for _ in range(100_000):
+        _descriptor_cycle()
+    # A leaked descriptor costs at least tens of bytes: 100,000 of each would be many MiB.
+    assert _rss_bytes() - before < 2 << 20
+
+
+def test_handle_without_a_device_raises_a_cudnn_error() -> None:
+    from ucudnn import _cuda
+
+    try:
+        _cuda.device_count()
+    except errors.NoDeviceError:
+        with pytest.raises(errors.CudnnError, match="cudnnCreate"):
+            _cudnn.Handle()
+    else:
+        pytest.skip("this machine has a device")
+
+
+# --- a numpy reference for the three convolutions ------------------------------------------
+
+
+def conv_reference(x, w, dy, padding, stride, dilation, groups):
+    """(y, dx, dw) in float64 for cross-correlation of logical NC... x and KC... w.
+
+    y = conv(x, w); dx and dw are the gradients of <y, dy> with respect to x and w.
+    """
+    x, w, dy = (np.asarray(a, np.float64) for a in (x, w, dy))
+    xp = np.pad(x, [(0, 0), (0, 0), *((p, p) for p in padding)])
+    out = [
+        (xp.shape[2 + i] - dilation[i] * (w.shape[2 + i] - 1) - 1) // stride[i] + 1
+        for i in range(x.ndim - 2)
+    ]
+    y = np.zeros((x.shape[0], w.shape[0], *out))
+    dxp, dw = np.zeros_like(xp), np.zeros_like(w)
+    cg, kg = x.shape[1] // groups, w.shape[0] // groups
+    summed = [0, *range(2, x.ndim)]  # batch and spatial axes: what dw sums over
+    for g in range(groups):
+        cs, ks = slice(g * cg, (g + 1) * cg), slice(g * kg, (g + 1) * kg)
+        for tap in itertools.product(*(range(f) for f in w.shape[2:])):
+            window = (
+                slice(None),
+                cs,
+                *(
+                    slice(t * d, t * d + s * (m - 1) + 1, s)
+                    for t, d, s, m in zip(tap, dilation, stride, out, strict=True)
+                ),
+            )
+            wt = (ks, slice(None), *tap)
+            y[:, ks] += np.einsum("nc...,kc->nk...", xp[window], w[wt])
+            if dy.size:
+                dxp[window] += np.einsum("nk...,kc->nc...", dy[:, ks], w[wt])
+                dw[wt] += np.tensordot(dy[:, ks], xp[window], axes=(summed, summed))
+    crop = (
+        slice(None),
+        slice(None),
+        *(slice(p, p + n) for p, n in zip(padding, x.shape[2:], strict=True)),
+    )
+    return y, dxp[crop], dw
+
+
+def test_reference_gradients_are_adjoint() -> None:
+    """<conv(x, w), dy> == <x, dx> == <w, dw>: the reference's three results agree."""
+    rng = np.random.default_rng(0)
+    x, w = rng.standard_normal((2, 4, 7, 6)), rng.standard_normal((6, 2, 3, 2))
+    y, _, _ = conv_reference(x, w, np.zeros(0), (1, 0), (2, 1), (1, 2), 2)
+    dy = rng.standard_normal(y.shape)
+    y, dx, dw = conv_reference(x, w, dy, (1, 0), (2, 1), (1, 2), 2)
+    assert y.shape == (2, 6, 4, 4)
+    np.testing.assert_allclose(np.vdot(x, dx), np.vdot(y, dy))
+    # y is linear in w too, so <w, dw> == <y, dy> as well.
+    np.testing.assert_allclose(np.vdot(w, dw), np.vdot(y, dy))
+    # One output element by direct summation.
+    xp = np.pad(x, [(0, 0), (0, 0), (1, 1), (0, 0)])
+    direct = sum(
+        xp[1, 2 + c, 2 * 2 + r * 1, 3 * 1 + s * 2] * w[4, c, r, s]
+        for c in range(2) for r in range(3) for s in range(2)
+    )  # fmt: skip
+    np.testing.assert_allclose(y[1, 4, 2, 3], direct)
+
+
+# --- on a GPU --------------------------------------------------------------------------------
+
+_PERMUTATIONS = {"NCHW": (0, 1, 2, 3), "NHWC": (0, 2, 3, 1), "NCDHW": (0, 1, 2, 3, 4),
+                 "NDHWC": (0, 2, 3, 4, 1)}  # fmt: skip
+# Normalised L2 error allowed: fp32 with FMA math is near-exact, TF32 and 16-bit types are not.
+_TOLERANCE = {"float64": 1e-12, "float32": 1e-5, "tf32": 5e-3, "float16": 1e-2, "bfloat16": 2e-2}
+_MATH = {"float64": "default", "float32": "fma", "float16": "tensor_op", "bfloat16": "tensor_op"}
+
+_CASES = [
+    # dtype, layout, x dims, w dims, padding, stride, dilation, groups
+    ("float32", "NCHW", (3, 4, 9, 8), (5, 4, 3, 3), (1, 1), (1, 1), (1, 1), 1),
+    ("float32", "NHWC", (2, 6, 10, 7), (4, 3, 3, 2), (1, 0), (2, 1), (1, 2), 2),
+    ("float64", "NCHW", (2, 3, 7, 7), (4, 3, 3, 3), (0, 2), (1, 2), (2, 1), 1),
+    ("float16", "NHWC", (2, 8, 8, 8), (8, 8, 3, 3), (1, 1), (1, 1), (1, 1), 1),
+    ("bfloat16", "NHWC", (2, 8, 8, 8), (8, 8, 3, 3), (1, 1), (1, 1), (1, 1), 1),
+    ("float32", "NCDHW", (2, 3, 5, 6, 4), (4, 3, 3, 3, 2), (1, 1, 0), (1, 2, 1), (1, 1, 1), 1),
+    ("float16", "NDHWC", (2, 8, 4, 5, 6), (8, 8, 3, 3, 3), (1, 1, 1), (1, 1, 1), (1, 1, 1), 1),
+]
+
+
+def _stored(logical: np.ndarray, dtype: str, layout: str) -> np.ndarray:
+    """The host array holding `logical` (float64) as the device stores it in `layout`."""
+    stored = np.ascontiguousarray(logical.transpose(_PERMUTATIONS[layout]))
+    return bfloat16_bits(stored) if dtype == "bfloat16" else stored.astype(dtype)
+
+
+def _to_device(logical: np.ndarray, dtype: str, layout: str) -> tuple[DeviceArray, tuple]:
+    """A device copy of `logical` stored in `layout`, and its element strides in logical order."""
+    perm = _PERMUTATIONS[layout]
+    array = DeviceArray.from_numpy(_stored(logical, dtype, layout), dtype=dtype)
+    strides = tuple(array.element_strides[perm.index(axis)] for axis in range(logical.ndim))
+    return array, strides
+
+
+def _from_device(array: DeviceArray, layout: str) -> np.ndarray:
+    stored = array.to_numpy()
+    if array.dtype == "bfloat16":
+        stored = bfloat16_values(stored)
+    return stored.astype(np.float64).transpose(np.argsort(_PERMUTATIONS[layout]))
+
+
+def _rounded(values: np.ndarray, dtype: str) -> np.ndarray:
+    """values as the device sees them after conversion to dtype."""
+    if dtype == "bfloat16":
+        return bfloat16_values(bfloat16_bits(values)).astype(np.float64)
+    return values.astype(dtype).astype(np.float64)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("kernel", ["forward", "backward_data", "backward_filter"])
+@pytest.mark.parametrize("case", _CASES, ids=lambda c: f"{c[0]}-{c[1]}-g{c[7]}")
+def test_convolutions_match_the_reference(kernel: str, case: tuple) -> None:
+    """Get, Find, workspace size and execution with alpha/beta, against conv_reference."""
+    from ucudnn import _cuda
+
+    dtype, layout, x_dims, w_dims, padding, stride, dilation, groups = case
+    rng = np.random.default_rng(1)
+    x = _rounded(rng.standard_normal(x_dims), dtype)
+    w = _rounded(rng.standard_normal(w_dims), dtype)
+    y_dims = conv_reference(x, w, np.zeros(0), padding, stride, dilation, groups)[0].shape
+    dy = _rounded(rng.standard_normal(y_dims), dtype)
+    y_ref, dx_ref, dw_ref = conv_reference(x, w, dy, padding, stride, dilation, groups)
+
+    compute = "float32" if dtype in ("float16", "bfloat16") else dtype
+    conv = _cudnn.ConvolutionDescriptor(padding, stride, dilation, compute_dtype=compute,
+                                        groups=groups, math_type=_MATH[dtype])  # fmt: skip
+    xa, x_strides = _to_device(x, dtype, layout)
+    wa, _ = _to_device(w, dtype, layout)
+    dya, y_strides = _to_device(dy, dtype, layout)
+    x_desc = _cudnn.TensorDescriptor(dtype, x_dims, x_strides)
+    w_desc = _cudnn.FilterDescriptor(dtype, layout, w_dims)
+    y_desc = _cudnn.TensorDescriptor(dtype, y_dims, y_strides)
+    assert conv.output_dims(x_desc, w_desc) == y_dims
+
+    # Each kernel reads (a, b) and writes out, in cuDNN's argument order.
+    a_desc, a, b_desc, b, out_desc, expected = {
+        "forward": (x_desc, xa.ptr, w_desc, wa.ptr, y_desc, y_ref),
+        "backward_data": (w_desc, wa.ptr, y_desc, dya.ptr, x_desc, dx_ref),
+        "backward_filter": (x_desc, xa.ptr, y_desc, dya.ptr, w_desc, dw_ref),
+    }[kernel]
+    start = _rounded(rng.standard_normal(expected.shape), dtype)
+    out, _ = _to_device(start, dtype, layout)
+
+    handle = _cudnn.Handle()
+    workspace = _cuda.DeviceBuffer(64 << 20)
+    count = getattr(_cudnn, f"{kernel}_algorithm_max_count")(handle)
+    assert count >= 1
+    get = getattr(_cudnn, f"get_{kernel}_algorithm_v7")
+    ranked = get(handle, a_desc, b_desc, conv, out_desc, count)
+    assert ranked and all(0 <= p.algo < len(_cudnn.ALGORITHMS[kernel]) for p in ranked)
+    find = getattr(_cudnn, f"find_{kernel}_algorithm_ex")
+    found = find(handle, a_desc, a, b_desc, b, conv, out_desc, out.ptr, count, workspace.ptr,
+                 workspace.nbytes)  # fmt: skip
+    usable = [p for p in found if p.status == 0]
+    assert usable, found
+    assert all(p.time_ms >= 0 and p.memory <= workspace.nbytes for p in usable)
+    best = usable[0]
+    conv.set_math_type(best.math_type)
+    size = getattr(_cudnn, f"{kernel}_workspace_size")(handle, a_desc, b_desc, conv, out_desc,
+                                                       best.algo)  # fmt: skip
+    assert size <= workspace.nbytes
+
+    alpha, beta = 1.5, 0.5
+    out.copy_from_numpy(_stored(start, dtype, layout))  # Find overwrote it
+    run = getattr(_cudnn, f"convolution_{kernel}")
+    run(handle, alpha, a_desc, a, b_desc, b, conv, best.algo, workspace.ptr, size, beta,
+        out_desc, out.ptr)  # fmt: skip
+    result = _from_device(out, layout)
+    wanted = alpha * expected + beta * start
+    error = np.linalg.norm(result - wanted) / np.linalg.norm(wanted)
+    tf32 = dtype == "float32" and best.math_type != "fma"
+    assert error <= _TOLERANCE["tf32" if tf32 else dtype], (best, error)
+
+
+@pytest.mark.gpu
+def test_handle_stream_round_trip() -> None:
+    from ucudnn import _cuda
+
+    handle, stream = _cudnn.Handle(), _cuda.Stream()
+    assert handle.stream == 0
+    handle.set_stream(stream.handle)
+    assert handle.stream == stream.handle
+    handle.destroy()
+    handle.destroy()
+    with pytest.raises(ValueError, match="destroyed"):
+        handle.set_stream(0)
+
+
+@pytest.mark.gpu
+def test_framework_operations() -> None:
+    """Bias add and its gradient, ReLU, max pooling and softmax on a small NCHW tensor."""
+    handle = _cudnn.Handle()
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal((2, 3, 4, 4)).astype(np.float32)
+    bias = rng.standard_normal((1, 3, 1, 1)).astype(np.float32)
+    desc = _cudnn.TensorDescriptor("float32", x.shape, (48, 16, 4, 1))
+    bias_desc = _cudnn.TensorDescriptor("float32", bias.shape, (3, 1, 1, 1))
+    xa, ba = DeviceArray.from_numpy(x), DeviceArray.from_numpy(bias)
+
+    _cudnn.add_tensor(handle, 1.0, bias_desc, ba.ptr, 1.0, desc, xa.ptr)
+    biased = x + bias
+    np.testing.assert_allclose(xa.to_numpy(), biased, rtol=1e-6)
+
+    _cudnn.convolution_backward_bias(handle, 1.0, desc, xa.ptr, 0.0, bias_desc, ba.ptr)
+    np.testing.assert_allclose(ba.to_numpy(), biased.sum(axis=(0, 2, 3), keepdims=True),
+                               rtol=1e-5)  # fmt: skip
+
+    relu = _cudnn.ActivationDescriptor("relu")
+    ya = DeviceArray.empty(x.shape, "float32")
+    _cudnn.activation_forward(handle, relu, 1.0, desc, xa.ptr, 0.0, desc, ya.ptr)
+    np.testing.assert_array_equal(ya.to_numpy(), np.maximum(biased, 0))
+    dxa = DeviceArray.empty(x.shape, "float32")
+    _cudnn.activation_backward(handle, relu, 1.0, desc, ya.ptr, desc, xa.ptr, desc, xa.ptr, 0.0,
+                               desc, dxa.ptr)  # fmt: skip
+    np.testing.assert_array_equal(dxa.to_numpy(), np.where(biased > 0, biased, 0))
+
+    pool = _cudnn.PoolingDescriptor("max", (2, 2), (0, 0), (2, 2))
+    pooled_dims = pool.output_dims(desc)
+    assert pooled_dims == (2, 3, 2, 2)
+    pooled_desc = _cudnn.TensorDescriptor("float32", pooled_dims, (12, 4, 2, 1))
+    pa = DeviceArray.empty(pooled_dims, "float32")
+    _cudnn.pooling_forward(handle, pool, 1.0, desc, xa.ptr, 0.0, pooled_desc, pa.ptr)
+    np.testing.assert_array_equal(pa.to_numpy(), biased.reshape(2, 3, 2, 2, 2, 2).max(axis=(3, 5)))
+    _cudnn.pooling_backward(handle, pool, 1.0, pooled_desc, pa.ptr, pooled_desc, pa.ptr, desc,
+                            xa.ptr, 0.0, desc, dxa.ptr)  # fmt: skip
+    assert np.count_nonzero(dxa.to_numpy()) == pa.size  # one winner per window
+
+    _cudnn.softmax_forward(handle, "accurate", "channel", 1.0, desc, xa.ptr, 0.0, desc, ya.ptr)
+    soft = ya.to_numpy()
+    np.testing.assert_allclose(soft.sum(axis=1), 1.0, rtol=1e-5)
+    np.testing.assert_allclose(soft, np.exp(biased) / np.exp(biased).sum(axis=1, keepdims=True),
+                               rtol=1e-5)  # fmt: skip
+    _cudnn.softmax_backward(handle, "accurate", "channel", 1.0, desc, ya.ptr, desc, ya.ptr, 0.0,
+                            desc, dxa.ptr)  # fmt: skip
+    s = soft
+    np.testing.assert_allclose(dxa.to_numpy(), s * (s - (s * s).sum(axis=1, keepdims=True)),
+                               rtol=1e-4, atol=1e-6)  # fmt: skip
