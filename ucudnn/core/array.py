@@ -136,7 +136,10 @@ class DeviceArray:
                     f"strides {self.strides} must be non-negative multiples of the "
                     f"{size}-byte {self.dtype} element"
                 )
-        self.ptr = operator.index(ptr)
+        try:
+            self.ptr = operator.index(ptr)
+        except TypeError:
+            raise TypeError(f"ptr must be an int device address, got {ptr!r}") from None
         if self.ptr < 0 or self.ptr % size:
             raise ValueError(f"ptr {self.ptr:#x} is not a {size}-byte aligned device address")
         if self.ptr == 0 and self.size:
