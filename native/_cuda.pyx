@@ -273,7 +273,11 @@ cdef int _copy(uintptr_t dst, const void* src, size_t nbytes, cudaMemcpyKind kin
 
 
 def memcpy_htod(dst, src, nbytes, stream=0):
-    """Enqueue a copy of nbytes from a C-contiguous host buffer to device address dst."""
+    """Enqueue a copy of nbytes from a C-contiguous host buffer to device address dst.
+
+    A pageable source has been staged when this returns; a pinned one is read later, so it
+    must stay alive and unchanged until the stream reaches the copy.
+    """
     cdef uintptr_t d = to_address(dst, "dst")
     cdef size_t n = to_size(nbytes, "nbytes")
     cdef cudaStream_t s = _stream(stream)
@@ -290,7 +294,7 @@ def memcpy_htod(dst, src, nbytes, stream=0):
 def memcpy_dtoh(dst, src, nbytes, stream=0):
     """Enqueue a copy of nbytes from device address src into a writable C-contiguous host buffer.
 
-    The host buffer must stay alive and untouched until the stream is synchronised.
+    The host buffer must stay alive and unread until the stream is synchronised.
     """
     cdef uintptr_t s_ptr = to_address(src, "src")
     cdef size_t n = to_size(nbytes, "nbytes")

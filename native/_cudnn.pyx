@@ -230,11 +230,12 @@ ALGORITHMS = {
         "algo_0", "algo_1", "fft", "algo_3", "winograd", "winograd_nonfused", "fft_tiling",
     ),
 }
-cdef dict _ALGORITHM_COUNTS = {
-    "forward": CUDNN_CONVOLUTION_FWD_ALGO_COUNT,
-    "backward_data": CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT,
-    "backward_filter": CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT,
-}
+if [len(names) for names in ALGORITHMS.values()] != [
+    CUDNN_CONVOLUTION_FWD_ALGO_COUNT,
+    CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT,
+    CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT,
+]:
+    raise ImportError("ALGORITHMS does not name exactly the algorithms in these cuDNN headers")
 
 cdef dict _DTYPE_NAMES = {value: name for name, value in DTYPES.items()}
 cdef dict _MATH_TYPE_NAMES = {value: name for name, value in MATH_TYPES.items()}
@@ -254,9 +255,9 @@ cdef int _lookup(dict table, object name, str what) except -1:
 
 cdef int _algorithm(object algo, str kernel) except -1:
     value = to_int(algo, "algo")
-    if not 0 <= value < _ALGORITHM_COUNTS[kernel]:
+    if not 0 <= value < len(ALGORITHMS[kernel]):
         raise ValueError(
-            f"unknown {kernel} algorithm {value}; expected 0..{_ALGORITHM_COUNTS[kernel] - 1}"
+            f"unknown {kernel} algorithm {value}; expected 0..{len(ALGORITHMS[kernel]) - 1}"
         )
     return value
 
