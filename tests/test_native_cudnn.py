@@ -8,8 +8,10 @@ import os
 import numpy as np
 import pytest
 
+from tests import reference_conv
 from ucudnn import _cudnn, errors
 from ucudnn.core.array import DeviceArray, bfloat16_bits, bfloat16_values
+from ucudnn.core.problem import ConvProblem
 
 # --- versions and status names ---------------------------------------------------------------
 
@@ -250,68 +252,6 @@ def test_handle_without_a_device_raises_a_cudnn_error() -> None:
         pytest.skip("this machine has a device")
 
 
-# --- a numpy reference for the three convolutions ------------------------------------------
-
-
-def conv_reference(x, w, dy, padding, stride, dilation, groups):
-    """(y, dx, dw) in float64 for cross-correlation of logical NC... x and KC... w.
-
-    y = conv(x, w); dx and dw are the gradients of <y, dy> with respect to x and w.
-    """
-    x, w, dy = (np.asarray(a, np.float64) for a in (x, w, dy))
-    xp = np.pad(x, [(0, 0), (0, 0), *((p, p) for p in padding)])
-    out = [
-        (xp.shape[2 + i] - dilation[i] * (w.shape[2 + i] - 1) - 1) // stride[i] + 1
-        for i in range(x.ndim - 2)
-    ]
-    y = np.zeros((x.shape[0], w.shape[0], *out))
-    dxp, dw = np.zeros_like(xp), np.zeros_like(w)
-    cg, kg = x.shape[1] // groups, w.shape[0] // groups
-    summed = [0, *range(2, x.ndim)]  # batch and spatial axes: what dw sums over
-    for g in range(groups):
-        cs, ks = slice(g * cg, (g + 1) * cg), slice(g * kg, (g + 1) * kg)
-        for tap in itertools.product(*(range(f) for f in w.shape[2:])):
-            window = (
-                slice(None),
-                cs,
-                *(
-                    slice(t * d, t * d + s * (m - 1) + 1, s)
-                    for t, d, s, m in zip(tap, dilation, stride, out, strict=True)
-                ),
-            )
-            wt = (ks, slice(None), *tap)
-            y[:, ks] += np.einsum("nc...,kc->nk...", xp[window], w[wt])
-            if dy.size:
-                dxp[window] += np.einsum("nk...,kc->nc...", dy[:, ks], w[wt])
-                dw[wt] += np.tensordot(dy[:, ks], xp[window], axes=(summed, summed))
-    crop = (
-        slice(None),
-        slice(None),
-        *(slice(p, p + n) for p, n in zip(padding, x.shape[2:], strict=True)),
-    )
-    return y, dxp[crop], dw
-
-
-def test_reference_gradients_are_adjoint() -> None:
-    """<conv(x, w), dy> == <x, dx> == <w, dw>: the reference's three results agree."""
-    rng = np.random.default_rng(0)
-    x, w = rng.standard_normal((2, 4, 7, 6)), rng.standard_normal((6, 2, 3, 2))
-    y, _, _ = conv_reference(x, w, np.zeros(0), (1, 0), (2, 1), (1, 2), 2)
-    dy = rng.standard_normal(y.shape)
-    y, dx, dw = conv_reference(x, w, dy, (1, 0), (2, 1), (1, 2), 2)
-    assert y.shape == (2, 6, 4, 4)
-    np.testing.assert_allclose(np.vdot(x, dx), np.vdot(y, dy))
-    # y is linear in w too, so <w, dw> == <y, dy> as well.
-    np.testing.assert_allclose(np.vdot(w, dw), np.vdot(y, dy))
-    # One output element by direct summation.
-    xp = np.pad(x, [(0, 0), (0, 0), (1, 1), (0, 0)])
-    direct = sum(
-        xp[1, 2 + c, 2 * 2 + r * 1, 3 * 1 + s * 2] * w[4, c, r, s]
-        for c in range(2) for r in range(3) for s in range(2)
-    )  # fmt: skip
-    np.testing.assert_allclose(y[1, 4, 2, 3], direct)
-
-
 # --- on a GPU --------------------------------------------------------------------------------
 
 _PERMUTATIONS = {"NCHW": (0, 1, 2, 3), "NHWC": (0, 2, 3, 1), "NCDHW": (0, 1, 2, 3, 4),
@@ -364,16 +304,22 @@ def _rounded(values: np.ndarray, dtype: str) -> np.ndarray:
 @pytest.mark.parametrize("kernel", ["forward", "backward_data", "backward_filter"])
 @pytest.mark.parametrize("case", _CASES, ids=lambda c: f"{c[0]}-{c[1]}-g{c[7]}")
 def test_convolutions_match_the_reference(kernel: str, case: tuple) -> None:
-    """Get, Find, workspace size and execution with alpha/beta, against conv_reference."""
+    """Get, Find, workspace size and execution with alpha/beta, against the reference."""
     from ucudnn import _cuda
 
     dtype, layout, x_dims, w_dims, padding, stride, dilation, groups = case
     rng = np.random.default_rng(1)
     x = _rounded(rng.standard_normal(x_dims), dtype)
     w = _rounded(rng.standard_normal(w_dims), dtype)
-    y_dims = conv_reference(x, w, np.zeros(0), padding, stride, dilation, groups)[0].shape
+    problem = ConvProblem.create(
+        x_dims[0], x_dims[1], w_dims[0], x_dims[2:], w_dims[2:], padding, stride, dilation,
+        groups=groups,
+    )  # fmt: skip
+    y_dims = problem.y_dims
     dy = _rounded(rng.standard_normal(y_dims), dtype)
-    y_ref, dx_ref, dw_ref = conv_reference(x, w, dy, padding, stride, dilation, groups)
+    y_ref = reference_conv.forward(problem, x, w)
+    dx_ref = reference_conv.backward_data(problem, w, dy)
+    dw_ref = reference_conv.backward_filter(problem, x, dy)
 
     compute = "float32" if dtype in ("float16", "bfloat16") else dtype
     conv = _cudnn.ConvolutionDescriptor(padding, stride, dilation, compute_dtype=compute,
