@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import argparse
 import json
 
 import pytest
 
-from ucudnn.planner.cli import add_plan_arguments, run_plan
+from ucudnn.faces.cli import main
 from ucudnn.planner.tables import Candidate, KernelTable, TimingTables
 
 MiB = 1 << 20
@@ -31,9 +30,7 @@ def timings(tmp_path, monkeypatch) -> str:
 
 
 def plan(*argv: str) -> int:
-    parser = argparse.ArgumentParser(prog="ucudnn plan")
-    add_plan_arguments(parser)
-    return run_plan(parser.parse_args(argv))
+    return main(["plan", *argv])
 
 
 def test_wr_text(timings, capsys) -> None:

@@ -75,8 +75,9 @@ def build_parser() -> argparse.ArgumentParser:
     plot.add_argument("--timings", required=True, metavar="FILE.csv", help="timings to plot")
     _limit_arguments(plot)
     plot.add_argument("--out", default=".", metavar="DIR", help="where to write the PNGs")
-    plot.add_argument("--layer", help="plot the desirable set of this layer only")
-    plot.set_defaults(func=commands.plot)
+    plot.add_argument("--layer", help="plot the desirable sets of this layer")
+    plot.add_argument("--deterministic", action="store_true", help="deterministic algorithms only")
+    plot.set_defaults(func=commands.plot, solver="highs")
 
     demo = sub.add_parser("demo", help="the README's main job: measure on a GPU, else plan")
     demo.add_argument("--network", default="alexnet", help="network to demonstrate on")

@@ -11,7 +11,8 @@ import time
 from pathlib import Path
 
 from ucudnn.faces.info import info_text, unusable_reason
-from ucudnn.planner.config import Config, parse_policy, parse_size
+from ucudnn.planner.cli import limit_from_args, plan_tables, policy_from_args
+from ucudnn.planner.config import Config, parse_size
 from ucudnn.planner.errors import InfeasibleError
 from ucudnn.planner.networks import load_network
 from ucudnn.planner.units import format_size
@@ -49,29 +50,6 @@ def _command(func):
 
 
 # -- shared argument handling -------------------------------------------------------------
-def _policy(args: argparse.Namespace, config: Config):
-    return parse_policy(args.policy, "--policy") if args.policy else config.batch_size_policy
-
-
-def _limits(args: argparse.Namespace, config: Config) -> tuple[str, int]:
-    """(mode, limit in bytes) from --mode/--workspace-limit/--total-workspace and the config."""
-    if args.mode == "wr":
-        if args.total_workspace is not None:
-            raise CommandError("--total-workspace is for --mode wd; use --workspace-limit")
-        if args.workspace_limit is None:
-            return "wr", config.default_workspace_limit
-        return "wr", parse_size(args.workspace_limit, "--workspace-limit")
-    if args.workspace_limit is not None:
-        raise CommandError("--workspace-limit is for --mode wr; use --total-workspace")
-    if args.total_workspace is not None:
-        return "wd", parse_size(args.total_workspace, "--total-workspace")
-    if config.total_workspace_size is None:
-        raise CommandError(
-            "--mode wd needs --total-workspace SIZE (or UCUDNN_TOTAL_WORKSPACE_SIZE)"
-        )
-    return "wd", config.total_workspace_size
-
-
 def _network(args: argparse.Namespace):
     if args.batch is not None and args.batch < 1:
         raise CommandError(f"--batch must be >= 1, got {args.batch}")
@@ -124,7 +102,7 @@ def bench(args: argparse.Namespace) -> int:
     _require_gpu()
     with open_benchmarker(_database(args, config), progress=_progress(args)) as benchmarker:
         start = time.perf_counter()
-        benchmarker.tables(work_from_graph(graph), _policy(args, config))
+        benchmarker.tables(work_from_graph(graph), policy_from_args(args, config))
         elapsed = time.perf_counter() - start
         counts = benchmarker.counts
     print(
@@ -137,7 +115,6 @@ def bench(args: argparse.Namespace) -> int:
 @_command
 def plan(args: argparse.Namespace) -> int:
     """A plan from a timings file, from measurements (GPU), or from the cost model."""
-    from ucudnn.planner.cli import plan_tables
     from ucudnn.planner.tables import TimingTables
 
     if args.timings is not None:
@@ -157,7 +134,7 @@ def plan(args: argparse.Namespace) -> int:
 
 
 def _model_tables(args: argparse.Namespace):
-    return _model_tables_for(_network(args), _policy(args, Config.from_env()))
+    return _model_tables_for(_network(args), policy_from_args(args, Config.from_env()))
 
 
 def _measured_tables(args: argparse.Namespace):
@@ -173,7 +150,7 @@ def _measured_tables(args: argparse.Namespace):
         )
     config = Config.from_env()
     with open_benchmarker(_database(args, config), progress=_progress(args)) as benchmarker:
-        tables = benchmarker.tables(work_from_graph(_network(args)), _policy(args, config))
+        tables = benchmarker.tables(work_from_graph(_network(args)), policy_from_args(args, config))
         facts = benchmarker.facts
     return tables, f"measurements on {facts.device_name} (cuDNN {facts.cudnn_version})"
 
@@ -189,13 +166,13 @@ def run(args: argparse.Namespace) -> int:
     from ucudnn.runtime.work import work_from_graph
 
     config = Config.from_env()
-    mode, limit = _limits(args, config)
+    mode, limit = args.mode, limit_from_args(args, config)
     work = work_from_graph(_network(args))
     _require_gpu()
     limits = {"workspace_limit": limit} if mode == "wr" else {"total_workspace": limit}
     with Handle(
         **limits,
-        policy=_policy(args, config),
+        policy=policy_from_args(args, config),
         database=_database(args, config),
         benchmark=BenchmarkSettings(progress=_progress(args)),
     ) as handle:
@@ -214,11 +191,9 @@ def run(args: argparse.Namespace) -> int:
 def plot(args: argparse.Namespace) -> int:
     """PNG plots of desirable sets and of a plan's per-layer breakdown."""
     from ucudnn.faces import plots
-    from ucudnn.planner.cli import plan_tables
     from ucudnn.planner.tables import TimingTables
 
     tables = TimingTables.read_csv(args.timings)
-    args.json, args.deterministic, args.solver = False, False, "highs"
     result = plan_tables(tables, args, f"timings file {args.timings}")
     written = plots.write_plots(tables, result, args.out, layer=args.layer)
     for path in written:

@@ -1,16 +1,16 @@
-"""`ucudnn plan`: plan from a timings CSV, with no GPU needed.
+"""The planner's part of `ucudnn plan`: its options, and a plan from tables and options.
 
-Exit status: 0 with a plan, 1 when no plan fits the given workspace, 2 on bad input.
+Pure Python, so that planning from a timings CSV works without a GPU; `ucudnn.faces.cli`
+mounts it and decides where the tables come from.
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
 
 from ucudnn.planner.config import Config, parse_policy, parse_size
-from ucudnn.planner.errors import InfeasibleError
 from ucudnn.planner.plan import Plan, make_plan_wd, make_plan_wr
+from ucudnn.planner.policies import Policy
 from ucudnn.planner.tables import TimingTables
 from ucudnn.planner.wd import SOLVERS
 
@@ -57,45 +57,39 @@ def add_plan_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print the plan as JSON")
 
 
-def run_plan(args: argparse.Namespace) -> int:
-    """Plan as `args` say and print the plan; returns the exit status."""
-    try:
-        if args.timings is None:
-            raise ValueError("give --timings FILE.csv")
-        plan = plan_tables(TimingTables.read_csv(args.timings), args, args.timings)
-    except InfeasibleError as exc:
-        print(f"ucudnn plan: no plan fits: {exc}", file=sys.stderr)
-        return 1
-    except (ValueError, OSError) as exc:
-        print(f"ucudnn plan: error: {exc}", file=sys.stderr)
-        return 2
-    print(plan.to_json() if args.json else plan.report())
-    return 0
+def policy_from_args(args: argparse.Namespace, config: Config) -> Policy:
+    """--policy, else UCUDNN_BATCH_SIZE_POLICY, else powerOfTwo."""
+    return parse_policy(args.policy, "--policy") if args.policy else config.batch_size_policy
+
+
+def limit_from_args(args: argparse.Namespace, config: Config) -> int:
+    """The WR limit or WD budget in bytes that --mode and its size option ask for."""
+    if args.mode == "wr":
+        if args.total_workspace is not None:
+            raise ValueError("--total-workspace is for --mode wd; use --workspace-limit")
+        if args.workspace_limit is None:
+            return config.default_workspace_limit
+        return parse_size(args.workspace_limit, "--workspace-limit")
+    if args.workspace_limit is not None:
+        raise ValueError("--workspace-limit is for --mode wr; use --total-workspace")
+    if args.total_workspace is not None:
+        return parse_size(args.total_workspace, "--total-workspace")
+    if config.total_workspace_size is None:
+        raise ValueError("--mode wd needs --total-workspace SIZE (or UCUDNN_TOTAL_WORKSPACE_SIZE)")
+    return config.total_workspace_size
 
 
 def plan_tables(tables: TimingTables, args: argparse.Namespace, source: str) -> Plan:
     """The plan that the options in `args` ask for, from `tables` (read from `source`)."""
-    config = Config.from_env()
-    policy = parse_policy(args.policy, "--policy") if args.policy else config.batch_size_policy
     if not len(tables):
         raise ValueError(f"{source} has no timing rows")
+    config = Config.from_env()
+    limit = limit_from_args(args, config)
     common = {
-        "policy": policy,
+        "policy": policy_from_args(args, config),
         "deterministic_only": args.deterministic,
         "timings_source": source,
     }
     if args.mode == "wr":
-        if args.total_workspace is not None:
-            raise ValueError("--total-workspace is for --mode wd; use --workspace-limit")
-        limit = config.default_workspace_limit
-        if args.workspace_limit is not None:
-            limit = parse_size(args.workspace_limit, "--workspace-limit")
         return make_plan_wr(tables, limit, **common)
-    if args.workspace_limit is not None:
-        raise ValueError("--workspace-limit is for --mode wr; use --total-workspace")
-    budget = config.total_workspace_size
-    if args.total_workspace is not None:
-        budget = parse_size(args.total_workspace, "--total-workspace")
-    if budget is None:
-        raise ValueError("--mode wd needs --total-workspace SIZE (or UCUDNN_TOTAL_WORKSPACE_SIZE)")
-    return make_plan_wd(tables, budget, solver=args.solver, **common)
+    return make_plan_wd(tables, limit, solver=args.solver, **common)
