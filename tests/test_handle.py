@@ -183,13 +183,12 @@ def test_allocation_failure_falls_back_and_stays_correct(tmp_path) -> None:
         wanted = handle.workspace_size(problem, "forward")
         if wanted == 0:
             pytest.skip("the fastest forward algorithm needs no workspace here; nothing to force")
-        handle.close()  # drop the arena, then leave less free memory than the plan wants
+        handle.release_workspace()  # then leave less free memory than the plan wants
         free = _cuda.mem_get_info()[0]
         hog = _cuda.DeviceBuffer(max(0, free - wanted // 2))
         try:
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always")
-                handle.replan(workspace_limit=4 << 30)
                 handle.forward(device["x"], device["w"], device["y"], problem)
             assert any("falling back" in str(w.message) for w in caught)
             assert handle.workspace_in_use < wanted

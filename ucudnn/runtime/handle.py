@@ -94,6 +94,7 @@ class Handle:
         self._descriptors: dict[str, backend.ProblemDescriptors] = {}
         self._arena: Arena | None = None
         self._fallback_warned = False
+        self._closed = False
 
     # -- the three convolutions -------------------------------------------------------------
     def forward(self, x, w, y, problem: ConvProblem, *, alpha=1.0, beta=0.0, layer=None) -> None:
@@ -188,13 +189,19 @@ class Handle:
             self.limit = new
         return self.finalize()
 
-    def close(self) -> None:
-        """Release the workspace and the cache connection now rather than at collection."""
+    def release_workspace(self) -> None:
+        """Free the workspace now (say, before a memory-hungry phase); the next call that
+        needs it allocates it again, falling back to smaller plans if memory is short."""
         if self._arena is not None:
             self._arena.release()
             self._arena = None
+
+    def close(self) -> None:
+        """Release the workspace and the cache connection now rather than at collection."""
+        self.release_workspace()
         if self.cache is not None:
             self.cache.close()
+        self._closed = True
 
     def __enter__(self) -> Handle:
         return self
@@ -281,6 +288,8 @@ class Handle:
         return self._descriptors[key]
 
     def _pointers(self, kernel: str, problem: ConvProblem, tensors) -> dict[str, int]:
+        if self._closed:
+            raise ValueError("this Handle is closed")
         if len(tensors) != 3:
             raise TypeError(f"{kernel} takes 3 tensors ({', '.join(_ARGS[kernel])})")
         return {
@@ -294,7 +303,9 @@ class Handle:
             return
         slot = self._slot(problem, kernel, layer)
         kernel_plan = self._kernel_plan(slot)
-        assert self._arena is not None
+        if self._arena is None:  # released since planning
+            self._replan(self.limit)
+            kernel_plan = self._kernel_plan(slot)
         nbytes = kernel_plan.workspace_bytes
         workspace = self._arena.at(kernel_plan.offset or 0, nbytes)
         descs = self._descriptors_for(problem)
