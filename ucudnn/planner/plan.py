@@ -15,6 +15,7 @@ import json
 import math
 
 from ucudnn.core.facts import DeviceFacts
+from ucudnn.planner.documents import read_document
 from ucudnn.planner.dp import eligible_candidates
 from ucudnn.planner.errors import InfeasibleError
 from ucudnn.planner.pareto import desirable_set
@@ -167,14 +168,7 @@ class Plan:
 
     @classmethod
     def from_json(cls, text: str) -> Plan:
-        data = json.loads(text)
-        if not isinstance(data, dict) or data.get("format") != JSON_FORMAT:
-            raise ValueError(f"not a {JSON_FORMAT} document")
-        if data.get("version") != JSON_VERSION:
-            raise ValueError(
-                f"{JSON_FORMAT} version {data.get('version')!r} is not supported "
-                f"(expected {JSON_VERSION})"
-            )
+        data = read_document(text, JSON_FORMAT, JSON_VERSION, "plan")
         try:
             return cls(
                 mode=data["mode"],

@@ -37,6 +37,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import IO
 
 from ucudnn.core.problem import MATH_TYPES, check_kernel
+from ucudnn.planner.documents import read_document
 
 KernelId = tuple[str, str]
 
@@ -331,14 +332,7 @@ class TimingTables:
 
     @classmethod
     def from_json(cls, text: str, source: str = "<json>") -> TimingTables:
-        data = json.loads(text)
-        if not isinstance(data, dict) or data.get("format") != JSON_FORMAT:
-            raise ValueError(f"{source}: not a {JSON_FORMAT} document")
-        if data.get("version") != JSON_VERSION:
-            raise ValueError(
-                f"{source}: {JSON_FORMAT} version {data.get('version')!r} is not supported "
-                f"(expected {JSON_VERSION})"
-            )
+        data = read_document(text, JSON_FORMAT, JSON_VERSION, source)
         rows = data.get("rows")
         if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
             raise ValueError(f"{source}: 'rows' must be a list of objects")
