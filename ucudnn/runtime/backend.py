@@ -9,29 +9,15 @@ module, keeping the same methods.
 from __future__ import annotations
 
 from ucudnn import _cudnn
-from ucudnn.core.problem import ConvProblem, check_kernel
+from ucudnn.core.problem import KERNELS, ConvProblem, check_kernel
 from ucudnn.runtime.steps import ROLES
 
-_RUN = {
-    "forward": _cudnn.convolution_forward,
-    "backward_data": _cudnn.convolution_backward_data,
-    "backward_filter": _cudnn.convolution_backward_filter,
-}
-_FIND = {
-    "forward": _cudnn.find_forward_algorithm_ex,
-    "backward_data": _cudnn.find_backward_data_algorithm_ex,
-    "backward_filter": _cudnn.find_backward_filter_algorithm_ex,
-}
-_WORKSPACE = {
-    "forward": _cudnn.forward_workspace_size,
-    "backward_data": _cudnn.backward_data_workspace_size,
-    "backward_filter": _cudnn.backward_filter_workspace_size,
-}
-_MAX_COUNT = {
-    "forward": _cudnn.forward_algorithm_max_count,
-    "backward_data": _cudnn.backward_data_algorithm_max_count,
-    "backward_filter": _cudnn.backward_filter_algorithm_max_count,
-}
+# The binding names each kernel's calls alike: convolution_<kernel>, find_<kernel>_algorithm_ex,
+# <kernel>_workspace_size and <kernel>_algorithm_max_count.
+_RUN = {k: getattr(_cudnn, f"convolution_{k}") for k in KERNELS}
+_FIND = {k: getattr(_cudnn, f"find_{k}_algorithm_ex") for k in KERNELS}
+_WORKSPACE = {k: getattr(_cudnn, f"{k}_workspace_size") for k in KERNELS}
+_MAX_COUNT = {k: getattr(_cudnn, f"{k}_algorithm_max_count") for k in KERNELS}
 
 
 class ProblemDescriptors:
