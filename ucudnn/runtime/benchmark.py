@@ -165,7 +165,9 @@ class Benchmarker:
     def _find_workspace(self, descs: backend.ProblemDescriptors, kernel: str) -> _cuda.DeviceBuffer:
         """A workspace as large as the hungriest algorithm that respects the cap needs."""
         need = 0
-        for algo in range(backend.algorithm_count(self.handle, kernel)):
+        # Every enum value of the kernel's algorithms. Not the max count: that sizes Find's
+        # result list, which may count an algorithm once per math type, so it can exceed them.
+        for algo in range(len(_cudnn.ALGORITHMS[kernel])):
             try:
                 size = backend.workspace_size(self.handle, descs, kernel, descs.problem.batch, algo)
             except CudnnError:
