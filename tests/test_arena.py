@@ -93,6 +93,28 @@ def test_zero_byte_arena_needs_no_device() -> None:
     arena.release()  # idempotent
 
 
+@pytest.mark.parametrize("alignment", [1, 8, 96, 256, 384, 1000, 4096])
+@pytest.mark.parametrize("address", [256 * k for k in range(1, 16)])
+def test_arena_capacity_fits_in_the_allocation_after_aligning(
+    monkeypatch: pytest.MonkeyPatch, alignment: int, address: int
+) -> None:
+    """cudaMalloc guarantees only 256-byte alignment; any other alignment must still fit."""
+    from ucudnn import _cuda
+
+    class FakeBuffer:
+        def __init__(self, nbytes: int) -> None:
+            self.ptr, self.nbytes, self.device = address, nbytes, 0
+
+        def release(self) -> None:
+            pass
+
+    monkeypatch.setattr(_cuda, "DeviceBuffer", FakeBuffer)
+    arena = Arena(1000, alignment)
+    assert arena.ptr % alignment == 0
+    assert address <= arena.ptr
+    assert arena.at(0, 1000) + 1000 <= address + arena._buffer.nbytes
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("alignment", [256, 4096])
 def test_device_arena_offsets_are_aligned_addresses(alignment: int) -> None:

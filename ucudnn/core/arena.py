@@ -8,6 +8,7 @@ kernel an aligned offset into one arena (`at`), WR runs every kernel in the same
 
 from __future__ import annotations
 
+import math
 import operator
 
 CUDNN_ALIGNMENT = 256  # bytes; cudaMalloc returns at least this alignment
@@ -86,8 +87,10 @@ class Arena:
         from ucudnn import _cuda
 
         self._layout = ArenaLayout(nbytes, alignment)
-        # cudaMalloc aligns to 256 bytes; over-allocate so a stricter alignment can be met.
-        extra = max(0, self._layout.alignment - CUDNN_ALIGNMENT) if nbytes else 0
+        # cudaMalloc aligns to 256 bytes, so aligning its address moves it up by at most
+        # alignment - gcd(alignment, 256) bytes; over-allocate by that much.
+        alignment = self._layout.alignment
+        extra = alignment - math.gcd(alignment, CUDNN_ALIGNMENT) if nbytes else 0
         self._buffer: _cuda.DeviceBuffer | None = _cuda.DeviceBuffer(self._layout.capacity + extra)
         self._base = align_up(self._buffer.ptr, self._layout.alignment)
         self.device = self._buffer.device
