@@ -108,3 +108,14 @@ def test_wr_at_n256_power_of_two_on_random_tables() -> None:
             fitting = [c.time_ms for c in rows if c.workspace_bytes <= limit]
             if fitting:
                 assert best.time_ms <= min(fitting) * (256 // b) + 1e-9
+
+
+def test_equal_times_go_to_the_smaller_workspace() -> None:
+    """Found by hypothesis: 2 undivided at 1 byte and 1+1 at 0 bytes take the same time, and
+    WR must not answer with the dominated one."""
+    table = KernelTable("conv", "forward", 2)
+    table.add(Candidate(2, 0, 0.0, 1))
+    table.add(Candidate(1, 0, 0.0, 0))
+    schedule = plan_wr(table, 1 << 20)
+    assert (schedule.time_ms, schedule.workspace_bytes) == (0.0, 0)
+    assert [p.micro_batch for p in schedule.parts] == [1, 1]

@@ -2,8 +2,11 @@
 
 For b = 1..N, T(b) = min(best single candidate at b, min over s <= b/2 of best(s) + T(b - s)),
 where best(s) is the fastest candidate offered at micro-batch s. Every split of b has a part of
-at most b/2, so the cut loses nothing. Ties go to the undivided run, then to the split whose
-first part is smallest, so equal inputs always give equal schedules.
+at most b/2, so the cut loses nothing. Equal times go to the smaller workspace (the largest
+part's), so the answer is never dominated; remaining ties go to the undivided run, then to the
+split whose first part is smallest, so equal inputs always give equal schedules. The
+workspace tie-break stays exact: among the fastest splits with a given first part, the one
+whose remainder needs the least workspace needs the least in all, as the maximum is monotone.
 """
 
 from __future__ import annotations
@@ -39,6 +42,7 @@ class SplitDP:
         self._best: dict[int, Candidate] = {}
         self._sizes: list[int] = []  # sizes below batch with a best candidate, ascending
         self._time = [0.0] + [math.inf] * batch
+        self._workspace = [0] * (batch + 1)  # of the schedule behind _time[b]
         self._split = [0] * (batch + 1)  # b: run b undivided; s < b: run s, then T(b - s)
         self._stale_from = batch + 1
 
@@ -55,18 +59,26 @@ class SplitDP:
 
     def solve(self) -> Schedule | None:
         """The fastest schedule of the whole batch from what was offered, or None."""
-        time, split, best = self._time, self._split, self._best
-        parts = [(s, best[s].time_ms) for s in self._sizes]
+        time, workspace, split, best = self._time, self._workspace, self._split, self._best
+        parts = [(s, best[s].time_ms, best[s].workspace_bytes) for s in self._sizes]
         for b in range(self._stale_from, self.batch + 1):
             single = best.get(b)
-            t, choice = (single.time_ms, b) if single else (math.inf, 0)
+            t, w, choice = (
+                (single.time_ms, single.workspace_bytes, b) if single else (math.inf, 0, 0)
+            )
             half = b >> 1
-            for s, ts in parts:  # the hot loop of planning: keep it plain
+            for s, ts, ws in parts:  # the hot loop of planning: keep it plain
                 if s > half:
                     break
-                if ts + time[b - s] < t:
-                    t, choice = ts + time[b - s], s
-            time[b], split[b] = t, choice
+                ts += time[b - s]
+                if ts < t:
+                    rest = workspace[b - s]
+                    t, w, choice = ts, (ws if ws > rest else rest), s
+                elif ts == t and choice:  # equal time: keep the smaller workspace
+                    rest = workspace[b - s]
+                    if ws < w and rest < w:
+                        w, choice = (ws if ws > rest else rest), s
+            time[b], workspace[b], split[b] = t, w, choice
         self._stale_from = self.batch + 1
         if math.isinf(time[self.batch]):
             return None
