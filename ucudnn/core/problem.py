@@ -329,7 +329,13 @@ class ConvProblem:
 
     def key(self) -> str:
         """Canonical text of every field: equal keys mean the same convolution."""
-        return json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"))
+        # Made once per problem: handles look it up on every call. Frozen dataclasses still
+        # have an instance dict, which equality and hashing (over the fields) ignore.
+        key = self.__dict__.get("_key")
+        if key is None:
+            key = json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"))
+            self.__dict__["_key"] = key
+        return key
 
     def describe(self) -> str:
         """Short human-readable form for error messages and reports."""

@@ -231,15 +231,18 @@ class Handle:
 
     def _kernel_plan(self, slot: _Slot) -> KernelPlan:
         key = (slot.name, slot.kernel)
-        if self.plan is None or key not in {k.kernel_id for k in self.plan.kernels}:
-            if self.plan is not None and self.mode == "wd":
-                warnings.warn(
-                    f"kernel {slot.kernel} of {slot.name} appeared after the network was "
-                    "planned; planning the whole network again",
-                    RuntimeWarning,
-                    stacklevel=4,
-                )
-            self._replan(self.limit)
+        if self.plan is not None:
+            try:
+                return self.plan[key]
+            except KeyError:  # a kernel the plan has not seen
+                if self.mode == "wd":
+                    warnings.warn(
+                        f"kernel {slot.kernel} of {slot.name} appeared after the network was "
+                        "planned; planning the whole network again",
+                        RuntimeWarning,
+                        stacklevel=4,
+                    )
+        self._replan(self.limit)
         assert self.plan is not None
         return self.plan[key]
 
