@@ -1,9 +1,10 @@
 """How fast the planner plans a ResNet-50-sized network (CPU only; printed, not a test).
 
 53 convolution layers x 3 kernels at N=256 with the powerOfTwo policy, from MODEL timing
-tables (ucudnn.planner.synthetic: a documented cost model, not measurements). Times WR for
-every kernel at 64 MiB, and WD at budgets of 64 MiB, 512 MiB and 4 GiB, split into building
-the desirable sets and solving the ILP. Each figure is the median of --repeat runs.
+tables (ucudnn.planner.synthetic: a documented cost model, not measurements). Times what a
+user calls: make_plan_wr for every kernel at 64 MiB, and make_plan_wd at budgets of 64 MiB,
+512 MiB and 4 GiB (desirable sets, the ILP, and the ILP over undivided runs that gives WD's
+baseline). Each figure is the median of --repeat runs.
 
     python benchmarks/planner_speed.py [--repeat 7] [--solver highs]
 """
@@ -16,11 +17,9 @@ import time
 from collections.abc import Callable
 
 from ucudnn.planner.networks import builtin_network
-from ucudnn.planner.pareto import desirable_set
+from ucudnn.planner.plan import make_plan_wd, make_plan_wr
 from ucudnn.planner.synthetic import model_tables
 from ucudnn.planner.units import format_size
-from ucudnn.planner.wd import plan_wd
-from ucudnn.planner.wr import plan_wr
 
 MiB = 1 << 20
 BUDGETS = (64 * MiB, 512 * MiB, 4096 * MiB)
@@ -47,24 +46,19 @@ def main() -> None:
     print(f"ResNet-50, N=256, powerOfTwo: {len(graph)} layers, {len(tables)} kernels,")
     print(f"{rows} MODEL timing rows (not measurements)\n")
 
-    wr_s, _ = median_s(lambda: [plan_wr(t, 64 * MiB) for _, t in tables.items()], args.repeat)
-    print(f"WR, 64 MiB per kernel, all kernels: {wr_s * 1e3:8.1f} ms")
+    distinct = len({t.content_key() for _, t in tables.items()})
+    print(f"{distinct} distinct tables (identical layers share measurements and answers)\n")
 
+    wr_s, _ = median_s(lambda: make_plan_wr(tables, 64 * MiB), args.repeat)
+    print(f"WR, 64 MiB per kernel, all kernels: {wr_s * 1e3:8.1f} ms")
     for budget in BUDGETS:
-        sets_s, sets = median_s(
-            lambda budget=budget: {k: desirable_set(t, budget) for k, t in tables.items()},
-            args.repeat,
+        wd_s, plan = median_s(
+            lambda budget=budget: make_plan_wd(tables, budget, solver=args.solver), args.repeat
         )
-        solve_s, solution = median_s(
-            lambda budget=budget, sets=sets: plan_wd(sets, budget, solver=args.solver),
-            args.repeat,
-        )
-        points = sum(len(s) for s in sets.values())
         print(
-            f"WD, {format_size(budget):>7} total: sets {sets_s * 1e3:6.1f} ms "
-            f"({points} schedules), ILP {solve_s * 1e3:6.1f} ms, "
-            f"total {(sets_s + solve_s) * 1e3:6.1f} ms; {solution.solver} {solution.status}, "
-            f"predicted {solution.time_ms:.1f} ms in {format_size(solution.arena_bytes)}"
+            f"WD, {format_size(budget):>7} total: {wd_s * 1e3:7.1f} ms; {plan.solver} "
+            f"{plan.solver_status}, predicted {plan.time_ms:.1f} ms in "
+            f"{format_size(plan.workspace_bytes)}"
         )
 
 

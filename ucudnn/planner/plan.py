@@ -13,6 +13,8 @@ import dataclasses
 import functools
 import json
 import math
+from collections.abc import Callable
+from typing import TypeVar
 
 from ucudnn.core.facts import DeviceFacts
 from ucudnn.planner.documents import read_document
@@ -25,6 +27,8 @@ from ucudnn.planner.textable import render_table
 from ucudnn.planner.units import format_size
 from ucudnn.planner.wd import plan_wd
 from ucudnn.planner.wr import kernel_infeasible, plan_wr
+
+T = TypeVar("T")
 
 JSON_FORMAT = "ucudnn-plan"
 JSON_VERSION = 1
@@ -228,6 +232,17 @@ def baseline(
     return min(singles, key=Candidate.speed_key, default=None)
 
 
+def _per_content(tables: TimingTables, solve: Callable[[KernelTable], T]) -> dict[KernelId, T]:
+    """`solve` of each table, computed once per distinct content: identical layers (ResNet's
+    repeated blocks) share measurements, so they share the answer too."""
+    solved: dict[tuple, T] = {}
+    return {
+        kernel_id: solved[key] if (key := table.content_key()) in solved
+        else solved.setdefault(key, solve(table))
+        for kernel_id, table in tables.items()
+    }  # fmt: skip
+
+
 def make_plan_wr(
     tables: TimingTables,
     limit_bytes: int,
@@ -237,7 +252,7 @@ def make_plan_wr(
     timings_source: str = "",
 ) -> Plan:
     """WR for every kernel in `tables`: each gets the fastest schedule within `limit_bytes`."""
-    schedules = {k: plan_wr(t, limit_bytes, policy, deterministic_only) for k, t in tables.items()}
+    schedules = _per_content(tables, lambda t: plan_wr(t, limit_bytes, policy, deterministic_only))
     baselines = {k: baseline(t, limit_bytes, deterministic_only) for k, t in tables.items()}
     return _plan(
         "wr",
@@ -264,16 +279,19 @@ def make_plan_wd(
 ) -> Plan:
     """WD over every kernel in `tables`: the fastest set of schedules whose aligned
     workspaces fit together in `budget_bytes`."""
-    sets = {}
-    for kernel_id, table in tables.items():
+
+    def options(table: KernelTable) -> list[Schedule]:
         # A kernel with nothing under the budget brings its smallest schedule, so that plan_wd
         # can name the minimum feasible budget of the whole network.
-        sets[kernel_id] = (
+        found = (
             desirable_set(table, budget_bytes, policy, deterministic_only)
             or (desirable_set(table, None, policy, deterministic_only)[:1])
         )
-        if not sets[kernel_id]:
+        if not found:
             raise kernel_infeasible(table, budget_bytes, policy, deterministic_only)
+        return found
+
+    sets = _per_content(tables, options)
     solution = plan_wd(sets, budget_bytes, solver=solver, alignment=alignment)
     undivided = {
         k: desirable_set(t, budget_bytes, "undivided", deterministic_only)

@@ -162,6 +162,10 @@ class KernelTable:
         for b in self.micro_batches():
             yield from self.candidates[b]
 
+    def content_key(self) -> tuple[int, tuple[Candidate, ...]]:
+        """Equal for tables with the same batch and candidates, whatever layer they are of."""
+        return (self.batch, tuple(sorted(self)))
+
     def check_complete(self) -> None:
         if not self.candidates.get(self.batch):
             raise ValueError(
