@@ -149,8 +149,9 @@ class Benchmarker:
                 # Find may report a tensor-op variant even when asked for FMA math; a caller
                 # who turned TF32 off must never get it, so FMA requests stay FMA.
                 math_type = "fma" if problem.math_type == "fma" else perf.math_type
-                if (perf.algo, math_type) in results:
-                    continue
+                known = results.get((perf.algo, math_type))
+                if known is not None and (known.ok or perf.status != 0):
+                    continue  # a run that worked beats one that failed, and counts once
                 if perf.status != 0:
                     failed = Measurement.failed(b, perf.algo, math_type, perf.status_name)
                     results[(perf.algo, math_type)] = failed
