@@ -39,6 +39,13 @@ def write_plots(
     ]
 
 
+def _save(plt, fig, path: Path) -> Path:
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
+
+
 def _most_improved_layer(plan: Plan) -> str:
     return max(plan.kernels, key=lambda k: k.speedup or 0.0).layer
 
@@ -64,10 +71,7 @@ def _desirable_sets(tables: TimingTables, plan: Plan, layer: str, path: Path) ->
         ax.set_ylabel("time (ms)")
         ax.set_title(f"{layer} {chosen.kernel}")
         ax.legend()
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-    return path
+    return _save(plt, fig, path)
 
 
 def _breakdown(plan: Plan, path: Path) -> Path:
@@ -84,7 +88,4 @@ def _breakdown(plan: Plan, path: Path) -> Path:
     ax.set_xlabel("time (ms)")
     ax.set_title(f"{plan.mode.upper()} plan, predicted times")
     ax.legend()
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-    return path
+    return _save(plt, fig, path)
