@@ -66,7 +66,8 @@ def _desirable_sets(tables: TimingTables, plan: Plan, layer: str, path: Path) ->
         ax.plot(chosen.workspace_bytes / _MIB, chosen.time_ms, "r*", markersize=14, label="chosen")
         if plan.mode == "wr":
             ax.axvline(plan.limit_bytes / _MIB, color="gray", linestyle="--", label="limit")
-        ax.set_xscale("symlog")
+        ax.set_xscale("symlog", linthresh=1.0)  # zero-workspace points stay on the plot
+        ax.set_xlim(left=0)
         ax.set_xlabel("workspace (MiB)")
         ax.set_ylabel("time (ms)")
         ax.set_title(f"{layer} {chosen.kernel}")
