@@ -119,7 +119,7 @@ def _parameters(node: ast.FunctionDef) -> list[str]:
     return [a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)]
 
 
-@pytest.mark.parametrize("name", ["_cuda", "_cudnn"])
+@pytest.mark.parametrize("name", ["_cuda", "_cudnn", "_dlpack"])
 def test_stub_declares_exactly_the_module(name: str) -> None:
     """The .pyi lists every public name with the real parameter names, and nothing else."""
     module = importlib.import_module(f"ucudnn.{name}")

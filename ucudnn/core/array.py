@@ -7,8 +7,9 @@ one with dtype="bfloat16", or an ml_dtypes bfloat16 array); `bfloat16_bits` and
 `bfloat16_values` convert to and from float32. Strides are in bytes, as in numpy.
 
 Arrays cross to other libraries through `__cuda_array_interface__` (version 3) both ways,
-without copies. Copies to and from the host are enqueued on a stream given as an int handle
-(0 = the legacy default stream); `to_numpy` waits for its stream.
+without copies; DLPack (`__dlpack__`) arrays on a CUDA device can be imported too.
+Copies to and from the host are enqueued on a stream given as an int handle (0 = the legacy
+default stream); `to_numpy` waits for its stream.
 """
 
 from __future__ import annotations
@@ -31,6 +32,20 @@ _ELEMENTS: dict[str, tuple[int, str | None]] = {
     "int64": (8, "<i8"),
 }
 DTYPES = tuple(_ELEMENTS)
+
+# DLPack (type code, bits) -> dtype name; codes are kDLInt 0, kDLUInt 1, kDLFloat 2, kDLBfloat 4.
+_DLPACK_DTYPES = {
+    (2, 16): "float16",
+    (4, 16): "bfloat16",
+    (2, 32): "float32",
+    (2, 64): "float64",
+    (0, 8): "int8",
+    (1, 8): "uint8",
+    (0, 32): "int32",
+    (0, 64): "int64",
+}
+_DLPACK_CUDA_DEVICES = (2, 13)  # kDLCUDA, kDLCUDAManaged
+_DLPACK_CPU = 1
 
 
 def itemsize(dtype: str) -> int:
@@ -294,6 +309,57 @@ class DeviceArray:
         if producer is not None and producer != _cai_stream(stream):
             _order_after(producer, stream)
         return array
+
+    @classmethod
+    def from_dlpack(cls, obj: object, *, stream: int = 0) -> DeviceArray:
+        """Wrap any CUDA array exporting DLPack (`__dlpack__`, `__dlpack_device__`), no copy.
+
+        `stream` is passed to the producer, which orders its pending work before later work on
+        it. The result owns the consumed DLPack tensor, which keeps the producer's memory alive.
+        """
+        from ucudnn import _dlpack
+
+        if not (hasattr(obj, "__dlpack__") and hasattr(obj, "__dlpack_device__")):
+            raise TypeError(
+                f"{type(obj).__name__} does not export DLPack (__dlpack__, __dlpack_device__)"
+            )
+        device_type, device_id = obj.__dlpack_device__()  # type: ignore[attr-defined]
+        if device_type not in _DLPACK_CUDA_DEVICES:
+            where = "the CPU" if device_type == _DLPACK_CPU else f"DLPack device type {device_type}"
+            raise ValueError(
+                f"{type(obj).__name__} is on {where}, not a CUDA device; move it to the GPU first"
+            )
+        producer_stream = _cai_stream(stream)  # DLPack spells the legacy default stream 1 too
+        try:
+            capsule = obj.__dlpack__(stream=producer_stream, max_version=(1, 0))  # type: ignore[attr-defined]
+        except TypeError:  # producers older than DLPack 1.0 take no max_version
+            capsule = obj.__dlpack__(stream=producer_stream)  # type: ignore[attr-defined]
+        tensor = _dlpack.DLPackTensor(capsule)
+        dtype = _dtype_from_dlpack(tensor.dtype_code, tensor.dtype_bits, tensor.dtype_lanes)
+        size = _ELEMENTS[dtype][0]
+        strides = None if tensor.strides is None else tuple(s * size for s in tensor.strides)
+        return cls(
+            tensor.ptr,
+            tensor.shape,
+            dtype,
+            strides,
+            owner=tensor,
+            device=device_id,
+            readonly=tensor.readonly,
+            stream=stream,
+        )
+
+
+def _dtype_from_dlpack(code: int, bits: int, lanes: int) -> str:
+    if lanes != 1:
+        raise ValueError(f"DLPack vector dtypes ({lanes} lanes) are not supported")
+    try:
+        return _DLPACK_DTYPES[code, bits]
+    except KeyError:
+        raise ValueError(
+            f"DLPack dtype (type code {code}, {bits} bits) is not supported; "
+            f"expected one of {', '.join(DTYPES)}"
+        ) from None
 
 
 def _parse_interface(cai: object) -> tuple[int, tuple[int, ...], str, Any, bool, int | None]:

@@ -7,7 +7,8 @@ from ucudnn.core.problem import ITEMSIZE, ConvProblem, to_logical
 
 
 def device_pointer(obj: object, problem: ConvProblem, tensor: str, role: str) -> int:
-    """Pointer of `obj`: a raw int, a DeviceArray, or anything with __cuda_array_interface__.
+    """Pointer of `obj`: a raw int, a DeviceArray, or an array with __cuda_array_interface__
+    or DLPack (the interface is preferred when an array has both).
 
     Arrays must match the shape, strides and dtype the problem expects for x, w or y; `role`
     ("x", "dy", "dw", ...) names the argument in error messages.
@@ -18,9 +19,17 @@ def device_pointer(obj: object, problem: ConvProblem, tensor: str, role: str) ->
         if obj == 0 and problem.nbytes(tensor) > 0:  # type: ignore[arg-type]
             raise ValueError(f"{role} is a null pointer")
         return obj
-    array = obj if isinstance(obj, DeviceArray) else DeviceArray.from_cuda_array_interface(obj)
+    array = _as_device_array(obj)
     _check_matches(array, problem, tensor, role)
     return array.ptr
+
+
+def _as_device_array(obj: object) -> DeviceArray:
+    if isinstance(obj, DeviceArray):
+        return obj
+    if hasattr(obj, "__dlpack__") and not hasattr(obj, "__cuda_array_interface__"):
+        return DeviceArray.from_dlpack(obj)
+    return DeviceArray.from_cuda_array_interface(obj)
 
 
 def _check_matches(array: DeviceArray, problem: ConvProblem, tensor: str, role: str) -> None:
