@@ -103,3 +103,16 @@ def test_demo_without_gpu_plans_from_the_model_and_says_so(capsys, no_gpu) -> No
     out = capsys.readouterr().out
     assert "No usable GPU" in out and "NOT measurements" in out
     assert "WR plan" in out and "WD plan" in out
+
+
+@pytest.mark.gpu
+def test_bench_twice_then_plan_from_the_export(capsys, tmp_path) -> None:
+    bench = ["bench", "alexnet", "--batch", "8", "--database", str(tmp_path / "db.sqlite")]
+    exported = tmp_path / "alexnet.csv"
+    assert main([*bench, "--quiet", "--export", str(exported)]) == 0
+    assert main([*bench, "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert "0 problem sizes measured" in out.splitlines()[-1]
+    assert main(["plan", "--timings", str(exported), "--json"]) == 0
+    plan = json.loads(capsys.readouterr().out)
+    assert len(plan["kernels"]) == 15 and plan["timings_source"].endswith("alexnet.csv")

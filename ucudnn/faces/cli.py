@@ -44,6 +44,7 @@ def build_parser() -> argparse.ArgumentParser:
     _network_arguments(bench)
     _device_arguments(bench)
     bench.add_argument("--policy", help="micro-batch sizes (default: powerOfTwo)")
+    bench.add_argument("--export", metavar="FILE.csv", help="also write the timings as a CSV")
     bench.set_defaults(func=commands.bench)
 
     plan = sub.add_parser(

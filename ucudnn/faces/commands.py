@@ -102,13 +102,16 @@ def bench(args: argparse.Namespace) -> int:
     _require_gpu()
     with open_benchmarker(_database(args, config), progress=_progress(args)) as benchmarker:
         start = time.perf_counter()
-        benchmarker.tables(work_from_graph(graph), policy_from_args(args, config))
+        tables = benchmarker.tables(work_from_graph(graph), policy_from_args(args, config))
         elapsed = time.perf_counter() - start
         counts = benchmarker.counts
     print(
         f"{args.network}: {len(graph.kernel_ids())} kernels; {counts['measured']} problem sizes "
         f"measured, {counts['cached']} served from the cache, in {elapsed:.1f} s"
     )
+    if args.export:
+        tables.write_csv(args.export)
+        print(f"timings written to {args.export} (plan from them anywhere: ucudnn plan --timings)")
     return 0
 
 
