@@ -1,0 +1,179 @@
+"""The pure report of the GPU comparison (benchmarks/compare_report.py) and the script's CLI.
+
+All numbers here are made up inside the tests; nothing is written to benchmarks/results/.
+"""
+
+from __future__ import annotations
+
+import datetime
+import importlib.util
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import gpu_available
+
+BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+sys.path.insert(0, str(BENCHMARKS))  # the scripts import their siblings by name
+
+import compare_report as report  # noqa: E402
+
+MiB = 1 << 20
+
+
+def _m(method, layer, kernel, ms, limit=8 * MiB, predicted=None):
+    return {
+        "network": "toy", "dtype": "float32", "layout": "NCHW", "limit_bytes": limit,
+        "layer": layer, "kernel": kernel, "method": method, "measured_ms": ms,
+        "predicted_ms": predicted, "workspace_bytes": 0,
+    }  # fmt: skip
+
+
+def _toy_measurements():
+    """Two kernels, made up: WR is 2x and 1x the baseline; PyTorch has no limit."""
+    return [
+        _m("baseline", "conv1", "forward", 4.0),
+        _m("wr", "conv1", "forward", 2.0, predicted=2.2),
+        _m("baseline", "conv2", "forward", 3.0),
+        _m("wr", "conv2", "forward", 3.0, predicted=2.7),
+        _m("ceiling", "conv1", "forward", 1.0, limit=None),
+        _m("ceiling", "conv2", "forward", 3.0, limit=None),
+        _m("pytorch", "conv1", "forward", 4.0, limit=None),
+        _m("pytorch", "conv2", "forward", 3.0, limit=None),
+    ]
+
+
+def test_geomean():
+    assert report.geomean([2.0, 8.0]) == pytest.approx(4.0)
+    assert report.geomean([]) is None
+    with pytest.raises(ValueError):
+        report.geomean([1.0, 0.0])
+
+
+def test_ratio_stats_best_and_worst():
+    stats = report.RatioStats.of(
+        [report.Ratio("a", "forward", 2.0), report.Ratio("b", "forward", 0.5)]
+    )
+    assert stats.geomean == pytest.approx(1.0)
+    assert (stats.best.layer, stats.worst.layer) == ("a", "b")
+    assert report.RatioStats.of([]) is None
+
+
+def test_limit_free_methods_join_every_limit():
+    rows = [*_toy_measurements(), _m("wr", "conv1", "forward", 1.5, limit=64 * MiB)]
+    configs = report.configurations(rows)
+    assert list(configs) == [
+        ("toy", "float32", "NCHW", 8 * MiB),
+        ("toy", "float32", "NCHW", 64 * MiB),
+    ]
+    assert set(configs[("toy", "float32", "NCHW", 64 * MiB)][("conv1", "forward")]) == {
+        "wr", "ceiling", "pytorch",
+    }  # fmt: skip
+
+
+def test_summary_of_a_configuration():
+    (s,) = report.summarise(_toy_measurements())
+    assert s.kernels == 2
+    assert s.speedups["wr"].geomean == pytest.approx(math.sqrt(2.0))
+    assert s.speedups["wr"].best.label == "conv1 forward"
+    assert s.speedups["wr"].worst.value == pytest.approx(1.0)
+    assert s.ceiling_gap.best.value == pytest.approx(2.0)  # WR twice the ceiling on conv1
+    assert s.peer_over_wr["pytorch"].geomean == pytest.approx(math.sqrt(2.0))
+    assert s.peer_over_wr["frontend"] is None
+    assert s.slower_than_baseline["wr"] == 0
+    assert s.totals == {"baseline": 7.0, "wr": 5.0, "ceiling": 4.0, "pytorch": 7.0}
+    p = s.prediction["wr"]
+    assert (p.count, p.max_abs_error) == (2, pytest.approx(0.1))
+    assert p.total_error == pytest.approx((4.9 - 5.0) / 5.0)
+
+
+def _toy_run(**changes):
+    run = {
+        "run_id": "20250101T000000Z-test-gpu",
+        "environment": report.environment(
+            {"devices": [{"name": "Test GPU", "compute_capability": "9.0"}], "cudnn": "9.0.0"},
+            driver_version="1.0", torch_versions={"version": "0.0-test"}, frontend_versions=None,
+            ucudnn_version="0.1.0", commit="abc123", python="3.12",
+        ),
+        "settings": {"policy": "powerOfTwo", "warmup": 1, "repeats": 3, "workspace_cap": 1 << 30},
+        "complete": True,
+        "measurements": _toy_measurements(),
+        "skipped": [{**_m("frontend", "conv1", "forward", 0.0), "reason": "not importable"}],
+        "errors": [],
+        "benchmark_times": [{"network": "toy", "dtype": "float32", "layout": "NCHW",
+                             "kernels": 2, "first_use_s": 1.5, "cached_s": 0.01}],
+    }  # fmt: skip
+    return {**run, **changes}
+
+
+def test_markdown_summary():
+    text = report.render_markdown(_toy_run())
+    assert text.startswith("# ucudnn GPU comparison 20250101T000000Z-test-gpu")
+    assert "Test GPU" in text and "abc123" in text and "PyTorch 0.0-test" in text
+    assert (
+        "| toy | float32 | NCHW | 8MiB | 2 | 1.41x | 2.00x conv1 forward | 1.00x conv2 forward |"
+        in text
+    )
+    assert "cuDNN frontend absent" in text
+    assert "frontend: 1 kernel(s) skipped, e.g. not importable" in text
+    assert "| toy | float32 | NCHW | 2 | 1.5 | 0.01 |" in text
+
+
+def test_markdown_says_when_a_run_stopped_early():
+    text = report.render_markdown(_toy_run(complete=False, stopped="out of time"))
+    assert "**incomplete**: out of time" in text
+
+
+def test_run_id_sorts_by_time_and_names_the_gpu():
+    now = datetime.datetime(2025, 1, 2, 3, 4, 5, tzinfo=datetime.UTC)
+    assert report.run_id(now, "NVIDIA H100 80GB HBM3") == "20250102T030405Z-nvidia-h100-80gb-hbm3"
+
+
+def test_environment_without_devices():
+    env = report.environment(
+        {"devices": [], "cuda_runtime": "13.0"}, driver_version=None, torch_versions=None,
+        frontend_versions=None, ucudnn_version="0.1.0", commit="unknown", python="3.12",
+    )  # fmt: skip
+    assert env["gpu"] is None and env["gpu_count"] == 0 and env["cuda_runtime"] == "13.0"
+
+
+def test_plots_are_written(tmp_path):
+    pytest.importorskip("matplotlib")
+    spec = importlib.util.spec_from_file_location("compare_plots", BENCHMARKS / "compare_plots.py")
+    plots = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(plots)
+    names, why = plots.write_plots(_toy_run(), tmp_path, "toy")
+    assert why is None
+    assert names == ["toy-speedup.png", "toy-prediction.png"]
+    assert all((tmp_path / n).stat().st_size > 0 for n in names)
+
+
+def _script(*args):
+    return subprocess.run(
+        [sys.executable, str(BENCHMARKS / "gpu_compare.py"), *args],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+
+
+def test_help_works():
+    done = _script("--help")
+    assert done.returncode == 0
+    assert "--max-minutes" in done.stdout and "--networks" in done.stdout
+
+
+def test_bad_option_is_refused():
+    done = _script("--dtypes", "float8")
+    assert done.returncode == 2 and "float8" in done.stderr
+
+
+def test_without_gpu_it_says_so(tmp_path):
+    if gpu_available()[0]:
+        pytest.skip("a GPU is present")
+    done = _script("--out", str(tmp_path))
+    assert done.returncode == 1
+    assert "needs a GPU" in done.stderr
+    assert "Traceback" not in done.stderr
+    assert not list(tmp_path.iterdir())
