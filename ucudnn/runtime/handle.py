@@ -131,7 +131,7 @@ class Handle:
         pointers = self._pointers(kernel, problem, tensors)
         if problem.batch == 0:
             return
-        descs = self._descriptors_for(problem)
+        descs = self.descriptors(problem)
         descs.conv.set_math_type(problem.math_type)
         need = backend.workspace_size(self.cudnn, descs, kernel, problem.batch, algo)
         if need > self.limit:
@@ -284,7 +284,8 @@ class Handle:
             )
             self._fallback_warned = True
 
-    def _descriptors_for(self, problem: ConvProblem) -> backend.ProblemDescriptors:
+    def descriptors(self, problem: ConvProblem) -> backend.ProblemDescriptors:
+        """The cuDNN descriptors of `problem`, made once per handle and reused."""
         key = problem.key()
         if key not in self._descriptors:
             self._descriptors[key] = backend.ProblemDescriptors(problem)
@@ -311,7 +312,7 @@ class Handle:
             kernel_plan = self._kernel_plan(slot)
         nbytes = kernel_plan.workspace_bytes
         workspace = self._arena.at(kernel_plan.offset or 0, nbytes)
-        descs = self._descriptors_for(problem)
+        descs = self.descriptors(problem)
         output = ROLES[kernel][2]
         before = self._copy(pointers[output], problem.nbytes(output)) if self.check else None
         executor.execute(

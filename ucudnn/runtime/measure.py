@@ -12,7 +12,7 @@ from collections.abc import Iterator, Sequence
 
 from ucudnn import _cuda
 from ucudnn.planner.tables import Candidate
-from ucudnn.runtime import backend, executor
+from ucudnn.runtime import executor
 from ucudnn.runtime.benchmark import ProblemBuffers
 from ucudnn.runtime.handle import Handle
 from ucudnn.runtime.steps import ROLES
@@ -100,7 +100,7 @@ def _time_kernel(handle, timer, item: Work, pointers, warmup, repeats) -> Kernel
 
 
 def _time_single(handle, timer, item: Work, single: Candidate, pointers, warmup, repeats):
-    descs = backend.ProblemDescriptors(item.problem)
+    descs = handle.descriptors(item.problem)
     workspace = _cuda.DeviceBuffer(single.workspace_bytes)
 
     def launch() -> None:
