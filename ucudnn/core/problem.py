@@ -18,6 +18,8 @@ MATH_TYPES = ("default", "tensor_op", "tensor_op_allow_conversion", "fma")
 MODES = ("cross_correlation", "convolution")
 LAYOUTS = {2: ("NCHW", "NHWC"), 3: ("NCDHW", "NDHWC")}
 ITEMSIZE = {"float32": 4, "float16": 2, "bfloat16": 2, "float64": 8}
+# cuDNN takes dimensions and strides as 32-bit ints: no batch, extent or stride exceeds this.
+MAX_DIM = 2**31 - 1
 
 
 def check_kernel(kernel: str) -> Kernel:

@@ -15,6 +15,8 @@ from collections.abc import Mapping
 from decimal import Decimal
 from pathlib import Path
 
+from ucudnn.core.checks import integer
+
 POLICY_NAMES = ("undivided", "powerOfTwo", "all")
 
 _UNITS = {
@@ -30,13 +32,49 @@ _SIZE_HELP = (
 )
 
 
+# CUDA sizes are size_t; a count beyond a signed 64-bit integer is never a real size.
+MAX_BYTES = 2**63 - 1
+
+_TRUE = ("1", "true", "yes", "on")
+_FALSE = ("0", "false", "no", "off")
+
+
 def parse_size(text: str, name: str) -> int:
     """Bytes in `text`; `name` (e.g. the environment variable) is named in the error."""
     match = _SIZE.fullmatch(text)
     unit = _UNITS.get(match.group(2).lower()) if match else None
     if unit is None:
         raise ValueError(f"{name}={text!r} is not a size; expected {_SIZE_HELP}")
-    return int(Decimal(match.group(1)) * unit)
+    nbytes = int(Decimal(match.group(1)) * unit)
+    if nbytes > MAX_BYTES:
+        raise ValueError(f"{name}={text!r} is larger than any memory ({MAX_BYTES} bytes)")
+    return nbytes
+
+
+def byte_count(value: object, name: str) -> int:
+    """A size passed from Python: an integer of any integral type (numpy's too, not bool) or
+    text such as "64MiB"; errors name `name`, the argument."""
+    if isinstance(value, str):
+        return parse_size(value, name)
+    try:
+        return integer(value, name, minimum=0, maximum=MAX_BYTES)
+    except TypeError:
+        raise TypeError(
+            f"{name} must be a number of bytes (an integer) or a size such as '64MiB', "
+            f"got {value!r} ({type(value).__name__})"
+        ) from None
+
+
+def parse_bool(text: str, name: str) -> bool:
+    """A yes/no setting: 1/0, true/false, yes/no, on/off in any letter case."""
+    word = text.strip().lower()
+    if word in _TRUE:
+        return True
+    if word in _FALSE:
+        return False
+    raise ValueError(
+        f"{name}={text!r} is not a yes/no value; expected one of {', '.join(_TRUE + _FALSE)}"
+    )
 
 
 def parse_policy(text: str, name: str) -> str | tuple[int, ...]:

@@ -28,15 +28,18 @@ from __future__ import annotations
 
 import csv
 import dataclasses
+import functools
 import io
 import json
 import math
+import numbers
 import os
 import re
 from collections.abc import Iterable, Iterator, Mapping
 from typing import IO
 
-from ucudnn.core.problem import MATH_TYPES, check_kernel
+from ucudnn.core.checks import integer
+from ucudnn.core.problem import MATH_TYPES, MAX_DIM, check_kernel
 from ucudnn.planner.documents import read_document
 
 KernelId = tuple[str, str]
@@ -51,6 +54,11 @@ JSON_VERSION = 1
 _TRUE = ("true", "1", "yes")
 _FALSE = ("false", "0", "no")
 
+# Beyond these a row is a mistake, not a measurement (a convolution of 11 days, a workspace of
+# a pebibyte), and the numbers would leave the range where the WD solver stays exact.
+MAX_TIME_MS = 1e9
+MAX_WORKSPACE_BYTES = 2**50
+
 
 @dataclasses.dataclass(frozen=True, order=True)
 class Candidate:
@@ -64,14 +72,25 @@ class Candidate:
     deterministic: bool = False
 
     def __post_init__(self) -> None:
-        if self.micro_batch < 1:
-            raise ValueError(f"micro_batch must be >= 1, got {self.micro_batch}")
-        if self.algo < 0:
-            raise ValueError(f"algo must be >= 0, got {self.algo}")
-        if not math.isfinite(self.time_ms) or self.time_ms < 0:
-            raise ValueError(f"time_ms must be a finite number >= 0, got {self.time_ms}")
-        if self.workspace_bytes < 0:
-            raise ValueError(f"workspace_bytes must be >= 0, got {self.workspace_bytes}")
+        set_field = functools.partial(object.__setattr__, self)
+        set_field(
+            "micro_batch", integer(self.micro_batch, "micro_batch", minimum=1, maximum=MAX_DIM)
+        )
+        set_field("algo", integer(self.algo, "algo", minimum=0))
+        set_field(
+            "workspace_bytes",
+            integer(
+                self.workspace_bytes, "workspace_bytes", minimum=0, maximum=MAX_WORKSPACE_BYTES
+            ),
+        )
+        if isinstance(self.time_ms, bool) or not isinstance(self.time_ms, numbers.Real):
+            raise TypeError(f"time_ms must be a number, got {self.time_ms!r}")
+        # -0.0 is 0: a zero time must read as zero everywhere (speedups, JSON).
+        set_field("time_ms", float(self.time_ms) + 0.0)
+        if not 0 <= self.time_ms <= MAX_TIME_MS:
+            raise ValueError(
+                f"time_ms must be a number between 0 and {MAX_TIME_MS:g}, got {self.time_ms}"
+            )
         if self.math_type not in MATH_TYPES:
             raise ValueError(f"math_type {self.math_type!r} is not one of {', '.join(MATH_TYPES)}")
 
