@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from ucudnn.planner.policies import policy_text, sizes_for_policy
@@ -12,28 +13,37 @@ def test_named_policies() -> None:
     assert sizes_for_policy("powerOfTwo", 256) == [1, 2, 4, 8, 16, 32, 64, 128, 256]
     assert sizes_for_policy("powerOfTwo", 100) == [1, 2, 4, 8, 16, 32, 64, 100]
     assert sizes_for_policy("powerOfTwo", 1) == [1]
-    assert sizes_for_policy("all", 5) == [1, 2, 3, 4, 5]
+    assert list(sizes_for_policy("all", 5)) == [1, 2, 3, 4, 5]
+    assert 2**31 - 2 in sizes_for_policy("all", 2**31 - 1)  # a range: no list of 2**31 sizes
 
 
 def test_explicit_sizes_always_include_the_batch() -> None:
     assert sizes_for_policy([32, 8, 8], 100) == [8, 32, 100]
     assert sizes_for_policy((100,), 100) == [100]
     assert sizes_for_policy([], 7) == [7]
+    assert sizes_for_policy(np.array([2, 4]), 8) == [2, 4, 8]
+
+
+def test_sizes_above_the_batch_are_left_out_for_that_batch() -> None:
+    # One list serves every layer (DeepBench mixes N=4 and N=64) and a short last mini-batch.
+    assert sizes_for_policy([1, 2, 4, 8, 16], 4) == [1, 2, 4]
+    assert sizes_for_policy([16, 32], 8) == [8]
 
 
 @pytest.mark.parametrize(
     ("policy", "batch", "message"),
     [
         ("poweroftwo", 8, "unknown micro-batch policy 'poweroftwo'; expected one of undivided"),
-        ([0, 4], 8, r"between 1 and the batch \(8\), got 0"),
-        ([16], 8, "got 16"),
-        ([2.0], 8, "got 2.0"),
-        ([True], 8, "got True"),
-        ("all", 0, "batch must be an integer >= 1"),
+        ([0, 4], 8, "micro-batch size must be >= 1, got 0"),
+        ([2.0], 8, "micro-batch size must be an integer, got 2.0"),
+        ([True], 8, "micro-batch size must be an integer, got True"),
+        ("all", 0, "batch must be >= 1, got 0"),
+        ("all", 2**31, "batch must be <= 2147483647"),
+        ("all", 8.0, "batch must be an integer"),
     ],
 )
 def test_bad_policies(policy, batch: int, message: str) -> None:
-    with pytest.raises(ValueError, match=message):
+    with pytest.raises((ValueError, TypeError), match=message):
         sizes_for_policy(policy, batch)
 
 

@@ -8,8 +8,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.planner_oracles import all_schedules, clip_policy, kernel_tables, policies
+from tests.planner_oracles import (
+    all_schedules,
+    candidates_at,
+    clip_policy,
+    kernel_tables,
+    policies,
+)
 from ucudnn.planner.errors import InfeasibleError
+from ucudnn.planner.policies import sizes_for_policy
 from ucudnn.planner.tables import Candidate, KernelTable
 from ucudnn.planner.wr import plan_wr
 
@@ -119,3 +126,63 @@ def test_equal_times_go_to_the_smaller_workspace() -> None:
     schedule = plan_wr(table, 1 << 20)
     assert (schedule.time_ms, schedule.workspace_bytes) == (0.0, 0)
     assert [p.micro_batch for p in schedule.parts] == [1, 1]
+
+
+@st.composite
+def power_of_two_tables(draw: st.DrawFn) -> KernelTable:
+    """Tables at batches up to 300 with rows at powers of two and the batch; size 1 always
+    has a row without workspace, so some schedule always fits."""
+    batch = draw(st.integers(1, 300))
+    table = KernelTable("conv", "forward", batch)
+    table.add(Candidate(1, 0, draw(st.integers(1, 400)) / 8, 0))
+    for b in sorted({1 << i for i in range(batch.bit_length())} | {batch}):
+        for c in draw(candidates_at(b)):
+            if (c.micro_batch, c.algo) != (1, 0):
+                table.add(c)
+    return table
+
+
+@settings(max_examples=200, deadline=None)
+@given(power_of_two_tables(), st.integers(0, 64))
+def test_divisor_chain_closed_form_equals_the_general_program(table: KernelTable, limit) -> None:
+    """powerOfTwo sizes take the closed form; adding size 3 (never worth it: 1e6 ms) sends the
+    same table through the general dynamic program, which must find the same optimum."""
+    chain = plan_wr(table, limit, "powerOfTwo")
+    general_table = KernelTable(table.layer, table.kernel, table.batch, table)
+    sizes = list(sizes_for_policy("powerOfTwo", table.batch))
+    if table.batch >= 6:
+        general_table.add(Candidate(3, 0, 1e6, 0))
+        sizes.append(3)
+    general = plan_wr(general_table, limit, sizes)
+    assert (general.time_ms, general.workspace_bytes) == (chain.time_ms, chain.workspace_bytes)
+    assert general.batch == chain.batch == table.batch
+
+
+def test_the_largest_batch_plans_in_closed_form() -> None:
+    """N = 2**31 - 1 (cuDNN's largest dimension) with powerOfTwo: the whole batch and 2**30
+    need too much workspace, so the answer is 3 x 2**29 and then 2**28, ..., 1 for the rest
+    (2**29 - 1 = 29 one-bits), each part costing its launch plus its samples."""
+    batch = 2**31 - 1
+    table = KernelTable("conv", "forward", batch)
+    for b in sizes_for_policy("powerOfTwo", batch):
+        table.add(Candidate(b, 1, 0.25 + b / 2**20, 0 if b <= 2**29 else 1 << 40))
+    best = plan_wr(table, 1 << 30)
+    sizes = [p.micro_batch for p in best.parts]
+    assert sizes == [2**29] * 3 + [2**i for i in range(28, -1, -1)]
+    assert best.time_ms == 32 * 0.25 + batch / 2**20
+
+
+def test_a_schedule_of_too_many_micro_batches_is_refused() -> None:
+    table = KernelTable("conv", "forward", 1 << 20)
+    table.add(Candidate(1, 0, 1.0, 0))
+    table.add(Candidate(1 << 20, 0, 1.0, 1 << 30))
+    with pytest.raises(ValueError, match="runs 1048576 micro-batches, more than the 65536"):
+        plan_wr(table, 0)
+
+
+def test_sizes_that_are_no_divisor_chain_are_bounded() -> None:
+    table = KernelTable("conv", "forward", 10**7)
+    for b in (3, 5, 7, 10**7):
+        table.add(Candidate(b, 0, 1.0, 0))
+    with pytest.raises(ValueError, match="sizes 3, 5, 7 do not each divide the next"):
+        plan_wr(table, 0, [3, 5, 7])

@@ -1,66 +1,199 @@
 """The micro-batch dynamic program shared by WR and the desirable sets.
 
-For b = 1..N, T(b) = min(best single candidate at b, min over s <= b/2 of best(s) + T(b - s)),
-where best(s) is the fastest candidate offered at micro-batch s. Every split of b has a part of
-at most b/2, so the cut loses nothing. Equal times go to the smaller workspace (the largest
-part's), so the answer is never dominated; remaining ties go to the undivided run, then to the
-split whose first part is smallest, so equal inputs always give equal schedules. The
-workspace tie-break stays exact: among the fastest splits with a given first part, the one
-whose remainder needs the least workspace needs the least in all, as the maximum is monotone.
+A schedule of a batch N is a multiset of micro-batch sizes adding up to N, each part run with the
+fastest candidate offered at its size. Its time is the sum of the parts' times; equal times go
+to the smaller workspace (the largest part's), so the answer is never dominated; remaining ties
+go to the undivided run, then to a fixed choice (fewer parts, in the closed form), so equal
+inputs always give equal schedules.
+
+Two exact solvers find it; which one runs depends only on the sizes offered:
+
+- **Divisor chains** (the default powerOfTwo policy, undivided, lists such as 1,4,32): when each
+  size of at most N/2 divides the next, a closed form costs O(sizes), whatever N. Let c_1 < ... <
+  c_m be those sizes and h_j the best way to make exactly c_j from them: h_1 = best(c_1),
+  h_j = min(best(c_j), (c_j / c_(j-1)) * h_(j-1)). Then the best way to make any n is
+  floor(n / c_m) * h_m plus the best way to make n mod c_m from the smaller sizes. (Sort any
+  schedule's parts largest first and pour them into bins of c_m: as every part divides every
+  larger one, no bin overflows, so floor(n / c_m) bins fill exactly and cost at least h_m each,
+  and what is left is under c_m.) A size above N/2 fits at most once, so each is tried as one
+  part beside the chain's best for the rest.
+- **Any other sizes**: T(b) = min(best single candidate at b, min over s <= b/2 of best(s) +
+  T(b - s)) for b = 1..N; every split of b has a part of at most b/2, so the cut loses nothing.
+  It costs O(N * sizes), so it is refused beyond MAX_DP_STEPS with an error saying why. Among
+  the fastest splits with a given first part, the one whose remainder needs the least workspace
+  needs the least in all, as the maximum is monotone: the workspace tie-break stays exact.
 """
 
 from __future__ import annotations
 
-import bisect
+import itertools
 import math
+from typing import NamedTuple
 
+from ucudnn.core.checks import integer
+from ucudnn.core.problem import MAX_DIM
+from ucudnn.planner.config import byte_count
 from ucudnn.planner.policies import Policy, sizes_for_policy
 from ucudnn.planner.tables import Candidate, KernelTable, Schedule
+
+# The general program's inner loop runs at most this often per solve (a few seconds).
+MAX_DP_STEPS = 20_000_000
+# A schedule is one cuDNN call per part; beyond this many it is no plan anyone should run.
+MAX_PARTS = 1 << 16
 
 
 def eligible_candidates(
     table: KernelTable, limit_bytes: int | None, policy: Policy, deterministic_only: bool
 ) -> list[Candidate]:
     """The candidates a schedule may use: at a policy size, within the limit (None: any)."""
-    if limit_bytes is not None and limit_bytes < 0:
-        raise ValueError(f"workspace limit must be >= 0 bytes, got {limit_bytes}")
+    if limit_bytes is not None:
+        limit_bytes = byte_count(limit_bytes, "workspace limit")
+    allowed = sizes_for_policy(policy, table.batch)
     return [
         c
-        for b in sizes_for_policy(policy, table.batch)
-        for c in table.candidates.get(b, ())
+        for b in table.micro_batches()
+        if b in allowed
+        for c in table.candidates[b]
         if (limit_bytes is None or c.workspace_bytes <= limit_bytes)
         and (c.deterministic or not deterministic_only)
     ]
 
 
+class _Way(NamedTuple):
+    """A way to make some number of samples: its time and workspace, its number of parts, and
+    how many parts of each size it runs."""
+
+    time_ms: float
+    workspace_bytes: int
+    parts: int
+    counts: dict[int, int]
+
+
+def _preference(way: _Way) -> tuple[float, int, int]:
+    """Faster, then smaller, then fewer parts."""
+    return (way.time_ms, way.workspace_bytes, way.parts)
+
+
+def _is_divisor_chain(sizes: list[int]) -> bool:
+    return all(larger % smaller == 0 for smaller, larger in itertools.pairwise(sizes))
+
+
 class SplitDP:
-    """T(b) over b = 1..batch, recomputed lazily from the smallest micro-batch whose best
-    candidate changed (T(b) depends only on sizes <= b)."""
+    """The fastest schedule of `batch` samples from the candidates offered so far."""
 
     def __init__(self, batch: int) -> None:
-        self.batch = batch
+        self.batch = integer(batch, "batch", minimum=1, maximum=MAX_DIM)
         self._best: dict[int, Candidate] = {}
-        self._sizes: list[int] = []  # sizes below batch with a best candidate, ascending
-        self._time = [0.0] + [math.inf] * batch
-        self._workspace = [0] * (batch + 1)  # of the schedule behind _time[b]
-        self._split = [0] * (batch + 1)  # b: run b undivided; s < b: run s, then T(b - s)
-        self._stale_from = batch + 1
+        self._general: _GeneralDP | None = None  # made on first need: it holds O(batch) lists
 
     def offer(self, c: Candidate) -> bool:
         """Make `c` available; True when it becomes the best at its micro-batch."""
         current = self._best.get(c.micro_batch)
         if current is not None and current.speed_key() <= c.speed_key():
             return False
-        if current is None and c.micro_batch < self.batch:
-            bisect.insort(self._sizes, c.micro_batch)
         self._best[c.micro_batch] = c
-        self._stale_from = min(self._stale_from, c.micro_batch)
+        if self._general is not None:
+            self._general.changed(c.micro_batch)
         return True
 
     def solve(self) -> Schedule | None:
         """The fastest schedule of the whole batch from what was offered, or None."""
-        time, workspace, split, best = self._time, self._workspace, self._split, self._best
-        parts = [(s, best[s].time_ms, best[s].workspace_bytes) for s in self._sizes]
+        small = sorted(s for s in self._best if 2 * s <= self.batch)
+        if _is_divisor_chain(small):
+            way = self._solve_chain(small)
+        else:
+            _check_general_cost(self.batch, small)
+            if self._general is None:
+                self._general = _GeneralDP(self.batch)
+            way = self._general.solve(self._best)
+        return None if way is None else self._schedule(way)
+
+    def _solve_chain(self, chain: list[int]) -> _Way | None:
+        # blocks[j]: (time, workspace, parts) of the best way to make exactly chain[j], and
+        # whether that is its own candidate (else chain[j] // chain[j - 1] of blocks[j - 1]).
+        blocks: list[tuple[float, int, int, bool]] = []
+        for j, size in enumerate(chain):
+            c = self._best[size]
+            block = (c.time_ms, c.workspace_bytes, 1, True)
+            if j:
+                factor = size // chain[j - 1]
+                time, workspace, parts, _ = blocks[-1]
+                composite = (time * factor, workspace, parts * factor, False)
+                block = min(block, composite, key=lambda b: b[:3])
+            blocks.append(block)
+
+        def fill(n: int, time: float = 0.0, workspace: int = 0, parts: int = 0) -> _Way | None:
+            uses = []  # (block index, count)
+            for j in range(len(chain) - 1, -1, -1):
+                count, n = divmod(n, chain[j])
+                if count:
+                    block_time, block_workspace, block_parts, _ = blocks[j]
+                    time += count * block_time
+                    workspace = max(workspace, block_workspace)
+                    parts += count * block_parts
+                    uses.append((j, count))
+            if n:
+                return None
+            counts: dict[int, int] = {}
+            for j, count in uses:
+                while not blocks[j][3]:  # a composite block: count its smaller blocks
+                    count *= chain[j] // chain[j - 1]
+                    j -= 1
+                counts[chain[j]] = counts.get(chain[j], 0) + count
+            return _Way(time, workspace, parts, counts)
+
+        # The undivided run first, so that it wins every tie; then each part above N/2 once.
+        ways = []
+        for size in sorted((s for s in self._best if 2 * s > self.batch), reverse=True):
+            c = self._best[size]
+            way = fill(self.batch - size, c.time_ms, c.workspace_bytes, 1)
+            if way is not None:
+                way.counts[size] = 1
+                ways.append(way)
+        if (whole := fill(self.batch)) is not None:
+            ways.append(whole)
+        return min(ways, key=_preference, default=None)
+
+    def _schedule(self, way: _Way) -> Schedule:
+        if way.parts > MAX_PARTS:
+            raise ValueError(
+                f"the fastest schedule of batch {self.batch} runs {way.parts} micro-batches, more "
+                f"than the {MAX_PARTS} a plan may hold; allow a larger workspace or a larger "
+                "micro-batch size"
+            )
+        # Largest micro-batches first: a canonical order for equal schedules.
+        sizes = sorted(way.counts, reverse=True)
+        return Schedule(tuple(self._best[s] for s in sizes for _ in range(way.counts[s])))
+
+
+def _check_general_cost(batch: int, small_sizes: list[int]) -> None:
+    steps = batch * len(small_sizes)  # the inner loop stops at sizes above b / 2
+    if steps > MAX_DP_STEPS:
+        raise ValueError(
+            f"micro-batch sizes {', '.join(map(str, small_sizes))} do not each divide the "
+            f"next, so planning batch {batch} with them takes {steps} steps, more than the "
+            f"{MAX_DP_STEPS} allowed; use sizes that divide each other (such as powers of "
+            "two) or a smaller batch"
+        )
+
+
+class _GeneralDP:
+    """T(b) over b = 1..batch for sizes that are not a divisor chain, recomputed lazily from the
+    smallest micro-batch whose best candidate changed (T(b) depends only on sizes <= b)."""
+
+    def __init__(self, batch: int) -> None:
+        self.batch = batch
+        self._time = [0.0] + [math.inf] * batch
+        self._workspace = [0] * (batch + 1)  # of the schedule behind _time[b]
+        self._split = [0] * (batch + 1)  # b: run b undivided; s < b: run s, then T(b - s)
+        self._stale_from = 1
+
+    def changed(self, micro_batch: int) -> None:
+        self._stale_from = min(self._stale_from, micro_batch)
+
+    def solve(self, best: dict[int, Candidate]) -> _Way | None:
+        time, workspace, split = self._time, self._workspace, self._split
+        parts = [(s, best[s].time_ms, best[s].workspace_bytes) for s in sorted(best)]
         for b in range(self._stale_from, self.batch + 1):
             single = best.get(b)
             t, w, choice = (
@@ -82,10 +215,9 @@ class SplitDP:
         self._stale_from = self.batch + 1
         if math.isinf(time[self.batch]):
             return None
-        chosen, b = [], self.batch
+        counts: dict[int, int] = {}
+        b = self.batch
         while b:
-            chosen.append(best[split[b]])
+            counts[split[b]] = counts.get(split[b], 0) + 1
             b -= split[b]
-        # Largest micro-batches first: a canonical order for equal schedules.
-        chosen.sort(key=lambda c: -c.micro_batch)
-        return Schedule(tuple(chosen))
+        return _Way(time[self.batch], workspace[self.batch], sum(counts.values()), counts)
