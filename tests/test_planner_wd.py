@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.planner_oracles import best_wd, kernel_tables
-from ucudnn.planner.errors import InfeasibleError
+from ucudnn.planner.errors import InfeasibleError, SolverError
 from ucudnn.planner.networks import builtin_network
 from ucudnn.planner.pareto import desirable_set
 from ucudnn.planner.synthetic import model_tables
@@ -61,6 +62,25 @@ def test_wd_equals_exhaustive_search(lists, budget: int, alignment: int) -> None
     check_layout(solution, budget, alignment)
 
 
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.tuples(schedule_lists, st.integers(1, 3)), min_size=1, max_size=3),
+    st.integers(0, 8000),
+)
+def test_wd_with_repeated_kernels_equals_exhaustive_search(lists, budget: int) -> None:
+    """Kernels with identical options share the solver's variables (a count per option)."""
+    sets = {(f"l{i}.{j}", "forward"): s for i, (s, n) in enumerate(lists) for j in range(n)}
+    best = best_wd(sets, budget, 256)
+    if best is None:
+        with pytest.raises(InfeasibleError):
+            plan_wd(sets, budget)
+        return
+    solution = plan_wd(sets, budget)
+    assert solution.time_ms == pytest.approx(best, rel=1e-12, abs=1e-12)
+    assert all(solution.choices[k] in sets[k] for k in sets)
+    check_layout(solution, budget, 256)
+
+
 @settings(max_examples=25, deadline=None)
 @given(st.lists(kernel_tables(max_batch=8), min_size=1, max_size=4), st.integers(0, 64))
 def test_wd_at_the_sum_of_wr_workspaces_is_never_slower_than_wr(tables, limit: int) -> None:
@@ -101,10 +121,47 @@ def test_every_fastest_schedule_fitting_skips_the_solver_with_the_same_answer() 
     tight = plan_wd(sets, 768)  # 512 + 256: both fastest fit exactly, aligned
     assert tight.solver == "none" and tight.time_ms == 2.5
     traded = plan_wd(sets, 700)
-    assert traded.solver == "highs" and traded.time_ms == 3.0  # a's 300 B beats b's 200 B
+    # a's 300 B beats b's 200 B; the greedy finds it and the LP bound proves it optimal.
+    assert traded.solver == "none" and traded.time_ms == 3.0
     assert traded.choices[("a", "forward")].workspace_bytes == 300
-    cbc = plan_wd(sets, 700, solver="cbc")
-    assert cbc.solver == "cbc" and cbc.choices == traded.choices
+
+
+def knapsack_the_greedy_gets_wrong() -> dict:
+    """a saves 6 ms for 3 units, b and c 4 ms for 2 units each, in a budget of 4 units: the
+    greedy takes a (6 ms), the optimum is b and c (8 ms), and no bound can tell them apart."""
+    return {
+        ("a", "forward"): [single(10.0, 0), single(4.0, 3 * 256)],
+        ("b", "forward"): [single(10.0, 0), single(6.0, 2 * 256)],
+        ("c", "forward"): [single(10.0, 0), single(6.0, 2 * 256)],
+    }
+
+
+@pytest.mark.parametrize("solver", ["highs", "cbc"])
+def test_what_the_bounds_cannot_settle_goes_to_the_solver(solver: str) -> None:
+    solution = plan_wd(knapsack_the_greedy_gets_wrong(), 4 * 256, solver=solver)
+    assert (solution.solver, solution.status, solution.time_ms) == (solver, "optimal", 22.0)
+    assert [s.workspace_bytes for s in solution.choices.values()] == [0, 512, 512]
+
+
+def test_identical_kernels_share_variables_and_still_get_one_schedule_each() -> None:
+    # Five identical kernels save 3 ms for 3 units, "odd" 2.5 ms for 4: in 9 units the best is
+    # three of the five at their fast schedule, the other two and "odd" at their slow one.
+    sets = {(f"l{i}", "forward"): [single(5.0, 0), single(2.0, 3 * 256)] for i in range(5)}
+    sets[("odd", "forward")] = [single(3.0, 0), single(0.5, 4 * 256)]
+    solution = plan_wd(sets, 9 * 256)
+    assert solution.time_ms == best_wd(sets, 9 * 256, 256) == 3 * 2.0 + 2 * 5.0 + 3.0
+    assert [s.time_ms for s in solution.choices.values()] == [5.0, 5.0, 2.0, 2.0, 2.0, 3.0]
+    check_layout(solution, 9 * 256, 256)
+
+
+def test_a_solver_stopped_by_its_time_limit_gives_a_plan_or_says_so() -> None:
+    try:
+        solution = plan_wd(knapsack_the_greedy_gets_wrong(), 4 * 256, time_limit_s=1e-9)
+    except SolverError as exc:
+        assert "no plan was found" in str(exc)
+    else:
+        assert solution.status in ("optimal", "feasible")
+        check_layout(solution, 4 * 256, 256)
 
 
 def test_budget_counts_aligned_sizes() -> None:
@@ -122,10 +179,17 @@ def test_bad_arguments() -> None:
     sets = {("a", "forward"): [single(1.0, 0)]}
     with pytest.raises(ValueError, match="budget must be >= 0"):
         plan_wd(sets, -1)
+    for budget in (float("nan"), float("inf"), 1.5, True, None):
+        with pytest.raises(TypeError, match="total workspace budget must be a number of bytes"):
+            plan_wd(sets, budget)
+    assert plan_wd(sets, np.int64(256)).arena_bytes == 0
+    assert plan_wd(sets, "64MiB").arena_bytes == 0
     with pytest.raises(ValueError, match="alignment must be >= 1"):
         plan_wd(sets, 0, alignment=0)
     with pytest.raises(ValueError, match="unknown solver 'glpk'"):
         plan_wd(sets, 0, solver="glpk")
+    with pytest.raises(ValueError, match="time_limit_s must be a positive number"):
+        plan_wd(sets, 0, time_limit_s=float("nan"))
     with pytest.raises(InfeasibleError, match="a/forward has no schedules"):
         plan_wd({("a", "forward"): []}, 0)
     assert plan_wd({}, 0).choices == {}

@@ -1,6 +1,8 @@
-"""Errors the planner raises when no plan can meet what was asked."""
+"""Errors the planner raises when no plan can meet what was asked, or the solver fails."""
 
 from __future__ import annotations
+
+from ucudnn.errors import UcudnnError
 
 
 class InfeasibleError(ValueError):
@@ -16,3 +18,8 @@ class InfeasibleError(ValueError):
         super().__init__(message)
         self.kernel = kernel
         self.required_bytes = required_bytes
+
+
+class SolverError(UcudnnError):
+    """The WD solver failed, or stopped at its time limit with no plan: a fault of the solve,
+    not of the input."""

@@ -1,9 +1,19 @@
 """WD (workspace division): one schedule per kernel under one total budget, at minimum total time.
 
-An integer linear program over the kernels' desirable sets: binary x[k, c] picks schedule c of
-kernel k; exactly one per kernel; the sum of the chosen (aligned) workspaces fits the budget;
-the sum of times is minimal. Solved by python-mip with HiGHS (CBC as the fallback) at a
-relative and absolute gap of 0, so the answer is the true optimum.
+An integer linear program over the kernels' desirable sets: pick one schedule per kernel so that
+the chosen (aligned) workspaces fit the budget and the sum of times is minimal. Solved exactly
+(python-mip with HiGHS, CBC as the fallback, relative and absolute gap 0) after three exact
+reductions that keep it small:
+
+- Kernels with identical options (ResNet's repeated blocks) form one group whose variables
+  count how many of its kernels take each option.
+- A Lagrangian bound: with lambda from the LP relaxation (the greedy over the options' convex
+  hulls), any solution that uses option c costs at least L(lambda) + r_c, where r_c is c's
+  reduced cost; an option for which that exceeds the cost of a known solution (the integer
+  greedy) is in no optimal solution and is dropped. When the known solution meets the bound, it
+  is optimal and no solver runs.
+- What is left goes to the solver, which runs in a worker thread under a time limit, so that
+  Ctrl-C is answered at once.
 
 The chosen workspaces are laid out back to back in one arena, each at an offset that is a
 multiple of `alignment`. The budget therefore constrains the *aligned* sizes (each rounded up
@@ -13,17 +23,20 @@ to the alignment), so offsets plus sizes always fit in an arena of `budget_bytes
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import math
+import threading
 from collections.abc import Mapping, Sequence
 
-import mip
-
-from ucudnn.planner.errors import InfeasibleError
+from ucudnn.core.checks import integer
+from ucudnn.planner.config import byte_count
+from ucudnn.planner.errors import InfeasibleError, SolverError
 from ucudnn.planner.pareto import pareto_front
 from ucudnn.planner.tables import KernelId, Schedule
 from ucudnn.planner.units import bytes_text
 
-SOLVERS = {"highs": mip.HIGHS, "cbc": mip.CBC}
+SOLVERS = ("highs", "cbc")
+DEFAULT_TIME_LIMIT_S = 60.0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -31,8 +44,8 @@ class WDSolution:
     choices: dict[KernelId, Schedule]  # in the order the sets were given
     offsets: dict[KernelId, int]  # byte offset of each kernel's workspace in the arena
     arena_bytes: int  # sum of the aligned workspaces, <= the budget
-    status: str  # "optimal"
-    solver: str  # "highs", "cbc", or "none" when every kernel's fastest schedule fits
+    status: str  # "optimal", or "feasible" when the time limit stopped the solver first
+    solver: str  # "highs" or "cbc"; "none" when the bounds alone proved the answer optimal
 
     @property
     def time_ms(self) -> float:
@@ -44,11 +57,28 @@ def aligned(nbytes: int, alignment: int) -> int:
     return -(-nbytes // alignment) * alignment
 
 
+@dataclasses.dataclass
+class _Group:
+    """Kernels with the same options, smallest first; sizes in units of the alignment."""
+
+    kernels: list[KernelId]
+    options: list[Schedule]
+    units: list[int]
+    times: list[float]
+    allowed: list[int]  # indices of the options an optimal solution may still use
+    counts: dict[int, int] = dataclasses.field(default_factory=dict)  # option -> kernels
+
+    def settle(self, counts: dict[int, int]) -> None:
+        self.counts = {i: n for i, n in counts.items() if n}
+        self.allowed = sorted(self.counts)
+
+
 def plan_wd(
     sets: Mapping[KernelId, Sequence[Schedule]],
     budget_bytes: int,
     solver: str = "highs",
     alignment: int = 256,
+    time_limit_s: float = DEFAULT_TIME_LIMIT_S,
 ) -> WDSolution:
     """Pick one schedule from each kernel's set so that the aligned workspaces fit
     `budget_bytes` and the total time is minimal.
@@ -56,41 +86,34 @@ def plan_wd(
     Determinism filters belong to the sets (see `desirable_set`): filtering a front afterwards
     would lose deterministic schedules that a faster non-deterministic one dominated.
     Raises InfeasibleError with the minimum feasible budget when even the smallest schedules
-    do not fit.
+    do not fit, and SolverError when the solver fails or finds nothing within `time_limit_s`.
     """
-    if budget_bytes < 0:
-        raise ValueError(f"total workspace budget must be >= 0 bytes, got {budget_bytes}")
-    if alignment < 1:
-        raise ValueError(f"alignment must be >= 1 byte, got {alignment}")
+    budget_bytes = byte_count(budget_bytes, "total workspace budget")
+    alignment = integer(alignment, "alignment", minimum=1)
     if solver not in SOLVERS:
         raise ValueError(f"unknown solver {solver!r}; expected one of {', '.join(SOLVERS)}")
+    if not 0 < time_limit_s < math.inf:
+        raise ValueError(f"time_limit_s must be a positive number of seconds, got {time_limit_s}")
     options = {k: _options(k, schedules, alignment) for k, schedules in sets.items()}
     need = sum(aligned(opts[0].workspace_bytes, alignment) for opts in options.values())
     if need > budget_bytes:
         raise _budget_infeasible(options, budget_bytes, need, alignment)
-    # Options that cannot fit next to the others' smallest ones can never be chosen.
-    slack = budget_bytes - need
-    options = {
-        k: [
-            s
-            for s in opts
-            if aligned(s.workspace_bytes, alignment) - aligned(opts[0].workspace_bytes, alignment)
-            <= slack
-        ]
-        for k, opts in options.items()
-    }
-    fastest = {k: opts[-1] for k, opts in options.items()}
-    if sum(aligned(s.workspace_bytes, alignment) for s in fastest.values()) <= budget_bytes:
-        choices, used = fastest, "none"
-    else:
-        choices, used = _solve(options, budget_bytes, solver, alignment)
+    groups = _groups(options, alignment)
+    budget = budget_bytes // alignment
+    status, used = "optimal", "none"
+    if sum(len(g.kernels) * g.units[-1] for g in groups) <= budget:
+        for g in groups:  # every fastest schedule fits: nothing to trade
+            g.settle({len(g.options) - 1: len(g.kernels)})
+    elif not _prove_greedy_or_prune(groups, budget):
+        status, used = _solve(groups, budget, solver, time_limit_s)
+    choices = _choices(options, groups)
     offsets, end = {}, 0
     for k, schedule in choices.items():
         offsets[k] = end
         end += aligned(schedule.workspace_bytes, alignment)
     if end > budget_bytes:  # the promise the runtime relies on; never trust a solver blindly
-        raise RuntimeError(f"the {used} solver exceeded the budget: {end} > {budget_bytes} bytes")
-    return WDSolution(choices, offsets, end, "optimal", used)
+        raise SolverError(f"the {used} solver exceeded the budget: {end} > {budget_bytes} bytes")
+    return WDSolution(choices, offsets, end, status, used)
 
 
 def _options(kernel: KernelId, schedules: Sequence[Schedule], alignment: int) -> list[Schedule]:
@@ -103,6 +126,180 @@ def _options(kernel: KernelId, schedules: Sequence[Schedule], alignment: int) ->
             f"{kernel[0]}/{kernel[1]} has no schedules to choose from", kernel=kernel
         )
     return front
+
+
+def _groups(options: Mapping[KernelId, list[Schedule]], alignment: int) -> list[_Group]:
+    groups: dict[tuple[Schedule, ...], _Group] = {}
+    for kernel, opts in options.items():
+        group = groups.get(key := tuple(opts))
+        if group is None:
+            units = [aligned(s.workspace_bytes, alignment) // alignment for s in opts]
+            times = [s.time_ms for s in opts]
+            group = groups[key] = _Group([], opts, units, times, list(range(len(opts))))
+        group.kernels.append(kernel)
+    return list(groups.values())
+
+
+def _choices(
+    options: Mapping[KernelId, list[Schedule]], groups: list[_Group]
+) -> dict[KernelId, Schedule]:
+    """Each group's counts handed out in kernel order, smaller options first."""
+    chosen = {}
+    for g in groups:
+        picks = [g.options[i] for i in sorted(g.counts) for _ in range(g.counts[i])]
+        chosen.update(zip(g.kernels, picks, strict=True))
+    return {k: chosen[k] for k in options}
+
+
+# -- bounds -------------------------------------------------------------------------------
+def _increments(groups: list[_Group]) -> list[tuple[float, int, int, int]]:
+    """(time saved per unit, group, from option, to option) along each group's lower convex
+    hull, best first: the steps of the LP relaxation's greedy."""
+    steps = []
+    for gi, g in enumerate(groups):
+        hull: list[int] = []
+        for i in range(len(g.options)):
+            while len(hull) >= 2 and _on_or_above(g, hull[-2], hull[-1], i):
+                hull.pop()
+            hull.append(i)
+        for a, b in itertools.pairwise(hull):
+            saved = (g.times[a] - g.times[b]) / (g.units[b] - g.units[a])
+            steps.append((saved, gi, a, b))
+    steps.sort(key=lambda step: (-step[0], step[1], step[2]))
+    return steps
+
+
+def _on_or_above(g: _Group, a: int, b: int, c: int) -> bool:
+    """Whether option b lies on or above the segment from a to c in the (units, time) plane."""
+    left = (g.times[b] - g.times[a]) * (g.units[c] - g.units[a])
+    return left >= (g.times[c] - g.times[a]) * (g.units[b] - g.units[a])
+
+
+def _prove_greedy_or_prune(groups: list[_Group], budget: int) -> bool:
+    """Settle every group when the integer greedy is provably optimal (True); otherwise drop
+    the options no optimal solution uses and settle the groups left with one (False)."""
+    steps = _increments(groups)
+    left = budget - sum(len(g.kernels) * g.units[0] for g in groups)
+    multiplier = 0.0  # the LP relaxation's price of a unit of workspace
+    for saved, gi, a, b in steps:
+        need = len(groups[gi].kernels) * (groups[gi].units[b] - groups[gi].units[a])
+        if need > left:
+            multiplier = saved
+            break
+        left -= need
+    greedy, greedy_ms = _greedy(groups, steps, budget)
+    priced = [[t + multiplier * u for t, u in zip(g.times, g.units, strict=True)] for g in groups]
+    bound = math.fsum(len(g.kernels) * min(p) for g, p in zip(groups, priced, strict=True))
+    bound -= multiplier * budget
+    if greedy_ms <= bound:
+        for g, counts in zip(groups, greedy, strict=True):
+            g.settle(counts)
+        return True
+    # A solution using option i costs at least bound + (priced[i] - min(priced)); the margin
+    # keeps options whose bound exceeds the greedy's cost by rounding alone.
+    margin = 1e-12 * max(1.0, abs(greedy_ms))
+    for g, p in zip(groups, priced, strict=True):
+        g.allowed = [i for i in g.allowed if bound + p[i] - min(p) <= greedy_ms + margin]
+        if len(g.allowed) == 1:
+            g.settle({g.allowed[0]: len(g.kernels)})
+    return False
+
+
+def _greedy(
+    groups: list[_Group], steps: list[tuple[float, int, int, int]], budget: int
+) -> tuple[list[dict[int, int]], float]:
+    """An integer solution: every step's kernels move up the hull while the budget lasts."""
+    counts = [{0: len(g.kernels)} for g in groups]
+    left = budget - sum(len(g.kernels) * g.units[0] for g in groups)
+    for _, gi, a, b in steps:
+        step = groups[gi].units[b] - groups[gi].units[a]
+        moved = min(counts[gi].get(a, 0), left // step)
+        if moved:
+            counts[gi][a] -= moved
+            counts[gi][b] = counts[gi].get(b, 0) + moved
+            left -= moved * step
+    time_ms = math.fsum(
+        n * g.times[i] for g, c in zip(groups, counts, strict=True) for i, n in c.items()
+    )
+    return counts, time_ms
+
+
+# -- the solver ---------------------------------------------------------------------------
+def _model(solver: str):
+    """A quiet minimisation model, on CBC if HiGHS cannot be loaded."""
+    import mip  # here, not at the top: importing the planner must not load the solvers
+
+    names = {"highs": mip.HIGHS, "cbc": mip.CBC}
+    try:
+        model = mip.Model(sense=mip.MINIMIZE, solver_name=names[solver])
+    except Exception:  # python-mip raises plain exceptions when a solver library is missing
+        if solver == "cbc":
+            raise
+        model, solver = mip.Model(sense=mip.MINIMIZE, solver_name=mip.CBC), "cbc"
+    model.verbose = 0
+    model.max_mip_gap = 0.0
+    model.max_mip_gap_abs = 0.0
+    return model, solver
+
+
+def _solve(groups: list[_Group], budget: int, solver: str, time_limit_s: float) -> tuple[str, str]:
+    """Settle the groups that still have a choice by integer programming: (status, solver)."""
+    import mip
+
+    free = [g for g in groups if len(g.allowed) > 1]
+    taken = sum(n * g.units[i] for g in groups if len(g.allowed) == 1 for i, n in g.counts.items())
+    model, used = _model(solver)
+    counts = {}
+    for gi, g in enumerate(free):
+        n = len(g.kernels)
+        kind = mip.BINARY if n == 1 else mip.INTEGER
+        counts[gi] = [model.add_var(var_type=kind, lb=0, ub=n) for _ in g.allowed]
+        model += mip.xsum(counts[gi]) == n
+    model += (
+        mip.xsum(
+            g.units[i] * x
+            for gi, g in enumerate(free)
+            for i, x in zip(g.allowed, counts[gi], strict=True)
+        )
+        <= budget - taken
+    )
+    model.objective = mip.xsum(
+        g.times[i] * x
+        for gi, g in enumerate(free)
+        for i, x in zip(g.allowed, counts[gi], strict=True)
+    )
+    status = _optimize(model, used, time_limit_s)
+    if status not in (mip.OptimizationStatus.OPTIMAL, mip.OptimizationStatus.FEASIBLE):
+        raise SolverError(
+            f"the {used} solver stopped with status {status.name} after at most "
+            f"{time_limit_s:g} s; no plan was found"
+        )
+    for gi, g in enumerate(free):
+        settled = {i: round(x.x) for i, x in zip(g.allowed, counts[gi], strict=True)}
+        if sum(settled.values()) != len(g.kernels) or min(settled.values()) < 0:
+            raise SolverError(f"the {used} solver returned a solution that is not one")
+        g.settle(settled)
+    return ("optimal" if status == mip.OptimizationStatus.OPTIMAL else "feasible"), used
+
+
+def _optimize(model, solver: str, time_limit_s: float):
+    """model.optimize in a worker thread: the solver holds no Python lock while it runs, so the
+    main thread keeps waiting in short steps and Ctrl-C interrupts at once."""
+    outcome: dict[str, object] = {}
+
+    def run() -> None:
+        try:
+            outcome["status"] = model.optimize(max_seconds=time_limit_s)
+        except Exception as exc:  # reported in the caller's thread
+            outcome["error"] = exc
+
+    worker = threading.Thread(target=run, name="ucudnn-wd-solver", daemon=True)
+    worker.start()
+    while worker.is_alive():
+        worker.join(0.05)
+    if "error" in outcome:
+        raise SolverError(f"the {solver} solver failed: {outcome['error']}") from outcome["error"]
+    return outcome["status"]
 
 
 def _budget_infeasible(
@@ -118,48 +315,3 @@ def _budget_infeasible(
         kernel=worst if smallest[worst] > budget else None,
         required_bytes=need,
     )
-
-
-def _model(solver: str) -> tuple[mip.Model, str]:
-    """A quiet minimisation model, on CBC if HiGHS cannot be loaded."""
-    try:
-        model = mip.Model(sense=mip.MINIMIZE, solver_name=SOLVERS[solver])
-    except Exception:  # python-mip raises plain exceptions when a solver library is missing
-        if solver == "cbc":
-            raise
-        model, solver = mip.Model(sense=mip.MINIMIZE, solver_name=mip.CBC), "cbc"
-    model.verbose = 0
-    model.max_mip_gap = 0.0
-    model.max_mip_gap_abs = 0.0
-    return model, solver
-
-
-def _solve(
-    options: Mapping[KernelId, list[Schedule]], budget: int, solver: str, alignment: int
-) -> tuple[dict[KernelId, Schedule], str]:
-    model, used = _model(solver)
-    chosen = {k: [model.add_var(var_type=mip.BINARY) for _ in opts] for k, opts in options.items()}
-    # Sizes in units of the alignment keep the coefficients small integers.
-    units = {
-        k: [aligned(s.workspace_bytes, alignment) // alignment for s in opts]
-        for k, opts in options.items()
-    }
-    for xs in chosen.values():
-        model += mip.xsum(xs) == 1
-    model += (
-        mip.xsum(u * x for k in options for u, x in zip(units[k], chosen[k], strict=True))
-        <= budget // alignment
-    )
-    model.objective = mip.xsum(
-        s.time_ms * x for k, opts in options.items() for s, x in zip(opts, chosen[k], strict=True)
-    )
-    status = model.optimize()
-    if status != mip.OptimizationStatus.OPTIMAL:
-        raise RuntimeError(f"the {used} solver stopped with status {status.name}")
-    picks = {
-        k: [s for s, x in zip(opts, chosen[k], strict=True) if x.x >= 0.5]
-        for k, opts in options.items()
-    }
-    if any(len(p) != 1 for p in picks.values()):
-        raise RuntimeError(f"the {used} solver returned a solution that picks no single schedule")
-    return {k: p[0] for k, p in picks.items()}, used
