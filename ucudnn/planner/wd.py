@@ -104,8 +104,8 @@ def plan_wd(
     if sum(len(g.kernels) * g.units[-1] for g in groups) <= budget:
         for g in groups:  # every fastest schedule fits: nothing to trade
             g.settle({len(g.options) - 1: len(g.kernels)})
-    elif not _prove_greedy_or_prune(groups, budget):
-        status, used = _solve(groups, budget, solver, time_limit_s)
+    elif (start := _prove_greedy_or_prune(groups, budget)) is not None:
+        status, used = _solve(groups, start, budget, solver, time_limit_s)
     choices = _choices(options, groups)
     offsets, end = {}, 0
     for k, schedule in choices.items():
@@ -175,9 +175,10 @@ def _on_or_above(g: _Group, a: int, b: int, c: int) -> bool:
     return left >= (g.times[c] - g.times[a]) * (g.units[b] - g.units[a])
 
 
-def _prove_greedy_or_prune(groups: list[_Group], budget: int) -> bool:
-    """Settle every group when the integer greedy is provably optimal (True); otherwise drop
-    the options no optimal solution uses and settle the groups left with one (False)."""
+def _prove_greedy_or_prune(groups: list[_Group], budget: int) -> list[dict[int, int]] | None:
+    """Settle every group when the integer greedy is provably optimal (None); otherwise drop
+    the options no optimal solution uses, settle the groups left with one, and return the
+    greedy's counts (a solution that uses no dropped option) to start the solver from."""
     steps = _increments(groups)
     left = budget - sum(len(g.kernels) * g.units[0] for g in groups)
     multiplier = 0.0  # the LP relaxation's price of a unit of workspace
@@ -194,7 +195,7 @@ def _prove_greedy_or_prune(groups: list[_Group], budget: int) -> bool:
     if greedy_ms <= bound:
         for g, counts in zip(groups, greedy, strict=True):
             g.settle(counts)
-        return True
+        return None
     # A solution using option i costs at least bound + (priced[i] - min(priced)); the margin
     # keeps options whose bound exceeds the greedy's cost by rounding alone.
     margin = 1e-12 * max(1.0, abs(greedy_ms))
@@ -202,7 +203,7 @@ def _prove_greedy_or_prune(groups: list[_Group], budget: int) -> bool:
         g.allowed = [i for i in g.allowed if bound + p[i] - min(p) <= greedy_ms + margin]
         if len(g.allowed) == 1:
             g.settle({g.allowed[0]: len(g.kernels)})
-    return False
+    return greedy
 
 
 def _greedy(
@@ -242,40 +243,38 @@ def _model(solver: str):
     return model, solver
 
 
-def _solve(groups: list[_Group], budget: int, solver: str, time_limit_s: float) -> tuple[str, str]:
-    """Settle the groups that still have a choice by integer programming: (status, solver)."""
+def _solve(
+    groups: list[_Group], start: list[dict[int, int]], budget: int, solver: str, time_limit_s: float
+) -> tuple[str, str]:
+    """Settle the groups that still have a choice by integer programming, from the solution
+    `start` (so a time limit still leaves a plan): (status, solver)."""
     import mip
 
-    free = [g for g in groups if len(g.allowed) > 1]
+    free = [(g, counts) for g, counts in zip(groups, start, strict=True) if len(g.allowed) > 1]
     taken = sum(n * g.units[i] for g in groups if len(g.allowed) == 1 for i, n in g.counts.items())
     model, used = _model(solver)
-    counts = {}
-    for gi, g in enumerate(free):
-        n = len(g.kernels)
-        kind = mip.BINARY if n == 1 else mip.INTEGER
-        counts[gi] = [model.add_var(var_type=kind, lb=0, ub=n) for _ in g.allowed]
-        model += mip.xsum(counts[gi]) == n
-    model += (
-        mip.xsum(
-            g.units[i] * x
-            for gi, g in enumerate(free)
-            for i, x in zip(g.allowed, counts[gi], strict=True)
-        )
-        <= budget - taken
-    )
-    model.objective = mip.xsum(
-        g.times[i] * x
-        for gi, g in enumerate(free)
-        for i, x in zip(g.allowed, counts[gi], strict=True)
-    )
+    variables = []  # per free group, per allowed option: how many of its kernels take it
+    for g, _ in free:
+        kind = mip.BINARY if len(g.kernels) == 1 else mip.INTEGER
+        xs = [model.add_var(var_type=kind, lb=0, ub=len(g.kernels)) for _ in g.allowed]
+        model += mip.xsum(xs) == len(g.kernels)
+        variables.append(xs)
+    terms = [
+        (g, i, x, counts.get(i, 0))
+        for (g, counts), xs in zip(free, variables, strict=True)
+        for i, x in zip(g.allowed, xs, strict=True)
+    ]
+    model += mip.xsum(g.units[i] * x for g, i, x, _ in terms) <= budget - taken
+    model.objective = mip.xsum(g.times[i] * x for g, i, x, _ in terms)
+    model.start = [(x, count) for _, _, x, count in terms]
     status = _optimize(model, used, time_limit_s)
     if status not in (mip.OptimizationStatus.OPTIMAL, mip.OptimizationStatus.FEASIBLE):
         raise SolverError(
             f"the {used} solver stopped with status {status.name} after at most "
             f"{time_limit_s:g} s; no plan was found"
         )
-    for gi, g in enumerate(free):
-        settled = {i: round(x.x) for i, x in zip(g.allowed, counts[gi], strict=True)}
+    for (g, _), xs in zip(free, variables, strict=True):
+        settled = {i: round(x.x) for i, x in zip(g.allowed, xs, strict=True)}
         if sum(settled.values()) != len(g.kernels) or min(settled.values()) < 0:
             raise SolverError(f"the {used} solver returned a solution that is not one")
         g.settle(settled)
