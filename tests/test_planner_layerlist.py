@@ -4,6 +4,7 @@ import io
 from importlib import resources
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from ucudnn.core.problem import ConvProblem
@@ -141,31 +142,62 @@ def test_write_rejects_what_csv_cannot_hold() -> None:
 @pytest.mark.parametrize(
     ("row", "message"),
     [
-        ("a,8,8,3,256,4,x,3,1,1,1,1", r"line 3: column 'kernel_w' must be an integer, got 'x'"),
-        ("a,8,8,3,,4,3,3,1,1,1,1", r"line 3: column 'N' is missing or empty"),
-        ("a,8,8,3,256,4,3,3,1,1", r"line 3: fewer values than the 12 columns"),
-        ("a,8,8,3,256,4,3,3,1,1,1,1,7", r"line 3: more values than the 12 columns"),
-        ("a,8,8,3,256,4,30,3,1,1,1,1", r"line 3: output would be empty"),
-        ("a,8,8,0,256,4,3,3,1,1,1,1", r"line 3: channels must be >= 1"),
-        ("a,8,8,3,256,4,3,3,-1,1,1,1", r"line 3: padding must be >= 0"),
+        (
+            "a,8,8,3,256,4,x,3,1,1,1,1",
+            "line 3, layer 'a', column 'kernel_w': kernel_w must be an integer, got 'x'",
+        ),
+        ("a,8,8,3,,4,3,3,1,1,1,1", "line 3, layer 'a', column 'N': the value is missing"),
+        ("a,8,8,3,0,4,3,3,1,1,1,1", "line 3, layer 'a', column 'N': N must be >= 1, got 0"),
+        (
+            "a,8,8,3,9223372036854775808,4,3,3,1,1,1,1",
+            "line 3, layer 'a', column 'N': N must be <= 2147483647",
+        ),
+        (
+            "a,8,8,3,2147483648,4,3,3,1,1,1,1",
+            "line 3, layer 'a', column 'N': N must be <= 2147483647",
+        ),
+        (
+            "a,8,8,3,2_56,4,3,3,1,1,1,1",
+            "line 3, layer 'a', column 'N': N must be an integer, got '2_56'",
+        ),
+        ("a,8,8,3,256,4,3,3,1,1", "line 3: has 10 fields but the header has 12"),
+        ("a,8,8,3,256,4,3,3,1,1,1,1,7", "line 3: has 13 fields but the header has 12"),
+        ("a,8,8,3,256,4,30,3,1,1,1,1", "line 3, layer 'a': output would be empty"),
+        ("a,8,8,0,256,4,3,3,1,1,1,1", "line 3, layer 'a', column 'C_in': C_in must be >= 1, got 0"),
+        (
+            "a,8,8,3,256,4,3,3,-1,1,1,1",
+            "line 3, layer 'a', column 'pad_w': pad_w must be >= 0, got -1",
+        ),
+        (
+            "a,8,8,3,256,4,3,3,1,1,0,1",
+            "line 3, layer 'a', column 'stride_w': stride_w must be >= 1",
+        ),
+        (
+            '"a\x00b",8,8,3,256,4,3,3,1,1,1,1',
+            r"line 3, column 'source': label .* control character '\\x00'",
+        ),
+        (
+            '"a\nb",8,8,3,256,4,3,3,1,1,1,1',
+            r"line 3, column 'source': label .* control character '\\n'",
+        ),
     ],
 )
-def test_malformed_rows_name_the_line(row: str, message: str) -> None:
+def test_malformed_rows_name_the_line_layer_and_column(row: str, message: str) -> None:
     text = HEADER_2D + "ok,8,8,3,256,4,3,3,1,1,1,1\n" + row + "\n"
-    with pytest.raises(ValueError, match=r"^<layer list> " + message):
+    with pytest.raises(ValueError, match=r"^<layer list>, " + message):
         read_text(text)
 
 
 def test_bad_text_field_names_the_line() -> None:
     text = "W,H,C_in,N,C_out,kernel_w,kernel_h,dtype\n8,8,1,1,1,1,1,int8\n"
-    with pytest.raises(ValueError, match=r"line 2: dtype 'int8' is not one of"):
+    with pytest.raises(ValueError, match=r"line 2, layer 'line2': dtype 'int8' is not one of"):
         read_text(text)
 
 
 def test_unknown_column_is_an_error(tmp_path: Path) -> None:
     path = tmp_path / "typo.csv"
     path.write_text(HEADER_2D.replace("pad_h", "pad_H") + "a,8,8,3,2,4,3,3,1,1,1,1\n")
-    with pytest.raises(ValueError, match=r"typo.csv line 1: unknown column\(s\) 'pad_H'"):
+    with pytest.raises(ValueError, match=r"typo.csv, line 1: unknown column\(s\) 'pad_H'"):
         read_layer_list(path)
 
 
@@ -175,5 +207,51 @@ def test_3d_column_without_d_is_unknown() -> None:
 
 
 def test_empty_file() -> None:
-    with pytest.raises(ValueError, match="empty file"):
+    with pytest.raises(ValueError, match=r"^<layer list>, line 1: empty file"):
         read_text("")
+
+
+def test_repeated_column_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "twice.csv"
+    path.write_text("source,W,H,C_in,N,C_out,kernel_w,kernel_h,W\na,8,8,3,2,4,3,3,9\n")
+    with pytest.raises(
+        ValueError, match=r"^.*twice.csv, line 1, column 'W': the column is repeated"
+    ):
+        read_layer_list(path)
+
+
+def test_bytes_that_are_not_utf8_are_located(tmp_path: Path) -> None:
+    path = tmp_path / "latin1.csv"
+    path.write_bytes(
+        (HEADER_2D + "ok,8,8,3,2,4,3,3,1,1,1,1\ncaf\xe9,8,8,3,2,4,3,3,1,1,1,1\n").encode("latin-1")
+    )
+    with pytest.raises(ValueError, match=r"latin1.csv, line 3, column 4: not UTF-8 text"):
+        read_layer_list(path)
+    with path.open("rb") as f, pytest.raises(ValueError, match=r"latin1.csv, line 3, column 4"):
+        read_layer_list(f)
+
+
+def test_binary_streams_are_read_as_utf8() -> None:
+    data = ("\ufeff" + HEADER_2D + "cönv,8,8,3,2,4,3,3,1,1,1,1\n").encode()
+    (layer,) = read_layer_list(io.BytesIO(data))
+    assert layer.label == "cönv"
+
+
+def test_batch_override_takes_numpy_integers_and_is_bounded() -> None:
+    text = HEADER_2D + "a,8,8,3,256,4,3,3,1,1,1,1\n"
+    assert read_text(text, batch=np.int64(16))[0].problem.batch == 16
+    with pytest.raises(TypeError, match="batch must be an integer, got True"):
+        read_text(text, batch=True)
+    for bad in (0, 2**31):
+        with pytest.raises(ValueError, match="batch must be"):
+            read_text(text, batch=bad)
+
+
+def test_write_refuses_what_reading_would_refuse(tmp_path: Path) -> None:
+    problem = ConvProblem.create(2, 3, 4, (8, 8), 3)
+    for label, message in (("a\nb", "control character"), (" a", "white space"), ("", "non-empty")):
+        with pytest.raises(ValueError, match=message):
+            write_layer_list([(label, problem)], tmp_path / "x.csv")
+    with pytest.raises(ValueError, match="layer 'z': batch must be >= 1"):
+        write_layer_list([("z", problem.with_batch(0))], tmp_path / "x.csv")
+    assert not list(tmp_path.iterdir())  # nothing half written

@@ -95,7 +95,8 @@ def test_csv_reads_rows_with_defaults_for_optional_columns() -> None:
     tables = read("\n".join([HEADER, *GOOD]) + "\n")
     table = tables["conv1", "forward"]
     assert (table.batch, table.micro_batches()) == (4, [2, 4])
-    assert table.candidates[4] == [Candidate(4, 1, 2.5, 1024), Candidate(4, 0, 3.0, 0)]
+    # Canonical order within a size: by algorithm, not by line.
+    assert table.candidates[4] == [Candidate(4, 0, 3.0, 0), Candidate(4, 1, 2.5, 1024)]
     assert all(c.math_type == "default" and not c.deterministic for c in table)
 
 
@@ -133,38 +134,114 @@ def test_csv_and_json_round_trip(tmp_path) -> None:
 
 
 @pytest.mark.parametrize(
-    ("rows", "message"),
+    ("rows", "where", "message"),
     [
-        (["conv1,sideways,4,4,1,2.5,0"], "line 2: unknown kernel 'sideways'"),
-        (["conv1,forward,4,4,1,-2.5,0"], "line 2: time_ms must be a number between 0 and"),
-        (["conv1,forward,4,4,1,nan,0"], "line 2: time_ms must be a number between 0 and"),
-        (["conv1,forward,4,4,1,2.5,-1"], "line 2: workspace_bytes must be >= 0"),
-        (["conv1,forward,4,8,1,2.5,0"], r"line 2: micro_batch must be between 1 and batch \(4\)"),
-        (["conv1,forward,4,0,1,2.5,0"], r"line 2: micro_batch must be between 1 and batch \(4\)"),
-        (["conv1,forward,0,1,1,2.5,0"], "line 2: batch must be >= 1"),
-        (["conv1,forward,four,4,1,2.5,0"], "line 2: batch must be an integer, got 'four'"),
-        (["conv1,forward,4,4,1,fast,0"], "line 2: time_ms must be a number, got 'fast'"),
-        (["conv1,forward,4,4,1,2.5,1.5"], "line 2: workspace_bytes must be an integer"),
-        (["conv1,forward,4,4,x,2.5,0"], "line 2: algo must be an integer"),
-        (["conv1,forward,4,4,-1,2.5,0"], "line 2: algo must be >= 0"),
-        ([",forward,4,4,1,2.5,0"], "line 2: layer is empty"),
-        ([*GOOD, "conv1,forward,4,4,1,2.5,0"], "line 5: duplicate candidate"),
-        (["conv1,forward,4,4,1,2.5"], "line 2: has 6 fields but the header has 7"),
-        (["conv1,forward,4,4,1,2.5,0,9"], "line 2: has 8 fields but the header has 7"),
+        (["conv1,sideways,4,4,1,2.5,0"], "line 2, column 'kernel'", "unknown kernel 'sideways'"),
+        (
+            ["conv1,forward,4,4,1,-2.5,0"],
+            "line 2, column 'time_ms'",
+            "time_ms must be a number between 0 and",
+        ),
+        (
+            ["conv1,forward,4,4,1,1e20,0"],
+            "line 2, column 'time_ms'",
+            "time_ms must be a number between 0 and 1e\\+09, got 1e\\+20",
+        ),
+        (
+            ["conv1,forward,4,4,1,nan,0"],
+            "line 2, column 'time_ms'",
+            "time_ms must be a number, got 'nan'",
+        ),
+        (
+            ["conv1,forward,4,4,1,1_0,0"],
+            "line 2, column 'time_ms'",
+            "time_ms must be a number, got '1_0'",
+        ),
+        (
+            ["conv1,forward,4,4,1,2.5,-1"],
+            "line 2, column 'workspace_bytes'",
+            "workspace_bytes must be >= 0",
+        ),
+        (
+            ["conv1,forward,4,4,1,2.5,260000000000000000"],
+            "line 2, column 'workspace_bytes'",
+            "workspace_bytes must be <= 1125899906842624",
+        ),
+        (
+            ["conv1,forward,4,8,1,2.5,0"],
+            "line 2, column 'micro_batch'",
+            r"micro_batch must be between 1 and batch \(4\), got 8",
+        ),
+        (
+            ["conv1,forward,4,0,1,2.5,0"],
+            "line 2, column 'micro_batch'",
+            "micro_batch must be >= 1, got 0",
+        ),
+        (["conv1,forward,0,1,1,2.5,0"], "line 2, column 'batch'", "batch must be >= 1, got 0"),
+        (
+            ["conv1,forward,9223372036854775808,1,1,2.5,0"],
+            "line 2, column 'batch'",
+            "batch must be <= 2147483647",
+        ),
+        (
+            ["conv1,forward,four,4,1,2.5,0"],
+            "line 2, column 'batch'",
+            "batch must be an integer, got 'four'",
+        ),
+        (
+            ["conv1,forward,1_0,4,1,2.5,0"],
+            "line 2, column 'batch'",
+            "batch must be an integer, got '1_0'",
+        ),
+        (
+            ["conv1,forward,4,4,1,fast,0"],
+            "line 2, column 'time_ms'",
+            "time_ms must be a number, got 'fast'",
+        ),
+        (
+            ["conv1,forward,4,4,1,2.5,1.5"],
+            "line 2, column 'workspace_bytes'",
+            "workspace_bytes must be an integer",
+        ),
+        (["conv1,forward,4,4,x,2.5,0"], "line 2, column 'algo'", "algo must be an integer"),
+        (["conv1,forward,4,4,-1,2.5,0"], "line 2, column 'algo'", "algo must be >= 0"),
+        (
+            ["conv1,forward,4,4,2147483648,2.5,0"],
+            "line 2, column 'algo'",
+            "algo must be <= 2147483647",
+        ),
+        ([",forward,4,4,1,2.5,0"], "line 2, column 'layer'", "layer must be a non-empty name"),
+        (
+            ['"con\x00v1",forward,4,4,1,2.5,0'],
+            "line 2, column 'layer'",
+            r"layer '.*' contains the control character '\\x00'",
+        ),
+        (
+            ['"con\nv1",forward,4,4,1,2.5,0'],
+            "line 2, column 'layer'",
+            r"layer '.*' contains the control character '\\n'",
+        ),
+        ([*GOOD, "conv1,forward,4,4,1,2.5,0"], "line 5", "duplicate candidate"),
+        (["conv1,forward,4,4,1,2.5"], "line 2", "has 6 fields but the header has 7"),
+        (["conv1,forward,4,4,1,2.5,0,9"], "line 2", "has 8 fields but the header has 7"),
+        (["", "", "conv1,forward,4,4,1,2.5"], "line 4", "has 6 fields"),  # blank lines count
+        (['"conv\n1",forward,4,4,1,2.5', "x"], "line 2", "has 6 fields"),  # where the row starts
+        (["x" * 140_000 + ",forward,4,4,1,2.5,0"], "line 2", r"field larger than field limit"),
         (
             [*GOOD, "conv1,forward,8,8,1,2.5,0"],
-            "line 5: batch 8 conflicts with batch 4 given earlier for conv1/forward",
+            "line 5, column 'batch'",
+            "batch 8 conflicts with batch 4 given earlier for conv1/forward",
         ),
         (
             [*GOOD, "conv2,forward,4,2,1,1.0,0", "conv2,forward,4,1,1,1.0,0"],
-            r"line 5 \(its first row\): conv2/forward has no rows at micro_batch == batch \(4\)",
+            r"line 5 \(its first row\)",
+            r"conv2/forward has no rows at micro_batch == batch \(4\)",
         ),
     ],
 )
-def test_csv_errors_name_the_line(rows: list[str], message: str) -> None:
-    with pytest.raises(ValueError, match=message) as info:
+def test_csv_errors_name_the_line_and_column(rows: list[str], where: str, message: str) -> None:
+    with pytest.raises(ValueError, match=f"^t.csv, {where}: {message}"):
         read("\n".join([HEADER, *rows]) + "\n")
-    assert str(info.value).startswith("t.csv, line ")
 
 
 @pytest.mark.parametrize(
@@ -172,18 +249,20 @@ def test_csv_errors_name_the_line(rows: list[str], message: str) -> None:
     [
         ("layer,kernel,batch,micro_batch,algo,time_ms", "line 1: missing column.*workspace_bytes"),
         (HEADER + ",speed", "line 1: unknown column.*'speed'"),
-        ("", "empty file"),
+        (HEADER + ",workspace_bytes", "line 1, column 'workspace_bytes': the column is repeated"),
+        (HEADER + ", layer ", "line 1, column 'layer': the column is repeated"),
+        ("", "line 1: empty file"),
     ],
 )
 def test_csv_header_errors(header: str, message: str) -> None:
-    with pytest.raises(ValueError, match=message):
+    with pytest.raises(ValueError, match="^t.csv, " + message):
         read(header + ("\n" if header else ""))
 
 
 def test_optional_column_values_are_checked() -> None:
-    with pytest.raises(ValueError, match="line 2: deterministic must be true or false"):
+    with pytest.raises(ValueError, match="line 2, column 'deterministic': deterministic must be"):
         read(HEADER + ",deterministic\nconv1,forward,1,1,1,2.5,0,maybe\n")
-    with pytest.raises(ValueError, match="line 2: math_type 'turbo' is not one of"):
+    with pytest.raises(ValueError, match="line 2, column 'math_type': math_type 'turbo' is not"):
         read(HEADER + ",math_type\nconv1,forward,1,1,1,2.5,0,turbo\n")
 
 
@@ -192,18 +271,24 @@ def test_rows_and_json_errors_name_the_row() -> None:
     with pytest.raises(ValueError, match="rows, row 1: missing column"):
         TimingTables.from_rows([row])
     full = {**row, "time_ms": 1.0, "workspace_bytes": 0}
-    with pytest.raises(ValueError, match="rows, row 2: batch must be an integer, got True"):
+    with pytest.raises(ValueError, match="rows, row 2, column 'batch': batch must be an integer"):
         TimingTables.from_rows([full, {**full, "algo": 2, "batch": True}])
-    with pytest.raises(ValueError, match="row 1: layer must be text, got 5"):
+    with pytest.raises(ValueError, match="row 1, column 'layer': layer must be text, got 5"):
         TimingTables.from_rows([{**full, "layer": 5}])
-    doc = {"format": "ucudnn-timings", "version": 1, "rows": [{**full, "time_ms": "x"}]}
-    with pytest.raises(ValueError, match="<json>, row 1: time_ms must be a number"):
+    doc = {"format": "ucudnn-timings", "version": 1, "rows": [full, {**full, "time_ms": "x"}]}
+    with pytest.raises(ValueError, match=r"^<json>, line 1, row 2, column 'time_ms': time_ms must"):
         TimingTables.from_json(json.dumps(doc))
-    with pytest.raises(ValueError, match="not a ucudnn-timings document"):
+    rows = ",\n".join(json.dumps(row) for row in doc["rows"])
+    text = f'{{"format": "ucudnn-timings", "version": 1, "rows": [\n{rows}\n]}}'
+    with pytest.raises(ValueError, match=r"^t.json, line 3, row 2, column 'time_ms'"):
+        TimingTables.from_json(text, "t.json")
+    with pytest.raises(ValueError, match=r"^<json>, line 1: not a ucudnn-timings document"):
         TimingTables.from_json("[]")
     with pytest.raises(ValueError, match="version 9 is not supported"):
         TimingTables.from_json(json.dumps({**doc, "version": 9}))
-    with pytest.raises(ValueError, match="'rows' must be a list of objects"):
+    with pytest.raises(ValueError, match="version True is not supported"):
+        TimingTables.from_json(json.dumps({**doc, "version": True}))
+    with pytest.raises(ValueError, match="line 1, field 'rows': must be a list of objects"):
         TimingTables.from_json(json.dumps({**doc, "rows": [1]}))
 
 
@@ -216,3 +301,103 @@ def test_timing_tables_lookup_and_duplicates() -> None:
     with pytest.raises(ValueError, match="already in the tables"):
         tables.add(KernelTable("conv1", "forward", 4))
     assert tables.setdefault("conv1", "forward", 4) is tables["conv1", "forward"]
+
+
+def test_tables_take_numpy_integers_and_refuse_bools() -> None:
+    table = KernelTable("conv1", "forward", np.int64(8))
+    assert table.batch == 8 and type(table.batch) is int
+    tables = TimingTables([table])
+    assert tables.setdefault("conv1", "forward", np.int32(8)) is table
+    assert tables.setdefault("conv2", "forward", np.uint16(4)).batch == 4
+    for batch, error in ((True, TypeError), (8.0, TypeError), (2**31, ValueError)):
+        with pytest.raises(error, match="batch must be"):
+            KernelTable("conv1", "forward", batch)
+        with pytest.raises(error, match="batch must be"):
+            tables.setdefault("conv3", "forward", batch)
+
+
+@pytest.mark.parametrize(
+    ("name", "message"),
+    [
+        ("con\x00v", r"contains the control character '\\x00'"),
+        ("con\nv", r"contains the control character '\\n'"),
+        ("con\u2028v", "contains the control character"),
+        ("", "non-empty name"),
+    ],
+)
+def test_layer_names_are_one_line_of_text(name: str, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        KernelTable(name, "forward", 1)
+    rows = [{"layer": name, "kernel": "forward", "batch": 1, "micro_batch": 1, "algo": 0,
+             "time_ms": 1.0, "workspace_bytes": 0}]  # fmt: skip
+    with pytest.raises(ValueError, match=f"row 1, column 'layer': .*{message}"):
+        TimingTables.from_rows(rows)
+    assert KernelTable("conv 1 · über", "forward", 1).layer == "conv 1 · über"
+
+
+def test_layer_names_have_no_surrounding_space_that_csv_would_strip() -> None:
+    with pytest.raises(ValueError, match="starts or ends with white space"):
+        KernelTable("conv ", "forward", 1)
+    assert read(HEADER + "\n conv1 ,forward,1,1,0,1.0,0\n")["conv1", "forward"].layer == "conv1"
+
+
+def test_a_table_has_one_order_whatever_order_its_rows_came_in() -> None:
+    rows = [
+        Candidate(4, 7, 1.0, 0), Candidate(4, 1, 2.0, 0, "tensor_op"), Candidate(2, 3, 0.5, 0),
+        Candidate(4, 1, 3.0, 0), Candidate(4, 0, 4.0, 0),
+    ]  # fmt: skip
+    found = KernelTable("c", "forward", 4, rows)  # as cuDNN's Find ranks them
+    cached = KernelTable("c", "forward", 4, sorted(rows, key=lambda c: (c.algo, c.math_type)))
+    assert found == cached
+    assert list(found) == list(cached) == [
+        Candidate(2, 3, 0.5, 0), Candidate(4, 0, 4.0, 0), Candidate(4, 1, 3.0, 0),
+        Candidate(4, 1, 2.0, 0, "tensor_op"), Candidate(4, 7, 1.0, 0),
+    ]  # fmt: skip
+    assert found.content_key() == cached.content_key()
+    assert TimingTables([found]).to_csv() == TimingTables([cached]).to_csv()
+    assert read(TimingTables([found]).to_csv())["c", "forward"] == found
+
+
+def test_candidates_check_their_flags() -> None:
+    assert Candidate(1, 0, 1.0, 0, deterministic=1).deterministic is True
+    with pytest.raises(TypeError, match="deterministic must be true or false"):
+        Candidate(1, 0, 1.0, 0, deterministic="no")
+    with pytest.raises(TypeError, match="a kernel table holds Candidates"):
+        KernelTable("c", "forward", 1).add((1, 0, 1.0, 0))
+
+
+def test_csv_reads_paths_and_binary_streams_alike(tmp_path) -> None:
+    text = "\n".join([HEADER, *GOOD]) + "\n"
+    (tmp_path / "t.csv").write_text(text)
+    expected = read(text)
+    assert TimingTables.read_csv(tmp_path / "t.csv") == expected
+    assert TimingTables.read_csv(io.BytesIO(("\ufeff" + text).encode())) == expected
+
+
+def test_non_utf8_bytes_are_located(tmp_path) -> None:
+    path = tmp_path / "t.csv"
+    path.write_bytes(
+        (HEADER + "\n" + GOOD[0] + "\nconv\xff1,forward,4,4,0,3.0,0\n").encode("latin-1")
+    )
+    with pytest.raises(
+        ValueError, match=r"t.csv, line 3, column 5: not UTF-8 text \(invalid start"
+    ):
+        TimingTables.read_csv(path)
+
+
+def test_json_output_is_strict() -> None:
+    tables = TimingTables([KernelTable("c", "forward", 1, [Candidate(1, 0, -0.0, 0)])])
+    text = tables.to_json()
+    assert '"time_ms": 0.0' in text and "-0.0" not in text
+    assert TimingTables.from_json(text) == tables
+    assert TimingTables.from_json(text.encode()) == tables
+
+
+def test_json_repeated_keys_and_syntax_errors_are_located() -> None:
+    text = '{"format": "ucudnn-timings", "version": 1, "rows": [\n{"layer": "a", "layer": "b"}]}'
+    with pytest.raises(
+        ValueError, match=r"^t.json, line 2, column 1: the key 'layer' appears twice"
+    ):
+        TimingTables.from_json(text, "t.json")
+    with pytest.raises(ValueError, match=r"^t.json, line 2, column 5: malformed JSON: Expecting"):
+        TimingTables.from_json('{"format": "ucudnn-timings",\n"a" "b"}', "t.json")

@@ -14,10 +14,12 @@ import dataclasses
 import io
 import os
 from collections.abc import Iterable
-from pathlib import Path
 from typing import IO, NamedTuple
 
-from ucudnn.core.problem import ConvProblem, packed_strides
+from ucudnn.core.checks import integer
+from ucudnn.core.problem import MAX_DIM, ConvProblem, packed_strides
+from ucudnn.planner.files import CsvRecords, Source, atomic_write, field_errors, located_error
+from ucudnn.planner.tables import check_batch, integer_text, layer_name
 
 # Spatial axes in the column order of the shared files (2D lists W first, 3D lists D first).
 _AXES = {2: ("w", "h"), 3: ("d", "h", "w")}
@@ -37,39 +39,46 @@ def _columns(rank: int, dilation: bool) -> list[str]:
     return cols
 
 
-def _int(row: dict[str, str], column: str, default: int | None, where: str) -> int:
+def _int(row: dict[str, str], column: str, default: int | None) -> int:
+    """The integer in `column`: at least 1 (0 for padding) and at most 2**31 - 1, since
+    cuDNN's dimensions are 32-bit; `default` when the cell is empty or absent."""
     text = (row.get(column) or "").strip()
-    if not text:
-        if default is None:
-            raise ValueError(f"{where}: column {column!r} is missing or empty")
-        return default
-    try:
-        return int(text)
-    except ValueError:
-        raise ValueError(f"{where}: column {column!r} must be an integer, got {text!r}") from None
+    with field_errors(f"column {column!r}"):
+        if not text:
+            if default is None:
+                raise ValueError("the value is missing")
+            return default
+        minimum = 0 if column.startswith("pad_") else 1
+        return integer(integer_text(text, column), column, minimum=minimum, maximum=MAX_DIM)
+
+
+def _label(row: dict[str, str], line: int) -> str:
+    """The layer's label: its source cell, or "line<n>" when there is none."""
+    text = (row.get("source") or "").strip()
+    with field_errors("column 'source'"):
+        return layer_name(text, "label") if text else f"line{line}"
 
 
 def _parse_row(
-    row: dict[str, str], rank: int, batch: int | None, defaults: dict[str, object], where: str
+    row: dict[str, str], rank: int, batch: int | None, defaults: dict[str, object]
 ) -> ConvProblem:
     # Logical spatial order is (D,) H, W whatever order the columns come in.
     axes = "dhw"[3 - rank :]
     numbers = {
-        "batch": batch if batch is not None else _int(row, "N", None, where),
-        "in_channels": _int(row, "C_in", None, where),
-        "out_channels": _int(row, "C_out", None, where),
-        "input_size": tuple(_int(row, a.upper(), None, where) for a in axes),
-        "filter_size": tuple(_int(row, f"kernel_{a}", None, where) for a in axes),
-        "padding": tuple(_int(row, f"pad_{a}", 0, where) for a in axes),
-        "stride": tuple(_int(row, f"stride_{a}", 1, where) for a in axes),
-        "dilation": tuple(_int(row, f"dilation_{a}", 1, where) for a in axes),
-        "groups": _int(row, "groups", 1, where),
+        "batch": batch if batch is not None else _int(row, "N", None),
+        "in_channels": _int(row, "C_in", None),
+        "out_channels": _int(row, "C_out", None),
+        "input_size": tuple(_int(row, a.upper(), None) for a in axes),
+        "filter_size": tuple(_int(row, f"kernel_{a}", None) for a in axes),
+        "padding": tuple(_int(row, f"pad_{a}", 0) for a in axes),
+        "stride": tuple(_int(row, f"stride_{a}", 1) for a in axes),
+        "dilation": tuple(_int(row, f"dilation_{a}", 1) for a in axes),
+        "groups": _int(row, "groups", 1),
     }
     texts = {f: row[f].strip() for f in _TEXT_FIELDS if (row.get(f) or "").strip()}
-    try:
-        return ConvProblem(**numbers, **{**defaults, **texts})  # type: ignore[arg-type]
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"{where}: {exc}") from None
+    # What is left to fail involves several columns (an empty output, groups that do not
+    # divide the channels) or a text field, which the message names.
+    return ConvProblem(**numbers, **{**defaults, **texts})  # type: ignore[arg-type]
 
 
 def _known_columns(rank: int) -> set[str]:
@@ -77,46 +86,35 @@ def _known_columns(rank: int) -> set[str]:
 
 
 def read_layer_list(
-    source: str | os.PathLike[str] | IO[str],
+    source: Source,
     *,
     batch: int | None = None,
     **defaults: object,
 ) -> list[Layer]:
-    """Layers of a CSV file (path or open text file), in file order.
+    """Layers of a CSV file (a path, or an open text or binary file), in file order.
 
     `batch` replaces the N column (which may then be absent). `defaults` are ConvProblem
     fields such as dtype="float16" or layout="NHWC" for rows whose file has no such column.
     """
-    if isinstance(source, str | os.PathLike):
-        name = str(source)
-        with open(source, encoding="utf-8-sig", newline="") as f:
-            return _read(f, name, batch, defaults)
-    return _read(source, getattr(source, "name", "<layer list>"), batch, defaults)
-
-
-def _read(f: IO[str], name: str, batch: int | None, defaults: dict[str, object]) -> list[Layer]:
-    reader = csv.DictReader(f)
-    header = [h.removeprefix("\ufeff").strip() for h in reader.fieldnames or []]
-    if not header:
-        raise ValueError(f"{name}: empty file, expected a header line")
-    reader.fieldnames = header
-    rank = 3 if "D" in header else 2
-    unknown = [h for h in header if h not in _known_columns(rank)]
+    if batch is not None:
+        batch = check_batch(batch)
+    records = CsvRecords(source, "<layer list>")
+    rank = 3 if "D" in records.header else 2
+    unknown = [h for h in records.header if h not in _known_columns(rank)]
     if unknown:
         raise ValueError(
-            f"{name} line 1: unknown column(s) {', '.join(map(repr, unknown))}; "
+            f"{records.name}, line 1: unknown column(s) {', '.join(map(repr, unknown))}; "
             f"{rank}D files take {', '.join(_columns(rank, dilation=True))}, groups, "
             f"{', '.join(_TEXT_FIELDS)}"
         )
     layers = []
-    for row in reader:
-        where = f"{name} line {reader.line_num}"
-        if None in row:
-            raise ValueError(f"{where}: more values than the {len(header)} columns of the header")
-        if None in row.values():
-            raise ValueError(f"{where}: fewer values than the {len(header)} columns of the header")
-        label = (row.get("source") or "").strip() or f"line{reader.line_num}"
-        layers.append(Layer(label, _parse_row(row, rank, batch, defaults, where)))
+    for line, row in records:
+        try:
+            label = _label(row, line)
+            with field_errors(f"layer {label!r}"):
+                layers.append(Layer(label, _parse_row(row, rank, batch, defaults)))
+        except (TypeError, ValueError) as exc:
+            raise located_error(exc, records.name, f"line {line}") from None
     return layers
 
 
@@ -134,6 +132,21 @@ def _optional_fields(problems: list[ConvProblem]) -> list[str]:
     ]
 
 
+def _check_writable(layer: Layer) -> None:
+    """Refuse what `read_layer_list` would refuse or read back differently."""
+    label, p = layer
+    layer_name(label, "label")
+    try:
+        check_batch(p.batch)
+    except ValueError as exc:
+        raise ValueError(f"layer {label!r}: {exc}") from None
+    if (p.x_strides, p.y_strides) != (
+        packed_strides(p.x_dims, p.layout),
+        packed_strides(p.y_dims, p.layout),
+    ):
+        raise ValueError(f"layer {label!r} has non-packed tensor strides, which CSV cannot hold")
+
+
 def write_layer_list(
     layers: Iterable[Layer | tuple[str, ConvProblem]], dest: str | os.PathLike[str] | IO[str]
 ) -> None:
@@ -147,14 +160,8 @@ def write_layer_list(
     if len(ranks) != 1:
         raise ValueError("a layer list holds either 2D or 3D layers, not both")
     rank = ranks.pop()
-    for label, p in layers:
-        if (p.x_strides, p.y_strides) != (
-            packed_strides(p.x_dims, p.layout),
-            packed_strides(p.y_dims, p.layout),
-        ):
-            raise ValueError(
-                f"layer {label!r} has non-packed tensor strides, which CSV cannot hold"
-            )
+    for layer in layers:
+        _check_writable(layer)
     dilation = any(d != 1 for p in problems for d in p.dilation)
     extra = _optional_fields(problems)
     out = io.StringIO(newline="")
@@ -168,6 +175,7 @@ def write_layer_list(
             row += [values[i] for i in order]
         writer.writerow(row + [getattr(p, name) for name in extra])
     if isinstance(dest, str | os.PathLike):
-        Path(dest).write_text(out.getvalue(), encoding="utf-8")
+        with atomic_write(dest, "w", encoding="utf-8", newline="") as f:
+            f.write(out.getvalue())
     else:
         dest.write(out.getvalue())

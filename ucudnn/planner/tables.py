@@ -6,26 +6,31 @@ A timings CSV has one row per measured candidate, with the header
 
     layer,kernel,batch,micro_batch,algo,time_ms,workspace_bytes[,math_type][,deterministic]
 
-- ``layer``: the layer's name, any non-empty text.
+- ``layer``: the layer's name: non-empty text without control characters (NUL, newline, ...)
+  that does not start or end with white space.
 - ``kernel``: ``forward``, ``backward_data`` or ``backward_filter``.
-- ``batch``: the layer's mini-batch N (one value per layer and kernel).
+- ``batch``: the layer's mini-batch N (one value per layer and kernel), 1 <= N <= 2**31 - 1
+  (cuDNN's dimensions are 32-bit).
 - ``micro_batch``: the micro-batch b the row was measured at, 1 <= b <= N.
-- ``algo``: the cuDNN algorithm (enum value of the legacy API for that kernel), an integer >= 0.
-- ``time_ms``: time of one run at b, in milliseconds (finite, >= 0).
-- ``workspace_bytes``: exact workspace the run needs, in bytes (integer >= 0).
+- ``algo``: the cuDNN algorithm (enum value of the legacy API for that kernel), an integer
+  from 0 to 2**31 - 1.
+- ``time_ms``: time of one run at b, in milliseconds, from 0 to 1e9.
+- ``workspace_bytes``: exact workspace the run needs, in bytes, an integer from 0 to 2**50.
 - ``math_type`` (optional, default ``default``): ``default``, ``tensor_op``,
   ``tensor_op_allow_conversion`` or ``fma``.
 - ``deterministic`` (optional, default false): ``true``/``false`` (also ``1``/``0``,
   ``yes``/``no``).
 
-Every (layer, kernel) must have rows at micro_batch == batch, so a table always knows what the
-undivided run costs. A candidate (micro_batch, algo, math_type) appears once per table. Errors
-name the file and line. The same rows also travel as JSON: ``{"format": "ucudnn-timings",
+Integers are plain decimal digits; each column appears once in the header. Every (layer,
+kernel) must have rows at micro_batch == batch, so a table always knows what the undivided run
+costs. A candidate (micro_batch, algo, math_type) appears once per table. Errors name the file,
+the line and the column. The same rows also travel as JSON: ``{"format": "ucudnn-timings",
 "version": 1, "rows": [{column: value, ...}, ...]}``.
 """
 
 from __future__ import annotations
 
+import bisect
 import csv
 import dataclasses
 import functools
@@ -35,12 +40,21 @@ import math
 import numbers
 import os
 import re
-from collections.abc import Iterable, Iterator, Mapping
+import unicodedata
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import IO
 
 from ucudnn.core.checks import integer
 from ucudnn.core.problem import MATH_TYPES, MAX_DIM, check_kernel
-from ucudnn.planner.documents import read_document
+from ucudnn.planner.documents import line_of, read_document
+from ucudnn.planner.files import (
+    CsvRecords,
+    FieldError,
+    Source,
+    atomic_write,
+    field_errors,
+    located_error,
+)
 
 KernelId = tuple[str, str]
 
@@ -53,11 +67,74 @@ JSON_VERSION = 1
 
 _TRUE = ("true", "1", "yes")
 _FALSE = ("false", "0", "no")
+_INTEGER_TEXT = re.compile(r"[+-]?[0-9]+")
+_NUMBER_TEXT = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?")
 
 # Beyond these a row is a mistake, not a measurement (a convolution of 11 days, a workspace of
 # a pebibyte), and the numbers would leave the range where the WD solver stays exact.
 MAX_TIME_MS = 1e9
 MAX_WORKSPACE_BYTES = 2**50
+
+# Characters that would break a name across lines or hide in it: C0/C1 controls (NUL, tab,
+# newline, ...) and the Unicode line and paragraph separators.
+_UNPRINTABLE = ("Cc", "Zl", "Zp")
+
+
+def layer_name(value: object, what: str = "layer") -> str:
+    """`value` if it can name a layer: text on one line, without control characters, that
+    neither starts nor ends with a space (CSV readers strip cells, so it would not come back)."""
+    if not isinstance(value, str):
+        raise TypeError(f"{what} must be text, got {value!r}")
+    if not value:
+        raise ValueError(f"{what} must be a non-empty name, got {value!r}")
+    bad = next((c for c in value if unicodedata.category(c) in _UNPRINTABLE), None)
+    if bad is not None:
+        raise ValueError(f"{what} {value!r} contains the control character {bad!r}")
+    if value != value.strip():
+        raise ValueError(f"{what} {value!r} starts or ends with white space")
+    return value
+
+
+def check_batch(value: object) -> int:
+    """A mini-batch N as cuDNN takes it: an integer from 1 to 2**31 - 1."""
+    return integer(value, "batch", minimum=1, maximum=MAX_DIM)
+
+
+def _time_ms(value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"time_ms must be a number, got {value!r}")
+    # -0.0 is 0: a zero time must read as zero everywhere (speedups, JSON).
+    time_ms = float(value) + 0.0
+    if not 0 <= time_ms <= MAX_TIME_MS:
+        raise ValueError(f"time_ms must be a number between 0 and {MAX_TIME_MS:g}, got {time_ms}")
+    return time_ms
+
+
+def _math_type(value: object) -> str:
+    if not isinstance(value, str) or value not in MATH_TYPES:
+        raise ValueError(f"math_type {value!r} is not one of {', '.join(MATH_TYPES)}")
+    return value
+
+
+def _deterministic(value: object) -> bool:
+    # cuDNN reports determinism as a C enum, so 0 and 1 count as well as False and True.
+    if isinstance(value, numbers.Integral) and value in (0, 1):
+        return bool(value)
+    raise TypeError(f"deterministic must be true or false, got {value!r}")
+
+
+# The check of each Candidate field, shared by the constructor and the readers (which name the
+# column of a bad value).
+_CANDIDATE_CHECKS: dict[str, Callable[[object], object]] = {
+    "micro_batch": functools.partial(integer, name="micro_batch", minimum=1, maximum=MAX_DIM),
+    "algo": functools.partial(integer, name="algo", minimum=0, maximum=MAX_DIM),
+    "time_ms": _time_ms,
+    "workspace_bytes": functools.partial(
+        integer, name="workspace_bytes", minimum=0, maximum=MAX_WORKSPACE_BYTES
+    ),
+    "math_type": _math_type,
+    "deterministic": _deterministic,
+}
 
 
 @dataclasses.dataclass(frozen=True, order=True)
@@ -72,31 +149,16 @@ class Candidate:
     deterministic: bool = False
 
     def __post_init__(self) -> None:
-        set_field = functools.partial(object.__setattr__, self)
-        set_field(
-            "micro_batch", integer(self.micro_batch, "micro_batch", minimum=1, maximum=MAX_DIM)
-        )
-        set_field("algo", integer(self.algo, "algo", minimum=0))
-        set_field(
-            "workspace_bytes",
-            integer(
-                self.workspace_bytes, "workspace_bytes", minimum=0, maximum=MAX_WORKSPACE_BYTES
-            ),
-        )
-        if isinstance(self.time_ms, bool) or not isinstance(self.time_ms, numbers.Real):
-            raise TypeError(f"time_ms must be a number, got {self.time_ms!r}")
-        # -0.0 is 0: a zero time must read as zero everywhere (speedups, JSON).
-        set_field("time_ms", float(self.time_ms) + 0.0)
-        if not 0 <= self.time_ms <= MAX_TIME_MS:
-            raise ValueError(
-                f"time_ms must be a number between 0 and {MAX_TIME_MS:g}, got {self.time_ms}"
-            )
-        if self.math_type not in MATH_TYPES:
-            raise ValueError(f"math_type {self.math_type!r} is not one of {', '.join(MATH_TYPES)}")
+        for name, check in _CANDIDATE_CHECKS.items():
+            object.__setattr__(self, name, check(getattr(self, name)))
 
     def speed_key(self) -> tuple[float, int, int, str]:
         """Order for picking among candidates: faster, then smaller, then lower algo."""
         return (self.time_ms, self.workspace_bytes, self.algo, self.math_type)
+
+    def slot(self) -> tuple[int, str]:
+        """What makes a candidate distinct within its micro-batch size: algorithm, math type."""
+        return (self.algo, self.math_type)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -143,18 +205,18 @@ class Schedule:
 
 
 class KernelTable:
-    """The measured candidates of one kernel of one layer at mini-batch `batch`."""
+    """The measured candidates of one kernel of one layer at mini-batch `batch`.
+
+    Each size's candidates are kept in one canonical order, by (algo, math_type), so two
+    tables with the same rows are equal and iterate alike whatever order the rows came in
+    (cuDNN's Find order when measured, the cache's order when read back)."""
 
     def __init__(
         self, layer: str, kernel: str, batch: int, candidates: Iterable[Candidate] = ()
     ) -> None:
-        if not isinstance(layer, str) or not layer:
-            raise ValueError(f"layer must be a non-empty name, got {layer!r}")
-        if batch < 1:
-            raise ValueError(f"batch must be >= 1, got {batch}")
-        self.layer = layer
+        self.layer = layer_name(layer)
         self.kernel = check_kernel(kernel)
-        self.batch = batch
+        self.batch = check_batch(batch)
         self.candidates: dict[int, list[Candidate]] = {}
         for candidate in candidates:
             self.add(candidate)
@@ -164,15 +226,18 @@ class KernelTable:
         return (self.layer, self.kernel)
 
     def add(self, c: Candidate) -> None:
+        if not isinstance(c, Candidate):
+            raise TypeError(f"a kernel table holds Candidates, got {c!r}")
         if c.micro_batch > self.batch:
             raise ValueError(f"micro_batch {c.micro_batch} is larger than batch {self.batch}")
         at_size = self.candidates.setdefault(c.micro_batch, [])
-        if any((o.algo, o.math_type) == (c.algo, c.math_type) for o in at_size):
+        index = bisect.bisect_left(at_size, c.slot(), key=Candidate.slot)
+        if index < len(at_size) and at_size[index].slot() == c.slot():
             raise ValueError(
                 f"duplicate candidate: micro_batch {c.micro_batch}, algo {c.algo}, "
                 f"math_type {c.math_type} is already in {self.layer}/{self.kernel}"
             )
-        at_size.append(c)
+        at_size.insert(index, c)
 
     def micro_batches(self) -> list[int]:
         return sorted(self.candidates)
@@ -183,7 +248,7 @@ class KernelTable:
 
     def content_key(self) -> tuple[int, tuple[Candidate, ...]]:
         """Equal for tables with the same batch and candidates, whatever layer they are of."""
-        return (self.batch, tuple(sorted(self)))
+        return (self.batch, tuple(self))
 
     def check_complete(self) -> None:
         if not self.candidates.get(self.batch):
@@ -215,12 +280,15 @@ class TimingTables:
             self.add(table)
 
     def add(self, table: KernelTable) -> None:
+        if not isinstance(table, KernelTable):
+            raise TypeError(f"timing tables hold KernelTables, got {table!r}")
         if table.kernel_id in self._tables:
             raise ValueError(f"{table.layer}/{table.kernel} is already in the tables")
         self._tables[table.kernel_id] = table
 
     def setdefault(self, layer: str, kernel: str, batch: int) -> KernelTable:
         """The table of (layer, kernel), created if new; its batch must agree."""
+        batch = check_batch(batch)
         table = self._tables.get((layer, kernel))
         if table is None:
             table = KernelTable(layer, kernel, batch)
@@ -260,31 +328,38 @@ class TimingTables:
     # -- rows -------------------------------------------------------------------------------
     @classmethod
     def from_rows(cls, rows: Iterable[Mapping[str, object]], source: str = "rows") -> TimingTables:
-        """Tables from row mappings (column -> text or number); errors name "row n"."""
-        return cls._from_located(
-            ((f"{source}, row {n}", row) for n, row in enumerate(rows, 1)), check_each=True
-        )
+        """Tables from row mappings (column -> text or number); errors name the row (and its
+        line, for rows read from JSON) and the column."""
+        records = []
+        for n, row in enumerate(rows, 1):
+            places = (line_of(row), f"row {n}")
+            try:
+                _check_columns(row.keys())
+            except ValueError as exc:
+                raise located_error(exc, source, *places) from None
+            records.append((places, row))
+        return cls._from_records(records, source)
 
     @classmethod
-    def _from_located(
-        cls, rows: Iterable[tuple[str, Mapping[str, object]]], check_each: bool
+    def _from_records(
+        cls, records: Iterable[tuple[tuple[str, ...], Mapping[str, object]]], source: str
     ) -> TimingTables:
+        """Tables from rows, each with the places that locate it in `source` ("line 3")."""
         tables = cls()
-        first_seen: dict[KernelId, str] = {}
-        for where, row in rows:
-            if check_each:
-                _check_columns(row.keys(), where)
+        first_seen: dict[KernelId, tuple[str, ...]] = {}
+        for places, row in records:
             try:
                 layer, kernel, batch, candidate = _parse_row(row)
-                tables.setdefault(layer, kernel, batch).add(candidate)
-            except ValueError as exc:
-                raise ValueError(f"{where}: {exc}") from None
-            first_seen.setdefault((layer, kernel), where)
+                _table_of(tables, layer, kernel, batch).add(candidate)
+            except (TypeError, ValueError) as exc:
+                raise located_error(exc, source, *places) from None
+            first_seen.setdefault((layer, kernel), places)
         for kernel_id, table in tables.items():
             try:
                 table.check_complete()
             except ValueError as exc:
-                raise ValueError(f"{first_seen[kernel_id]} (its first row): {exc}") from None
+                *before, last = first_seen[kernel_id]
+                raise located_error(exc, source, *before, f"{last} (its first row)") from None
         return tables
 
     def to_rows(self) -> list[dict[str, object]]:
@@ -306,34 +381,20 @@ class TimingTables:
 
     # -- CSV --------------------------------------------------------------------------------
     @classmethod
-    def read_csv(cls, source: str | os.PathLike[str] | IO[str]) -> TimingTables:
-        if isinstance(source, (str, os.PathLike)):
-            with open(source, newline="", encoding="utf-8-sig") as f:
-                return cls._read_csv(f, os.fspath(source))
-        return cls._read_csv(source, getattr(source, "name", "<stream>"))
-
-    @classmethod
-    def _read_csv(cls, f: IO[str], name: str) -> TimingTables:
-        reader = csv.DictReader(f, restkey="\0extra")
-        if reader.fieldnames is None:
-            raise ValueError(f"{name}: empty file; expected the header {','.join(COLUMNS)}")
-        reader.fieldnames = [c.strip() for c in reader.fieldnames]
-        _check_columns(reader.fieldnames, f"{name}, line 1")
-        width = len(reader.fieldnames)
-
-        def located() -> Iterator[tuple[str, Mapping[str, object]]]:
-            for row in reader:
-                where = f"{name}, line {reader.line_num}"
-                if "\0extra" in row or None in row.values():
-                    count = width + len(row.get("\0extra", [])) - list(row.values()).count(None)
-                    raise ValueError(f"{where}: has {count} fields but the header has {width}")
-                yield where, row
-
-        return cls._from_located(located(), check_each=False)
+    def read_csv(cls, source: Source) -> TimingTables:
+        """Tables from a CSV file: a path, or an open text or binary file."""
+        records = CsvRecords(source, "<stream>")
+        try:
+            _check_columns(records.header)
+        except ValueError as exc:
+            raise located_error(exc, records.name, "line 1") from None
+        located = (((f"line {line}",), row) for line, row in records)
+        return cls._from_records(located, records.name)
 
     def write_csv(self, dest: str | os.PathLike[str] | IO[str]) -> None:
-        if isinstance(dest, (str, os.PathLike)):
-            with open(dest, "w", newline="", encoding="utf-8") as f:
+        """Write the CSV to a path (all or nothing: see `atomic_write`) or an open text file."""
+        if isinstance(dest, str | os.PathLike):
+            with atomic_write(dest, "w", encoding="utf-8", newline="") as f:
                 self._write_csv(f)
         else:
             self._write_csv(dest)
@@ -351,87 +412,98 @@ class TimingTables:
 
     # -- JSON -------------------------------------------------------------------------------
     def to_json(self) -> str:
-        return json.dumps({"format": JSON_FORMAT, "version": JSON_VERSION, "rows": self.to_rows()})
+        document = {"format": JSON_FORMAT, "version": JSON_VERSION, "rows": self.to_rows()}
+        return json.dumps(document, allow_nan=False)
 
     @classmethod
-    def from_json(cls, text: str, source: str = "<json>") -> TimingTables:
+    def from_json(cls, text: str | bytes, source: str = "<json>") -> TimingTables:
         data = read_document(text, JSON_FORMAT, JSON_VERSION, source)
         rows = data.get("rows")
         if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
-            raise ValueError(f"{source}: 'rows' must be a list of objects")
+            raise located_error(
+                FieldError("field 'rows'", "must be a list of objects"), source, line_of(data)
+            )
         return cls.from_rows(rows, source)
 
 
-def _check_columns(columns: Iterable[str], where: str) -> None:
+def _table_of(tables: TimingTables, layer: str, kernel: str, batch: int) -> KernelTable:
+    with field_errors("column 'batch'"):  # the batch may disagree with the layer's earlier rows
+        return tables.setdefault(layer, kernel, batch)
+
+
+def _check_columns(columns: Iterable[str]) -> None:
     columns = list(columns)
     missing = [c for c in REQUIRED_COLUMNS if c not in columns]
     if missing:
-        raise ValueError(f"{where}: missing column(s) {', '.join(missing)}")
+        raise ValueError(f"missing column(s) {', '.join(missing)}")
     unknown = [c for c in columns if c not in COLUMNS]
     if unknown:
         raise ValueError(
-            f"{where}: unknown column(s) {', '.join(map(repr, unknown))}; "
+            f"unknown column(s) {', '.join(map(repr, unknown))}; "
             f"known columns are {', '.join(COLUMNS)}"
         )
 
 
-def _text(row: Mapping[str, object], column: str) -> str:
-    value = row.get(column)
-    if value is None:
-        return ""
-    if not isinstance(value, str):
-        raise ValueError(f"{column} must be text, got {value!r}")
-    return value.strip()
+def integer_text(text: str, column: str) -> int:
+    """The integer a cell spells in plain decimal digits (no '1_000', no '1e3')."""
+    if not _INTEGER_TEXT.fullmatch(text):
+        raise ValueError(f"{column} must be an integer, got {text!r}")
+    return int(text)
 
 
-def _int(row: Mapping[str, object], column: str) -> int:
-    value = row[column]
-    if isinstance(value, int) and not isinstance(value, bool):
-        return value
-    if isinstance(value, str) and re.fullmatch(r"[+-]?[0-9]+", value.strip()):
-        return int(value)
-    raise ValueError(f"{column} must be an integer, got {value!r}")
+def _number_text(text: str, column: str) -> float:
+    if not _NUMBER_TEXT.fullmatch(text):
+        raise ValueError(f"{column} must be a number, got {text!r}")
+    return float(text)
 
 
-def _float(row: Mapping[str, object], column: str) -> float:
-    value = row[column]
-    if not isinstance(value, bool):
-        try:
-            return float(value)  # type: ignore[arg-type]
-        except (TypeError, ValueError):
-            pass
-    raise ValueError(f"{column} must be a number, got {value!r}")
-
-
-def _bool(row: Mapping[str, object], column: str) -> bool:
-    value = row.get(column)
-    if value is None or isinstance(value, bool):
-        return bool(value)
-    text = _text(row, column).lower()
-    if text in _TRUE:
+def _bool_text(text: str, column: str) -> bool:
+    if text.lower() in _TRUE:
         return True
-    if text in _FALSE or text == "":
+    if text.lower() in _FALSE:
         return False
-    raise ValueError(f"{column} must be true or false, got {value!r}")
+    raise ValueError(f"{column} must be true or false, got {text!r}")
+
+
+# How a CSV cell's text becomes a value; the value is then checked as a Python argument would
+# be. Cells that are already values (rows given in Python or JSON) skip the text step.
+_FROM_TEXT: dict[str, Callable[[str, str], object]] = {
+    "batch": integer_text,
+    "micro_batch": integer_text,
+    "algo": integer_text,
+    "workspace_bytes": integer_text,
+    "time_ms": _number_text,
+    "deterministic": _bool_text,
+}
+_CHECKS: dict[str, Callable[[object], object]] = {
+    "layer": layer_name,
+    "kernel": check_kernel,  # type: ignore[dict-item]
+    "batch": check_batch,
+    **_CANDIDATE_CHECKS,
+}
+_DEFAULTS: dict[str, object] = {"math_type": "default", "deterministic": False}
+
+
+def _cell(row: Mapping[str, object], column: str) -> object:
+    """The checked value of `column` in `row`; a FieldError naming the column if it is bad."""
+    value = row.get(column)
+    if isinstance(value, str):
+        value = value.strip()
+    with field_errors(f"column {column!r}"):
+        if (value is None or value == "") and column in _DEFAULTS:
+            value = _DEFAULTS[column]
+        elif isinstance(value, str) and column in _FROM_TEXT:
+            value = _FROM_TEXT[column](value, column)
+        return _CHECKS[column](value)
 
 
 def _parse_row(row: Mapping[str, object]) -> tuple[str, str, int, Candidate]:
-    layer = _text(row, "layer")
-    if not layer:
-        raise ValueError("layer is empty")
-    kernel = check_kernel(_text(row, "kernel"))
-    batch = _int(row, "batch")
-    if batch < 1:
-        raise ValueError(f"batch must be >= 1, got {batch}")
-    micro_batch = _int(row, "micro_batch")
-    if not 1 <= micro_batch <= batch:
-        raise ValueError(f"micro_batch must be between 1 and batch ({batch}), got {micro_batch}")
-    candidate = Candidate(
-        micro_batch=micro_batch,
-        algo=_int(row, "algo"),
-        time_ms=_float(row, "time_ms"),
-        workspace_bytes=_int(row, "workspace_bytes"),
-        math_type=_text(row, "math_type") or "default",
-        deterministic=_bool(row, "deterministic"),
-    )
-    return layer, kernel, batch, candidate
+    values = {column: _cell(row, column) for column in COLUMNS}
+    batch, micro_batch = values["batch"], values["micro_batch"]
+    if micro_batch > batch:  # type: ignore[operator]
+        raise FieldError(
+            "column 'micro_batch'",
+            f"micro_batch must be between 1 and batch ({batch}), got {micro_batch}",
+        )
+    candidate = Candidate(**{name: values[name] for name in _CANDIDATE_CHECKS})  # type: ignore[arg-type]
+    return values["layer"], values["kernel"], batch, candidate  # type: ignore[return-value]

@@ -1,0 +1,183 @@
+"""Reading and writing files: located errors, UTF-8 decoding, CSV records, atomic writes."""
+
+from __future__ import annotations
+
+import io
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from ucudnn.planner import files
+from ucudnn.planner.files import (
+    CsvRecords,
+    FieldError,
+    atomic_write,
+    decode,
+    field_errors,
+    located_error,
+)
+from ucudnn.planner.tables import Candidate, KernelTable, TimingTables
+
+
+def test_located_errors_put_the_place_first() -> None:
+    assert str(located_error(ValueError("bad"), "t.csv", "line 3")) == "t.csv, line 3: bad"
+    inner = FieldError("column 'batch'", "batch must be >= 1")
+    assert str(inner) == "column 'batch': batch must be >= 1"
+    located = located_error(inner, "t.csv", "line 3", "")
+    assert str(located) == "t.csv, line 3, column 'batch': batch must be >= 1"
+    assert type(located) is ValueError
+
+
+def test_field_errors_nest_places_and_turn_type_errors_into_value_errors() -> None:
+    with (
+        pytest.raises(FieldError) as info,
+        field_errors("kernel a/forward"),
+        field_errors("field 'offset'"),
+    ):
+        raise TypeError("offset must be an integer")
+    assert (info.value.place, info.value.message) == (
+        "kernel a/forward, field 'offset'",
+        "offset must be an integer",
+    )
+    with pytest.raises(KeyError), field_errors("x"):
+        raise KeyError("not ours: passes through")
+
+
+@pytest.mark.parametrize(
+    ("data", "line", "column"),
+    [
+        (b"\xff", 1, 1),
+        (b"abc\xff", 1, 4),
+        (b"a\nb\nc\xc3(d", 3, 2),
+        ("é\nü".encode() + b"\xff", 2, 2),  # columns count characters, not bytes
+        (b"\xef\xbb\xbfab\xff", 1, 3),  # the byte-order mark is no column
+    ],
+)
+def test_undecodable_bytes_are_located(data: bytes, line: int, column: int) -> None:
+    with pytest.raises(ValueError, match=rf"^f.csv, line {line}, column {column}: not UTF-8"):
+        decode(data, "f.csv")
+
+
+def test_decoding_drops_the_byte_order_mark() -> None:
+    assert decode("\ufeffa,b".encode(), "f") == "a,b"
+
+
+def _records(text: str) -> CsvRecords:
+    return CsvRecords(io.StringIO(text), "<csv>")
+
+
+def test_records_carry_the_line_they_start_on() -> None:
+    records = _records('a,b\n1,2\n\n"x\ny",3\n\n\n4,5\n')
+    assert records.header == ["a", "b"]
+    assert list(records) == [
+        (2, {"a": "1", "b": "2"}),
+        (4, {"a": "x\ny", "b": "3"}),
+        (8, {"a": "4", "b": "5"}),
+    ]
+
+
+def test_records_refuse_repeated_columns_and_ragged_rows() -> None:
+    with pytest.raises(ValueError, match=r"^<csv>, line 1, column 'a': the column is repeated"):
+        _records("a,b, a\n")
+    with pytest.raises(ValueError, match=r"^<csv>, line 3: has 1 fields but the header has 2"):
+        list(_records("a,b\n1,2\n3\n"))
+    with pytest.raises(ValueError, match=r"^<csv>, line 1: empty file"):
+        _records("")
+
+
+def test_csv_library_errors_become_located_value_errors() -> None:
+    huge = "x" * 200_000
+    with pytest.raises(ValueError, match=r"^<csv>, line 3: field larger than field limit"):
+        list(_records(f"a,b\n1,2\n{huge},3\n"))
+
+
+# -- atomic writes --------------------------------------------------------------------------
+def _mode(path: Path) -> int:
+    return stat.S_IMODE(path.stat().st_mode)
+
+
+def test_atomic_write_replaces_the_file_whole(tmp_path: Path) -> None:
+    path = tmp_path / "out.txt"
+    with atomic_write(path, encoding="utf-8") as f:
+        f.write("first\n")
+        assert not path.exists()  # nothing is visible before the block ends
+    assert path.read_text() == "first\n"
+    with atomic_write(path, "wb") as f:
+        f.write(b"second\n")
+    assert path.read_bytes() == b"second\n"
+    assert os.listdir(tmp_path) == ["out.txt"]
+
+
+def test_an_error_keeps_the_old_file_and_leaves_no_temporary(tmp_path: Path) -> None:
+    path = tmp_path / "out.txt"
+    path.write_text("old\n")
+    with pytest.raises(RuntimeError, match="interrupted"), atomic_write(path) as f:
+        f.write("half a new fi")
+        raise RuntimeError("interrupted")
+    assert path.read_text() == "old\n"
+    assert os.listdir(tmp_path) == ["out.txt"]
+
+
+def test_a_failing_disk_keeps_the_old_file(tmp_path: Path, monkeypatch) -> None:
+    path = tmp_path / "t.csv"
+    path.write_text("old\n")
+    tables = TimingTables([KernelTable("c", "forward", 1, [Candidate(1, 0, 1.0, 0)])])
+
+    def full_disk(fd: int) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(files.os, "fsync", full_disk)
+    with pytest.raises(OSError, match="No space left"):
+        tables.write_csv(path)
+    assert path.read_text() == "old\n"
+    assert os.listdir(tmp_path) == ["t.csv"]
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o077, 0o002])
+def test_new_files_get_the_permissions_open_would_give(tmp_path: Path, umask: int) -> None:
+    old = os.umask(umask)
+    try:
+        with atomic_write(tmp_path / "new.txt") as f:
+            f.write("x")
+        with open(tmp_path / "plain.txt", "w") as f:
+            f.write("x")
+    finally:
+        os.umask(old)
+    assert _mode(tmp_path / "new.txt") == _mode(tmp_path / "plain.txt") == 0o666 & ~umask
+
+
+def test_an_existing_file_keeps_its_permissions(tmp_path: Path) -> None:
+    path = tmp_path / "shared.txt"
+    path.write_text("old")
+    path.chmod(0o640)
+    with atomic_write(path) as f:
+        f.write("new")
+    assert _mode(path) == 0o640 and path.read_text() == "new"
+
+
+def test_a_symlink_is_written_through(tmp_path: Path) -> None:
+    (tmp_path / "real").mkdir()
+    target = tmp_path / "real" / "data.txt"
+    target.write_text("old")
+    link = tmp_path / "link.txt"
+    link.symlink_to(target)
+    with atomic_write(link) as f:
+        f.write("new")
+    assert link.is_symlink() and target.read_text() == "new"
+
+
+def test_a_missing_folder_names_the_file_asked_for(tmp_path: Path) -> None:
+    path = tmp_path / "nowhere" / "out.txt"
+    with pytest.raises(FileNotFoundError) as info, atomic_write(path) as f:
+        f.write("x")
+    assert info.value.filename == str(path)
+
+
+def test_only_whole_file_modes(tmp_path: Path) -> None:
+    with (
+        pytest.raises(ValueError, match="mode must be 'w' or 'wb'"),
+        atomic_write(tmp_path / "x", "a"),
+    ):
+        pass

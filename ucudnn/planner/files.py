@@ -1,0 +1,192 @@
+"""The files ucudnn reads and writes: where a bad value sits, and writes that are all or nothing.
+
+Readers report every error as a ValueError that starts with where it is: the file (or source),
+the line, and the column ("t.csv, line 3, column 'batch': ..."). `located_error` builds that
+text in one place; `FieldError` carries the column up from the code that parses one value.
+Text is UTF-8 (a byte-order mark is dropped), and bytes that are not UTF-8 are reported at
+their line and column. Writers go through `atomic_write`, so a file is either its old self or
+complete, never half written.
+"""
+
+from __future__ import annotations
+
+import codecs
+import contextlib
+import csv
+import io
+import os
+import secrets
+import stat
+from collections.abc import Iterator
+from typing import IO
+
+Source = str | os.PathLike[str] | IO[str] | IO[bytes]
+
+
+class FieldError(ValueError):
+    """A bad value and where it is within its record: `place` is "column 'batch'" or
+    "kernel conv1/forward, field 'offset'". Readers add the file and line in front."""
+
+    def __init__(self, place: str, message: str) -> None:
+        super().__init__(f"{place}: {message}" if place else message)
+        self.place = place
+        self.message = message
+
+    def within(self, place: str) -> FieldError:
+        """The same error, its place inside `place`."""
+        return FieldError(", ".join(p for p in (place, self.place) if p), self.message)
+
+
+@contextlib.contextmanager
+def field_errors(place: str) -> Iterator[None]:
+    """TypeErrors and ValueErrors raised in the block become FieldErrors at `place`."""
+    try:
+        yield
+    except FieldError as exc:
+        raise exc.within(place) from None
+    except (TypeError, ValueError) as exc:
+        raise FieldError(place, str(exc)) from None
+
+
+def located_error(exc: Exception, source: str, *places: str) -> ValueError:
+    """`exc` as a ValueError whose message starts with where it happened: the source, then
+    `places` ("line 3"), then the place a FieldError names."""
+    if isinstance(exc, FieldError):
+        places, message = (*places, exc.place), exc.message
+    else:
+        message = str(exc)
+    return ValueError(f"{', '.join(p for p in (source, *places) if p)}: {message}")
+
+
+def position(text: str, index: int) -> tuple[int, int]:
+    """1-based line and column of `text[index]`."""
+    line_start = text.rfind("\n", 0, index) + 1
+    return text.count("\n", 0, index) + 1, index - line_start + 1
+
+
+# -- reading --------------------------------------------------------------------------------
+def source_name(source: Source, default: str) -> str:
+    if isinstance(source, str | os.PathLike):
+        return os.fspath(source)
+    return str(getattr(source, "name", default))
+
+
+def read_text(source: Source, default_name: str) -> str:
+    """The text of a path or an open file, decoded as UTF-8 without a byte-order mark."""
+    if isinstance(source, str | os.PathLike):
+        with open(source, "rb") as f:
+            data: str | bytes = f.read()
+    else:
+        try:
+            data = source.read()
+        except UnicodeDecodeError as exc:
+            # The stream decodes itself, so the position in the file is unknown here.
+            raise ValueError(f"{source_name(source, default_name)}: {exc}") from None
+    name = source_name(source, default_name)
+    text = decode(data, name) if isinstance(data, bytes) else data
+    return text.removeprefix("\ufeff")
+
+
+def decode(data: bytes, name: str) -> str:
+    """`data` as UTF-8 text; ValueError at the line and column of the first bad byte."""
+    data = data.removeprefix(codecs.BOM_UTF8)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        good = data[: exc.start].decode("utf-8")
+        line, column = position(good, len(good))
+        bad = data[exc.start : exc.end].hex(" ")
+        raise ValueError(
+            f"{name}, line {line}, column {column}: not UTF-8 text ({exc.reason}: bytes {bad})"
+        ) from None
+
+
+class CsvRecords:
+    """The header and records of a CSV file, each record a {column: text} with its first
+    line. Columns are named once; every record has as many fields as the header."""
+
+    def __init__(self, source: Source, default_name: str) -> None:
+        self.name = source_name(source, default_name)
+        text = read_text(source, default_name)
+        self._reader = csv.reader(io.StringIO(text, newline=""))
+        self._line = 0  # the last line read so far
+        self.header = self._read_header()
+
+    def _next(self) -> list[str] | None:
+        try:
+            return next(self._reader, None)
+        except csv.Error as exc:
+            raise located_error(exc, self.name, f"line {self._reader.line_num}") from None
+
+    def _read_header(self) -> list[str]:
+        fields = self._next()
+        if fields is None:
+            raise ValueError(f"{self.name}, line 1: empty file, expected a header line")
+        header = [column.strip() for column in fields]
+        repeated = next((c for n, c in enumerate(header) if c in header[:n]), None)
+        if repeated is not None:
+            raise ValueError(f"{self.name}, line 1, column {repeated!r}: the column is repeated")
+        self._line = self._reader.line_num
+        return header
+
+    def __iter__(self) -> Iterator[tuple[int, dict[str, str]]]:
+        while (fields := self._next()) is not None:
+            line, self._line = self._line + 1, self._reader.line_num
+            if not fields:
+                continue  # a blank line
+            if len(fields) != len(self.header):
+                raise ValueError(
+                    f"{self.name}, line {line}: has {len(fields)} fields "
+                    f"but the header has {len(self.header)}"
+                )
+            yield line, dict(zip(self.header, fields, strict=True))
+
+
+# -- writing --------------------------------------------------------------------------------
+@contextlib.contextmanager
+def atomic_write(
+    path: str | os.PathLike[str],
+    mode: str = "w",
+    *,
+    encoding: str | None = None,
+    newline: str | None = None,
+) -> Iterator[IO]:
+    """Open a temporary file beside `path` and, if the block ends without an error, rename it
+    to `path`; otherwise remove it. Readers see the old file or the whole new one."""
+    if mode not in ("w", "wb"):
+        raise ValueError(f"atomic_write writes whole files: mode must be 'w' or 'wb', got {mode!r}")
+    # Write where a symlink points, as open() would, so the rename stays on one file system.
+    target = os.path.realpath(path)
+    fd, temporary = _create_beside(target)
+    try:
+        with open(fd, mode, encoding=encoding, newline=newline) as f:
+            yield f
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(temporary, target)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(temporary)
+        raise
+
+
+def _create_beside(target: str) -> tuple[int, str]:
+    """A new, empty file in the directory of `target`, with the permissions `open(target, "w")`
+    would give: the existing file's, or 0o666 less the umask."""
+    folder, name = os.path.split(target)
+    try:
+        mode = stat.S_IMODE(os.stat(target).st_mode)
+    except FileNotFoundError:
+        mode = None
+    for _ in range(10):  # a clash of 32 random bits is already unlikely
+        temporary = os.path.join(folder, f".{name}.{secrets.token_hex(4)}.tmp")
+        try:
+            fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+        except FileExistsError:
+            continue
+        except OSError as exc:
+            raise type(exc)(exc.errno, exc.strerror, target) from None
+        if mode is not None:
+            os.fchmod(fd, mode)
+        return fd, temporary
+    raise FileExistsError(f"could not create a temporary file beside {target}")
