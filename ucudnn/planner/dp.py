@@ -4,7 +4,8 @@ A schedule of a batch N is a multiset of micro-batch sizes adding up to N, each 
 fastest candidate offered at its size. Its time is the sum of the parts' times; equal times go
 to the smaller workspace (the largest part's), so the answer is never dominated; remaining ties
 go to the undivided run, then to a fixed choice (fewer parts, in the closed form), so equal
-inputs always give equal schedules.
+inputs always give equal schedules. Parts are at least batch / MAX_PARTS samples, so that a
+schedule never makes more than MAX_PARTS cuDNN calls (this matters only above 65536 samples).
 
 Two exact solvers find it; which one runs depends only on the sizes offered:
 
@@ -38,21 +39,23 @@ from ucudnn.planner.tables import Candidate, KernelTable, Schedule
 
 # The general program's inner loop runs at most this often per solve (a few seconds).
 MAX_DP_STEPS = 20_000_000
-# A schedule is one cuDNN call per part; beyond this many it is no plan anyone should run.
+# A schedule is one cuDNN call per part, so micro-batches are at least batch / MAX_PARTS.
 MAX_PARTS = 1 << 16
 
 
 def eligible_candidates(
     table: KernelTable, limit_bytes: int | None, policy: Policy, deterministic_only: bool
 ) -> list[Candidate]:
-    """The candidates a schedule may use: at a policy size, within the limit (None: any)."""
+    """The candidates a schedule may use: at a policy size of at least batch / MAX_PARTS (so
+    no schedule has more parts), within the limit (None: any)."""
     if limit_bytes is not None:
         limit_bytes = byte_count(limit_bytes, "workspace limit")
     allowed = sizes_for_policy(policy, table.batch)
+    smallest = -(-table.batch // MAX_PARTS)
     return [
         c
         for b in table.micro_batches()
-        if b in allowed
+        if b >= smallest and b in allowed
         for c in table.candidates[b]
         if (limit_bytes is None or c.workspace_bytes <= limit_bytes)
         and (c.deterministic or not deterministic_only)
@@ -155,12 +158,6 @@ class SplitDP:
         return min(ways, key=_preference, default=None)
 
     def _schedule(self, way: _Way) -> Schedule:
-        if way.parts > MAX_PARTS:
-            raise ValueError(
-                f"the fastest schedule of batch {self.batch} runs {way.parts} micro-batches, more "
-                f"than the {MAX_PARTS} a plan may hold; allow a larger workspace or a larger "
-                "micro-batch size"
-            )
         # Largest micro-batches first: a canonical order for equal schedules.
         sizes = sorted(way.counts, reverse=True)
         return Schedule(tuple(self._best[s] for s in sizes for _ in range(way.counts[s])))

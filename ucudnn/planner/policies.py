@@ -21,6 +21,8 @@ from ucudnn.planner.config import POLICY_NAMES
 Policy = str | Sequence[int]
 
 DEFAULT_POLICY = "powerOfTwo"
+# Each size is benchmarked (or modelled) for every kernel: beyond this many it never ends.
+MAX_MEASURED_SIZES = 4096
 
 
 def sizes_for_policy(policy: Policy, batch: int) -> Sequence[int]:
@@ -40,6 +42,19 @@ def sizes_for_policy(policy: Policy, batch: int) -> Sequence[int]:
         )
     sizes = {integer(s, "micro-batch size", minimum=1) for s in policy}
     return sorted({s for s in sizes if s < batch} | {batch})
+
+
+def sizes_to_measure(policy: Policy, batch: int) -> list[int]:
+    """The sizes to benchmark at mini-batch `batch`, ascending; refused when there are more
+    than MAX_MEASURED_SIZES (policy "all" at a batch above it)."""
+    sizes = sizes_for_policy(policy, batch)
+    if len(sizes) > MAX_MEASURED_SIZES:
+        raise ValueError(
+            f"policy {policy_text(policy)!r} at batch {batch} asks for {len(sizes)} micro-batch "
+            f"sizes, more than the {MAX_MEASURED_SIZES} that can be measured; use powerOfTwo "
+            "or a list of sizes"
+        )
+    return list(sizes)
 
 
 def policy_text(policy: Policy) -> str:

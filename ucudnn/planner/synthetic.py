@@ -21,6 +21,8 @@ arithmetic and BANDWIDTH_GBS of memory bandwidth:
 
 Which enum value of each kernel belongs to which family follows cuDNN's legacy API (e.g.
 backward-filter algorithms 0 and 3 are non-deterministic); the numbers do not follow any GPU.
+An algorithm whose workspace or time would exceed what a table may hold (MAX_WORKSPACE_BYTES,
+MAX_TIME_MS) is left out, as a GPU could not run it either.
 """
 
 from __future__ import annotations
@@ -29,8 +31,14 @@ import math
 from collections.abc import Iterable
 
 from ucudnn.core.problem import ConvProblem, check_kernel
-from ucudnn.planner.policies import DEFAULT_POLICY, Policy, sizes_for_policy
-from ucudnn.planner.tables import Candidate, KernelTable, TimingTables
+from ucudnn.planner.policies import DEFAULT_POLICY, Policy, sizes_to_measure
+from ucudnn.planner.tables import (
+    MAX_TIME_MS,
+    MAX_WORKSPACE_BYTES,
+    Candidate,
+    KernelTable,
+    TimingTables,
+)
 
 PEAK_TFLOPS = 15.0
 BANDWIDTH_GBS = 900.0
@@ -144,17 +152,15 @@ def _time_ms(kernel: str, family: str, p: ConvProblem, b: int) -> float:
 def model_candidates(problem: ConvProblem, kernel: str, micro_batch: int) -> list[Candidate]:
     """The model's candidates for `kernel` of `problem` run on `micro_batch` samples."""
     check_kernel(kernel)
-    return [
-        Candidate(
-            micro_batch=micro_batch,
-            algo=algo,
-            time_ms=round(_time_ms(kernel, family, problem, micro_batch), 6),
-            workspace_bytes=_workspace(family, problem, micro_batch),
-            deterministic=deterministic,
-        )
-        for algo, family, deterministic in _ALGORITHMS[kernel]
-        if _applies(family, problem)
-    ]
+    found = []
+    for algo, family, deterministic in _ALGORITHMS[kernel]:
+        if not _applies(family, problem):
+            continue
+        time_ms = round(_time_ms(kernel, family, problem, micro_batch), 6)
+        workspace = _workspace(family, problem, micro_batch)
+        if time_ms <= MAX_TIME_MS and workspace <= MAX_WORKSPACE_BYTES:
+            found.append(Candidate(micro_batch, algo, time_ms, workspace, "default", deterministic))
+    return found
 
 
 def model_table(
@@ -162,7 +168,7 @@ def model_table(
 ) -> KernelTable:
     """A MODEL table of one kernel at the problem's batch, at every size of `policy`."""
     table = KernelTable(layer, kernel, problem.batch)
-    for b in sizes_for_policy(policy, problem.batch):
+    for b in sizes_to_measure(policy, problem.batch):
         for c in model_candidates(problem, kernel, b):
             table.add(c)
     return table
