@@ -89,3 +89,37 @@ def test_from_csv_chains_rows_and_renames_repeated_labels() -> None:
     assert all(graph.problem(n).batch == 16 for n in graph)
     # y and x#3 are the same convolution: one benchmark, two schedule slots.
     assert graph.unique_problems()[graph.problem("y")] == ["y", "x#3"]
+
+
+@pytest.mark.parametrize(
+    ("labels", "names"),
+    [
+        (["a#2", "a", "a"], ["a#2", "a", "a#3"]),
+        (["a", "a", "a#2"], ["a", "a#3", "a#2"]),
+        (["a", "a", "a", "a#3", "a#3"], ["a", "a#2", "a#4", "a#3", "a#3#2"]),
+        (["b", "a", "b", "a"], ["b", "a", "b#2", "a#2"]),
+    ],
+)
+def test_repeated_labels_get_free_names(labels: list[str], names: list[str]) -> None:
+    graph = LayerGraph.from_layers((label, A) for label in labels)
+    assert graph.layers() == names
+
+
+def test_from_layers_of_a_list_whose_labels_clash_with_generated_names() -> None:
+    text = "source,W,H,C_in,N,C_out,kernel_w,kernel_h\na#2,8,8,3,2,4,3,3\na,8,8,3,2,4,3,3\n"
+    text += "a,8,8,3,2,4,3,3\n"
+    assert LayerGraph.from_csv(io.StringIO(text)).layers() == ["a#2", "a", "a#3"]
+
+
+@pytest.mark.parametrize(
+    ("name", "error", "message"),
+    [
+        ("a\x00", ValueError, "control character"),
+        ("a\nb", ValueError, "control character"),
+        ("", ValueError, "non-empty name"),
+        (7, TypeError, "layer must be text"),
+    ],
+)
+def test_layer_names_are_checked(name: object, error: type, message: str) -> None:
+    with pytest.raises(error, match=message):
+        LayerGraph().add_layer(name, A)  # type: ignore[arg-type]

@@ -7,14 +7,23 @@ keeps its own (layer, kernel) schedule slot (`kernel_ids`).
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable, Iterator, Sequence
-from typing import IO
 
 import networkx as nx
 
 from ucudnn.core.problem import KERNELS, ConvProblem, check_kernel
+from ucudnn.planner.files import Source
 from ucudnn.planner.layerlist import Layer, read_layer_list
+from ucudnn.planner.tables import layer_name
+
+
+def _free_name(label: str, taken: set[str], copies: dict[str, int]) -> str:
+    """The next "label#n" not in `taken`; `copies` remembers where each label's count is."""
+    n = copies.get(label, 1) + 1
+    while f"{label}#{n}" in taken:
+        n += 1
+    copies[label] = n
+    return f"{label}#{n}"
 
 
 class LayerGraph:
@@ -32,6 +41,7 @@ class LayerGraph:
         kernels: Sequence[str] = KERNELS,
     ) -> None:
         """Add layer `name` fed by the layer(s) `after`."""
+        layer_name(name)
         if name in self.graph:
             raise ValueError(f"layer {name!r} is already in the graph")
         sources = [after] if isinstance(after, str) else list(after)
@@ -47,13 +57,16 @@ class LayerGraph:
     @classmethod
     def from_layers(cls, layers: Iterable[Layer | tuple[str, ConvProblem]]) -> LayerGraph:
         """A chain of layers in the given order. Repeated labels (DeepBench lists repeat
-        them) become "label#2", "label#3", ... so that each row keeps its own slot."""
+        them) become "label#2", "label#3", ... so that each row keeps its own slot; a name
+        that another row already uses as its label is skipped."""
+        layers = [Layer(*layer) for layer in layers]
         graph = cls()
-        seen: dict[str, int] = {}
+        taken = {label for label, _ in layers}
+        copies: dict[str, int] = {}
         previous: list[str] = []
         for label, problem in layers:
-            seen[label] = seen.get(label, 0) + 1
-            name = label if seen[label] == 1 else f"{label}#{seen[label]}"
+            name = label if label not in graph else _free_name(label, taken, copies)
+            taken.add(name)
             graph.add_layer(name, problem, after=previous)
             previous = [name]
         return graph
@@ -61,7 +74,7 @@ class LayerGraph:
     @classmethod
     def from_csv(
         cls,
-        source: str | os.PathLike[str] | IO[str],
+        source: Source,
         batch: int | None = None,
         **defaults: object,
     ) -> LayerGraph:
