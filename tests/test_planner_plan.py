@@ -10,9 +10,9 @@ from ucudnn.core.facts import DeviceFacts
 from ucudnn.planner.errors import InfeasibleError
 from ucudnn.planner.networks import builtin_network
 from ucudnn.planner.pareto import smallest_workspace
-from ucudnn.planner.plan import Plan, make_plan_wd, make_plan_wr
+from ucudnn.planner.plan import KernelPlan, Plan, make_plan_wd, make_plan_wr
 from ucudnn.planner.synthetic import model_tables
-from ucudnn.planner.tables import Candidate, KernelTable, TimingTables
+from ucudnn.planner.tables import Candidate, KernelTable, Schedule, TimingTables
 from ucudnn.planner.wd import aligned
 from ucudnn.planner.wr import plan_wr
 
@@ -87,12 +87,14 @@ def test_json_round_trip(tables, mode: str) -> None:
 
 
 def test_from_json_rejects_other_documents() -> None:
-    with pytest.raises(ValueError, match="not a ucudnn-plan document"):
+    with pytest.raises(ValueError, match=r"^<plan>, line 1: not a ucudnn-plan document"):
         Plan.from_json('{"format": "other"}')
     with pytest.raises(ValueError, match="version 2 is not supported"):
         Plan.from_json('{"format": "ucudnn-plan", "version": 2}')
-    with pytest.raises(ValueError, match="malformed ucudnn-plan document"):
-        Plan.from_json('{"format": "ucudnn-plan", "version": 1, "mode": "wr"}')
+    with pytest.raises(ValueError, match=r"^p.json, line 1, field 'limit_bytes': is missing"):
+        Plan.from_json('{"format": "ucudnn-plan", "version": 1, "mode": "wr"}', "p.json")
+    with pytest.raises(ValueError, match=r"^p.json, line 2, column 1: malformed JSON"):
+        Plan.from_json('{"format": "ucudnn-plan",\n}', "p.json")
     with pytest.raises(ValueError, match="plan mode must be one of wr, wd"):
         Plan(mode="xx", limit_bytes=0, policy="all", kernels=())
 
@@ -114,3 +116,152 @@ def test_report_lists_every_kernel_with_totals() -> None:
     row = ["conv1", "forward", "4x64", "1", "64", "MiB", "3.000", "8.000", "2.67x"]
     assert lines[3].split() == row
     assert lines[-1].split() == ["total", "64", "MiB", "3.000", "8.000", "2.67x"]
+
+
+def _small_tables() -> TimingTables:
+    a = KernelTable("a", "forward", 4, [Candidate(4, 0, 4.0, 0), Candidate(2, 1, 1.0, 1000)])
+    b = KernelTable("b", "backward_filter", 2, [Candidate(2, 0, 2.0, 0), Candidate(2, 1, 1.0, 300)])
+    return TimingTables([a, b])
+
+
+def _document(mode: str) -> dict:
+    tables = _small_tables()
+    plan = make_plan_wr(tables, 4096) if mode == "wr" else make_plan_wd(tables, 4096)
+    return json.loads(plan.to_json())
+
+
+def _edit(document: dict, index: int, **fields: object) -> str:
+    document["kernels"][index].update(fields)
+    return json.dumps(document, indent=2)
+
+
+def test_small_plans_round_trip() -> None:
+    for mode in ("wr", "wd"):
+        text = json.dumps(_document(mode))
+        assert Plan.from_json(text).to_json() == Plan.from_json(text.encode()).to_json()
+
+
+A_FWD = "kernel a/forward, field"
+B_BWF = "kernel b/backward_filter, field"
+
+
+@pytest.mark.parametrize(
+    ("mode", "index", "fields", "message"),
+    [
+        ("wr", 0, {"batch": 8}, f"{A_FWD} 'parts': the micro-batches 2x2 add up to 4, "
+                                "not to the batch 8"),
+        ("wr", 0, {"batch": 0}, f"{A_FWD} 'batch': batch must be >= 1"),
+        ("wr", 0, {"batch": "4"}, f"{A_FWD} 'batch': batch must be an integer"),
+        ("wr", 0, {"batch": 2**63}, f"{A_FWD} 'batch': batch must be <= 2147483647"),
+        ("wr", 0, {"parts": []}, f"{A_FWD} 'parts': a schedule needs at least one part"),
+        ("wr", 0, {"parts": "2x2"}, f"{A_FWD} 'parts': must be a list"),
+        ("wr", 0, {"parts": [1]}, f"{A_FWD} 'parts', part 0: expected an object"),
+        ("wr", 0, {"parts": [{}]}, f"{A_FWD} 'parts', part 0, field 'micro_batch': is missing"),
+        ("wr", 1, {"baseline": {"micro_batch": 2}}, f"{B_BWF} 'baseline', field 'algo': is "
+                                                    "missing"),
+        ("wr", 0, {"layer": 5}, "field 'layer': layer must be text, got 5"),
+        ("wr", 0, {"layer": "a\nb"}, "field 'layer': layer .* control character"),
+        ("wr", 0, {"kernel": "sideways"}, "field 'kernel': unknown kernel 'sideways'"),
+        ("wr", 0, {"offset": 0}, f"{A_FWD} 'offset': WR plans have none, got 0"),
+        ("wr", 0, {"colour": "red"}, "field 'colour': is not one of layer, kernel"),
+        ("wd", 0, {"offset": None}, f"{A_FWD} 'offset': WD plans give every kernel an offset"),
+        ("wd", 0, {"offset": -256}, f"{A_FWD} 'offset': offset must be >= 0"),
+        ("wd", 0, {"offset": 1.5}, f"{A_FWD} 'offset': offset must be an integer"),
+        ("wd", 1, {"offset": 100}, f"{B_BWF} 'offset': 100 is not a multiple of 256"),
+        ("wd", 1, {"offset": 3840}, f"{B_BWF} 'offset': the workspace at 3840 of 300 bytes ends "
+                                    "past the budget 4096"),
+    ],
+)  # fmt: skip
+def test_from_json_names_the_kernel_and_field(
+    mode: str, index: int, fields: dict, message: str
+) -> None:
+    with pytest.raises(ValueError, match="^p.json, (line [0-9]+, )?" + message):
+        Plan.from_json(_edit(_document(mode), index, **fields), "p.json")
+
+
+def test_kernel_errors_carry_the_line_of_their_object() -> None:
+    text = _edit(_document("wr"), 1, batch=3)
+    lines = text.splitlines()
+    opening = next(n for n, line in enumerate(lines) if '"layer": "b"' in line)  # 0-based
+    assert lines[opening - 1].strip() == "{"
+    with pytest.raises(ValueError, match=rf"^p.json, line {opening}, {B_BWF} 'parts'"):
+        Plan.from_json(text, "p.json")
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"mode": "xx"}, "field 'mode': plan mode must be one of wr, wd"),
+        ({"limit_bytes": -1}, "field 'limit_bytes': limit_bytes must be >= 0"),
+        ({"limit_bytes": True}, "field 'limit_bytes': limit_bytes must be an integer"),
+        ({"policy": "sometimes"}, "field 'policy': unknown micro-batch policy"),
+        ({"policy": [0]}, "field 'policy': micro-batch size must be >= 1"),
+        ({"policy": 5}, "field 'policy': must be a policy name or a list of sizes"),
+        ({"kernels": {}}, "field 'kernels': must be a list"),
+        ({"deterministic_only": "no"}, "field 'deterministic_only': deterministic_only must be"),
+        ({"solver": None}, "field 'solver': must be text"),
+        ({"alignment": 256}, "field 'alignment': WR plans have none"),
+        (
+            {"device": {"device_name": "x"}},
+            "field 'device', field 'compute_capability': is missing",
+        ),
+        ({"extra": 1}, "field 'extra': is not one of mode"),
+    ],
+)
+def test_from_json_checks_the_plan_fields(change: dict, message: str) -> None:
+    text = json.dumps({**_document("wr"), **change})
+    with pytest.raises(ValueError, match="^<plan>, (line 1, )?" + message):
+        Plan.from_json(text)
+
+
+def test_from_json_refuses_kernels_that_clash() -> None:
+    wd = _document("wd")
+    wd["kernels"][1]["offset"] = 0
+    with pytest.raises(
+        ValueError, match=r"field 'offset': the workspace at 0 overlaps that of kernel "
+    ):
+        Plan.from_json(json.dumps(wd))
+    wr = _document("wr")
+    wr["kernels"].append(wr["kernels"][0])
+    with pytest.raises(ValueError, match="kernel a/forward: appears twice in the plan"):
+        Plan.from_json(json.dumps(wr))
+    wr = _document("wr")
+    wr["limit_bytes"] = 10
+    with pytest.raises(ValueError, match="needs 1000 bytes of workspace, over the limit 10"):
+        Plan.from_json(json.dumps(wr))
+    wr = _document("wr")
+    wr["deterministic_only"] = True
+    with pytest.raises(ValueError, match="a deterministic-only plan runs a part that is not"):
+        Plan.from_json(json.dumps(wr))
+    text = json.dumps(_document("wr")).replace('"mode": "wr"', '"mode": "wr", "mode": "wd"')
+    with pytest.raises(
+        ValueError, match=r"^<plan>, line 1, column 1: the key 'mode' appears twice"
+    ):
+        Plan.from_json(text)
+
+
+def test_a_plan_that_takes_no_time_has_no_speedup() -> None:
+    table = KernelTable("z", "forward", 2, [Candidate(2, 0, 1.0, 0), Candidate(1, 1, -0.0, 0)])
+    plan = make_plan_wr(TimingTables([table]), 0)
+    k = plan["z", "forward"]
+    assert k.time_ms == 0.0 and k.baseline.time_ms == 1.0
+    assert k.speedup is None and plan.speedup is None
+    text = plan.to_json()
+    assert "Infinity" not in text and "NaN" not in text
+    data = json.loads(text)
+    assert data["kernels"][0]["speedup"] is None and data["totals"]["speedup"] is None
+    assert data["kernels"][0]["parts"][0]["time_ms"] == 0.0
+    row, total = plan.report().splitlines()[-3], plan.report().splitlines()[-1]
+    assert row.split()[-2:] == ["1.000", "—"] and total.split()[-2:] == ["1.000", "—"]
+    assert Plan.from_json(text) == plan
+
+
+def test_a_zero_baseline_is_a_speedup_of_zero() -> None:
+    table = KernelTable("z", "forward", 1, [Candidate(1, 0, 0.0, 0)])
+    plan = make_plan_wr(TimingTables([table]), 0)
+    assert plan["z", "forward"].speedup is None  # 0 / 0 says nothing either
+    slow = KernelTable("s", "forward", 2, [Candidate(2, 0, 0.0, 0), Candidate(1, 1, 1.0, 0)])
+    k = KernelPlan(
+        "s", "forward", 2, Schedule((Candidate(1, 1, 1.0, 0),) * 2), slow.candidates[2][0]
+    )
+    assert k.speedup == 0.0

@@ -13,19 +13,31 @@ import dataclasses
 import functools
 import json
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import TypeVar
 
+from ucudnn.core.checks import integer
 from ucudnn.core.facts import DeviceFacts
-from ucudnn.planner.documents import read_document
+from ucudnn.core.problem import check_kernel
+from ucudnn.planner.documents import line_of, read_document
 from ucudnn.planner.dp import eligible_candidates
 from ucudnn.planner.errors import InfeasibleError
+from ucudnn.planner.files import FieldError, field_errors, located_error
 from ucudnn.planner.pareto import desirable_set
-from ucudnn.planner.policies import DEFAULT_POLICY, Policy, policy_text
-from ucudnn.planner.tables import Candidate, KernelId, KernelTable, Schedule, TimingTables
+from ucudnn.planner.policies import DEFAULT_POLICY, Policy, policy_text, sizes_for_policy
+from ucudnn.planner.tables import (
+    Candidate,
+    KernelId,
+    KernelTable,
+    Schedule,
+    TimingTables,
+    check_batch,
+    flag,
+    layer_name,
+)
 from ucudnn.planner.textable import render_table
 from ucudnn.planner.units import format_size
-from ucudnn.planner.wd import plan_wd
+from ucudnn.planner.wd import DEFAULT_TIME_LIMIT_S, plan_wd
 from ucudnn.planner.wr import kernel_infeasible, plan_wr
 
 T = TypeVar("T")
@@ -34,9 +46,30 @@ JSON_FORMAT = "ucudnn-plan"
 JSON_VERSION = 1
 MODES = ("wr", "wd")
 
+# The fields of a plan's JSON objects that are read back; the others are derived (times,
+# texts, totals) and recomputed.
+_PART_FIELDS = tuple(f.name for f in dataclasses.fields(Candidate))
+_KERNEL_FIELDS = ("layer", "kernel", "batch", "parts", "baseline", "offset")
+_KERNEL_DERIVED = ("micro_batches", "algos", "time_ms", "workspace_bytes", "speedup")
+_PLAN_FIELDS = (
+    "mode", "limit_bytes", "policy", "kernels", "deterministic_only", "solver",
+    "solver_status", "alignment", "device", "timings_source",
+)  # fmt: skip
+_PLAN_DERIVED = ("format", "version", "totals")
+
+
+def speedup(baseline_ms: float | None, time_ms: float) -> float | None:
+    """Baseline time over planned time; None without a baseline or when the plan takes no
+    time at all (a ratio to zero says nothing, and JSON has no infinity)."""
+    if baseline_ms is None or time_ms == 0:
+        return None
+    return baseline_ms / time_ms
+
 
 @dataclasses.dataclass(frozen=True)
 class KernelPlan:
+    """The schedule of one kernel: micro-batches that add up to its batch."""
+
     layer: str
     kernel: str
     batch: int
@@ -44,9 +77,39 @@ class KernelPlan:
     baseline: Candidate | None = None  # None when no undivided run fits
     offset: int | None = None  # byte offset in the WD arena; None in WR mode
 
+    def __post_init__(self) -> None:
+        with field_errors(_kernel_place(self.layer, self.kernel)):
+            self._check_values()
+
+    def _check_values(self) -> None:
+        set_field = functools.partial(object.__setattr__, self)
+        with field_errors("field 'batch'"):
+            set_field("batch", check_batch(self.batch))
+        with field_errors("field 'parts'"):
+            if not isinstance(self.schedule, Schedule):
+                raise TypeError(f"the schedule must be a Schedule, got {self.schedule!r}")
+            if self.schedule.batch != self.batch:
+                raise ValueError(
+                    f"the micro-batches {self.schedule.micro_batches_text()} add up to "
+                    f"{self.schedule.batch}, not to the batch {self.batch}"
+                )
+        with field_errors("field 'baseline'"):
+            if self.baseline is not None and (
+                not isinstance(self.baseline, Candidate) or self.baseline.micro_batch != self.batch
+            ):
+                raise ValueError(f"must be a Candidate at the batch {self.batch} or null")
+        if self.offset is not None:
+            with field_errors("field 'offset'"):
+                set_field("offset", integer(self.offset, "offset", minimum=0))
+
     @property
     def kernel_id(self) -> KernelId:
         return (self.layer, self.kernel)
+
+    @property
+    def place(self) -> str:
+        """How errors name it: "kernel conv1/forward"."""
+        return f"kernel {self.layer}/{self.kernel}"
 
     @property
     def time_ms(self) -> float:
@@ -58,10 +121,8 @@ class KernelPlan:
 
     @property
     def speedup(self) -> float | None:
-        """Baseline time over planned time (None without a baseline)."""
-        if self.baseline is None:
-            return None
-        return self.baseline.time_ms / self.time_ms if self.time_ms else math.inf
+        """Baseline time over planned time (see `speedup`)."""
+        return speedup(self.baseline.time_ms if self.baseline else None, self.time_ms)
 
     def to_dict(self) -> dict[str, object]:
         return {
@@ -79,21 +140,74 @@ class KernelPlan:
         }
 
     @classmethod
-    def from_dict(cls, data: dict[str, object]) -> KernelPlan:
-        """Inverse of `to_dict`; derived fields (times, texts) are recomputed, not read."""
-        baseline = data["baseline"]
+    def from_dict(cls, data: Mapping[str, object]) -> KernelPlan:
+        """Inverse of `to_dict`; derived fields (times, texts) are recomputed, not read.
+        Errors are FieldErrors naming the kernel and the field."""
+        _check_fields(data, _KERNEL_FIELDS, _KERNEL_DERIVED)
+        with field_errors(_kernel_place(data["layer"], data["kernel"])):
+            with field_errors("field 'parts'"):
+                parts = _list(data["parts"])
+                schedule = Schedule(
+                    tuple(_candidate(part, f"part {n}") for n, part in enumerate(parts))
+                )
+            baseline = data["baseline"]
+            if baseline is not None:
+                baseline = _candidate(baseline, "field 'baseline'")
         return cls(
             layer=data["layer"],  # type: ignore[arg-type]
             kernel=data["kernel"],  # type: ignore[arg-type]
             batch=data["batch"],  # type: ignore[arg-type]
-            schedule=Schedule(tuple(Candidate(**p) for p in data["parts"])),  # type: ignore[arg-type,union-attr]
-            baseline=Candidate(**baseline) if baseline else None,  # type: ignore[arg-type]
+            schedule=schedule,
+            baseline=baseline,  # type: ignore[arg-type]
             offset=data["offset"],  # type: ignore[arg-type]
         )
 
 
+def _kernel_place(layer: object, kernel: object) -> str:
+    """ "kernel conv1/forward", once both names are checked."""
+    with field_errors("field 'layer'"):
+        layer_name(layer)
+    with field_errors("field 'kernel'"):
+        check_kernel(kernel)  # type: ignore[arg-type]
+    return f"kernel {layer}/{kernel}"
+
+
+def _check_fields(data: object, fields: Collection[str], derived: Collection[str] = ()) -> None:
+    """`data` is a JSON object with every one of `fields` and nothing else but `derived`."""
+    if not isinstance(data, Mapping):
+        raise TypeError(f"expected an object, got {data!r}")
+    missing = [f for f in fields if f not in data]
+    if missing:
+        raise FieldError(f"field {missing[0]!r}", "is missing")
+    unknown = [f for f in data if f not in fields and f not in derived]
+    if unknown:
+        raise FieldError(f"field {unknown[0]!r}", f"is not one of {', '.join(fields)}")
+
+
+def _list(value: object) -> list:
+    if not isinstance(value, list):
+        raise TypeError(f"must be a list, got {value!r}")
+    return value
+
+
+def _candidate(data: object, place: str) -> Candidate:
+    with field_errors(place):
+        _check_fields(data, _PART_FIELDS)
+        return Candidate(**data)  # type: ignore[arg-type]
+
+
+def _text_field(value: object, field: str) -> str:
+    if not isinstance(value, str):
+        raise FieldError(f"field {field!r}", f"must be text, got {value!r}")
+    return value
+
+
 @dataclasses.dataclass(frozen=True)
 class Plan:
+    """The schedules chosen for a network's kernels, with what they were made from. It is
+    checked when made: one schedule per kernel, within the limit (WR) or at aligned, disjoint
+    offsets inside the budget (WD)."""
+
     mode: str  # "wr": a limit per kernel; "wd": one budget shared by all kernels
     limit_bytes: int  # the per-kernel limit (wr) or the total budget (wd)
     policy: str | tuple[int, ...]
@@ -106,11 +220,79 @@ class Plan:
     timings_source: str = ""
 
     def __post_init__(self) -> None:
+        set_field = functools.partial(object.__setattr__, self)
         if self.mode not in MODES:
-            raise ValueError(f"plan mode must be one of {', '.join(MODES)}, got {self.mode!r}")
-        if not isinstance(self.policy, str):
-            object.__setattr__(self, "policy", tuple(self.policy))
-        object.__setattr__(self, "kernels", tuple(self.kernels))
+            raise FieldError(
+                "field 'mode'", f"plan mode must be one of {', '.join(MODES)}, got {self.mode!r}"
+            )
+        with field_errors("field 'limit_bytes'"):
+            set_field("limit_bytes", integer(self.limit_bytes, "limit_bytes", minimum=0))
+        with field_errors("field 'policy'"):
+            set_field("policy", _policy(self.policy))
+        with field_errors("field 'kernels'"):
+            set_field("kernels", tuple(self.kernels))
+            if not all(isinstance(k, KernelPlan) for k in self.kernels):
+                raise TypeError("must be KernelPlans")
+        with field_errors("field 'deterministic_only'"):
+            set_field("deterministic_only", flag(self.deterministic_only, "deterministic_only"))
+        for field in ("solver", "solver_status", "timings_source"):
+            _text_field(getattr(self, field), field)
+        if self.device is not None and not isinstance(self.device, DeviceFacts):
+            raise FieldError("field 'device'", f"must be DeviceFacts or null, got {self.device!r}")
+        self._check_kernels()
+        if self.mode == "wr":
+            self._check_wr()
+        else:
+            self._check_wd()
+
+    def _check_kernels(self) -> None:
+        seen: set[KernelId] = set()
+        for k in self.kernels:
+            if k.kernel_id in seen:
+                raise FieldError(k.place, "appears twice in the plan")
+            seen.add(k.kernel_id)
+            if self.deterministic_only and not k.schedule.deterministic:
+                raise FieldError(
+                    f"{k.place}, field 'parts'", "a deterministic-only plan runs a part that is not"
+                )
+
+    def _check_wr(self) -> None:
+        if self.alignment is not None:
+            raise FieldError("field 'alignment'", f"WR plans have none, got {self.alignment!r}")
+        for k in self.kernels:
+            if k.offset is not None:
+                raise FieldError(
+                    f"{k.place}, field 'offset'", f"WR plans have none, got {k.offset}"
+                )
+            if k.workspace_bytes > self.limit_bytes:
+                raise FieldError(
+                    f"{k.place}, field 'parts'",
+                    f"needs {k.workspace_bytes} bytes of workspace, over the limit "
+                    f"{self.limit_bytes}",
+                )
+
+    def _check_wd(self) -> None:
+        """Every workspace lies at an aligned offset inside the budget, apart from the others."""
+        with field_errors("field 'alignment'"):
+            alignment = integer(self.alignment, "alignment", minimum=1)
+        object.__setattr__(self, "alignment", alignment)
+        end, previous = 0, ""
+        for k in sorted(self.kernels, key=lambda k: (k.offset or 0, k.workspace_bytes)):
+            place = f"{k.place}, field 'offset'"
+            if k.offset is None:
+                raise FieldError(place, "WD plans give every kernel an offset, got null")
+            if k.offset % alignment:
+                raise FieldError(place, f"{k.offset} is not a multiple of {alignment}")
+            if k.workspace_bytes and k.offset < end:
+                raise FieldError(place, f"the workspace at {k.offset} overlaps that of {previous}")
+            if k.offset + k.workspace_bytes > self.limit_bytes:
+                raise FieldError(
+                    place,
+                    f"the workspace at {k.offset} of {k.workspace_bytes} bytes ends past the "
+                    f"budget {self.limit_bytes}",
+                )
+            if k.workspace_bytes:
+                end, previous = k.offset + k.workspace_bytes, k.place
 
     @functools.cached_property
     def _by_id(self) -> dict[KernelId, KernelPlan]:
@@ -136,6 +318,11 @@ class Plan:
         return math.fsum(k.baseline.time_ms for k in self.kernels)  # type: ignore[union-attr]
 
     @property
+    def speedup(self) -> float | None:
+        """Total baseline time over total planned time (see `speedup`)."""
+        return speedup(self.baseline_time_ms, self.time_ms)
+
+    @property
     def workspace_bytes(self) -> int:
         """WR: the largest kernel workspace (one buffer serves all kernels in turn).
         WD: the end of the last workspace in the arena."""
@@ -145,7 +332,6 @@ class Plan:
 
     # -- JSON -------------------------------------------------------------------------------
     def to_dict(self) -> dict[str, object]:
-        baseline = self.baseline_time_ms
         return {
             "format": JSON_FORMAT,
             "version": JSON_VERSION,
@@ -161,33 +347,41 @@ class Plan:
             "totals": {
                 "time_ms": self.time_ms,
                 "workspace_bytes": self.workspace_bytes,
-                "baseline_time_ms": baseline,
-                "speedup": baseline / self.time_ms if baseline and self.time_ms else None,
+                "baseline_time_ms": self.baseline_time_ms,
+                "speedup": self.speedup,
             },
             "kernels": [k.to_dict() for k in self.kernels],
         }
 
     def to_json(self, indent: int | None = 2) -> str:
-        return json.dumps(self.to_dict(), indent=indent)
+        return json.dumps(self.to_dict(), indent=indent, allow_nan=False)
 
     @classmethod
-    def from_json(cls, text: str) -> Plan:
-        data = read_document(text, JSON_FORMAT, JSON_VERSION, "plan")
+    def from_dict(cls, data: Mapping[str, object]) -> Plan:
+        """Inverse of `to_dict`; totals are recomputed. Errors are FieldErrors naming the
+        kernel (and the line of its JSON object) and the field."""
+        with field_errors(line_of(data)):
+            _check_fields(data, _PLAN_FIELDS, _PLAN_DERIVED)
+            with field_errors("field 'kernels'"):
+                items = _list(data["kernels"])
+            with field_errors("field 'device'"):
+                device = _device(data["device"])
+        kernels = []
+        for item in items:
+            with field_errors(line_of(item)):
+                kernels.append(KernelPlan.from_dict(item))  # type: ignore[arg-type]
+        fields = {field: data[field] for field in _PLAN_FIELDS}
+        return cls(**{**fields, "kernels": tuple(kernels), "device": device})  # type: ignore[arg-type]
+
+    @classmethod
+    def from_json(cls, text: str | bytes, source: str = "<plan>") -> Plan:
+        """The plan of a `to_json` text; ValueError naming `source`, the line, the kernel and
+        the field of what is wrong."""
+        data = read_document(text, JSON_FORMAT, JSON_VERSION, source)
         try:
-            return cls(
-                mode=data["mode"],
-                limit_bytes=data["limit_bytes"],
-                policy=data["policy"],
-                kernels=tuple(KernelPlan.from_dict(k) for k in data["kernels"]),
-                deterministic_only=data["deterministic_only"],
-                solver=data["solver"],
-                solver_status=data["solver_status"],
-                alignment=data["alignment"],
-                device=DeviceFacts.from_dict(data["device"]) if data["device"] else None,
-                timings_source=data["timings_source"],
-            )
-        except (KeyError, TypeError) as exc:
-            raise ValueError(f"malformed {JSON_FORMAT} document: {exc!r}") from None
+            return cls.from_dict(data)
+        except (TypeError, ValueError) as exc:
+            raise located_error(exc, source) from None
 
     # -- text -------------------------------------------------------------------------------
     def report(self) -> str:
@@ -220,8 +414,25 @@ class Plan:
 def _baseline_cells(baseline_ms: float | None, time_ms: float) -> list[str]:
     if baseline_ms is None:
         return ["none fits", ""]
-    speedup = f"{baseline_ms / time_ms:.2f}x" if time_ms else "inf"
-    return [f"{baseline_ms:.3f}", speedup]
+    ratio = speedup(baseline_ms, time_ms)
+    return [f"{baseline_ms:.3f}", "—" if ratio is None else f"{ratio:.2f}x"]
+
+
+def _policy(policy: object) -> Policy:
+    """A policy name or a tuple of sizes, checked as `sizes_for_policy` checks it."""
+    if isinstance(policy, Sequence) and not isinstance(policy, str):
+        policy = tuple(integer(s, "micro-batch size", minimum=1) for s in policy)
+    elif not isinstance(policy, str):
+        raise TypeError(f"must be a policy name or a list of sizes, got {policy!r}")
+    sizes_for_policy(policy, 1)
+    return policy
+
+
+def _device(data: object) -> DeviceFacts | None:
+    if data is None:
+        return None
+    _check_fields(data, [f.name for f in dataclasses.fields(DeviceFacts)])
+    return DeviceFacts.from_dict(data)  # type: ignore[arg-type]
 
 
 def baseline(
@@ -276,9 +487,10 @@ def make_plan_wd(
     alignment: int = 256,
     device: DeviceFacts | None = None,
     timings_source: str = "",
+    time_limit_s: float = DEFAULT_TIME_LIMIT_S,
 ) -> Plan:
     """WD over every kernel in `tables`: the fastest set of schedules whose aligned
-    workspaces fit together in `budget_bytes`."""
+    workspaces fit together in `budget_bytes` (each solve stops after `time_limit_s`)."""
 
     def options(table: KernelTable) -> list[Schedule]:
         # A kernel with nothing under the budget brings its smallest schedule, so that plan_wd
@@ -292,13 +504,16 @@ def make_plan_wd(
         return found
 
     sets = _per_content(tables, options)
-    solution = plan_wd(sets, budget_bytes, solver=solver, alignment=alignment)
+    solve = functools.partial(
+        plan_wd, solver=solver, alignment=alignment, time_limit_s=time_limit_s
+    )
+    solution = solve(sets, budget_bytes)
     undivided = {
         k: desirable_set(t, budget_bytes, "undivided", deterministic_only)
         for k, t in tables.items()
     }
     try:
-        chosen = plan_wd(undivided, budget_bytes, solver=solver, alignment=alignment).choices
+        chosen = solve(undivided, budget_bytes).choices
         baselines = {k: s.parts[0] for k, s in chosen.items()}
     except InfeasibleError:
         baselines = {}

@@ -116,11 +116,11 @@ def _math_type(value: object) -> str:
     return value
 
 
-def _deterministic(value: object) -> bool:
-    # cuDNN reports determinism as a C enum, so 0 and 1 count as well as False and True.
+def flag(value: object, name: str) -> bool:
+    """`value` as a bool: True or False, or 1 or 0 as C enums and numpy integers give them."""
     if isinstance(value, numbers.Integral) and value in (0, 1):
         return bool(value)
-    raise TypeError(f"deterministic must be true or false, got {value!r}")
+    raise TypeError(f"{name} must be true or false, got {value!r}")
 
 
 # The check of each Candidate field, shared by the constructor and the readers (which name the
@@ -133,7 +133,7 @@ _CANDIDATE_CHECKS: dict[str, Callable[[object], object]] = {
         integer, name="workspace_bytes", minimum=0, maximum=MAX_WORKSPACE_BYTES
     ),
     "math_type": _math_type,
-    "deterministic": _deterministic,
+    "deterministic": functools.partial(flag, name="deterministic"),
 }
 
 
