@@ -44,6 +44,7 @@ import compare_report
 from ucudnn.core.problem import KERNELS, LAYOUTS
 from ucudnn.faces.info import unusable_reason
 from ucudnn.planner.config import parse_policy, parse_size
+from ucudnn.planner.files import atomic_write
 from ucudnn.planner.networks import load_network
 
 REPO = Path(__file__).resolve().parents[1]
@@ -402,15 +403,22 @@ class Output:
         self.stem = folder / run_id
 
     def save(self, run: dict) -> None:
+        """Rewrite the JSON and Markdown; each file is replaced whole (see `atomic_write`), so
+        a run killed mid-write keeps the previous complete version."""
         self.folder.mkdir(parents=True, exist_ok=True)
-        self.stem.with_suffix(".json").write_text(json.dumps(run, indent=1) + "\n")
-        self.stem.with_suffix(".md").write_text(compare_report.render_markdown(run))
+        with atomic_write(self.stem.with_suffix(".json"), encoding="utf-8") as f:
+            f.write(json.dumps(run, indent=1) + "\n")
+        with atomic_write(self.stem.with_suffix(".md"), encoding="utf-8") as f:
+            f.write(compare_report.render_markdown(run))
 
     def finish(self, run: dict, tables: dict[str, str]) -> None:
         import compare_plots
 
         if tables:
-            with zipfile.ZipFile(f"{self.stem}-tables.zip", "w", zipfile.ZIP_DEFLATED) as zf:
+            with (
+                atomic_write(f"{self.stem}-tables.zip", "wb") as f,
+                zipfile.ZipFile(f, "w", zipfile.ZIP_DEFLATED) as zf,
+            ):
                 for name, text in tables.items():
                     zf.writestr(name, text)
         run["plots"], why = compare_plots.write_plots(run, self.folder, self.stem.name)

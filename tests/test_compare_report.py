@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import datetime
 import importlib.util
+import json
 import math
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -177,3 +179,39 @@ def test_without_gpu_it_says_so(tmp_path):
     assert "needs a GPU" in done.stderr
     assert "Traceback" not in done.stderr
     assert not list(tmp_path.iterdir())
+
+
+def _gpu_compare():
+    spec = importlib.util.spec_from_file_location("gpu_compare", BENCHMARKS / "gpu_compare.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_results_files_are_replaced_whole(tmp_path, monkeypatch):
+    output = _gpu_compare().Output(tmp_path / "results", "run")
+    output.save(_toy_run())
+    saved = {p.name: p.read_bytes() for p in (tmp_path / "results").iterdir()}
+    assert sorted(saved) == ["run.json", "run.md"]
+    assert json.loads(saved["run.json"])["run_id"] == "20250101T000000Z-test-gpu"
+
+    def interrupted(run):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(report, "render_markdown", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        output.save(_toy_run(complete=False))
+    # The JSON was replaced whole; the Markdown kept its last complete version; no leftovers.
+    after = {p.name: p.read_bytes() for p in (tmp_path / "results").iterdir()}
+    assert sorted(after) == ["run.json", "run.md"]
+    assert after["run.md"] == saved["run.md"]
+    assert json.loads(after["run.json"])["complete"] is False
+
+
+def test_finish_writes_the_tables_zip(tmp_path):
+    pytest.importorskip("matplotlib")
+    output = _gpu_compare().Output(tmp_path, "run")
+    output.finish(_toy_run(), {"toy-float32-NCHW.csv": "layer,kernel\n"})
+    with zipfile.ZipFile(tmp_path / "run-tables.zip") as zf:
+        assert zf.read("toy-float32-NCHW.csv") == b"layer,kernel\n"
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]

@@ -181,3 +181,29 @@ def test_only_whole_file_modes(tmp_path: Path) -> None:
         atomic_write(tmp_path / "x", "a"),
     ):
         pass
+
+
+def test_plots_are_written_whole(tmp_path: Path, monkeypatch) -> None:
+    pytest.importorskip("matplotlib")
+    from matplotlib.figure import Figure
+
+    from ucudnn.faces.plots import write_plots
+    from ucudnn.planner.plan import make_plan_wr
+
+    table = KernelTable("c", "forward", 2, [Candidate(2, 0, 2.0, 0), Candidate(1, 1, 0.5, 64)])
+    tables = TimingTables([table])
+    plan = make_plan_wr(tables, 1 << 20)
+    paths = write_plots(tables, plan, tmp_path)
+    assert [p.name for p in paths] == ["desirable_sets.png", "breakdown.png"]
+    before = {p: p.read_bytes() for p in paths}
+    assert all(data.startswith(b"\x89PNG") for data in before.values())
+
+    def broken(self, fname, **kwargs) -> None:
+        fname.write(b"\x89PNG half")
+        raise RuntimeError("renderer crashed")
+
+    monkeypatch.setattr(Figure, "savefig", broken)
+    with pytest.raises(RuntimeError, match="renderer crashed"):
+        write_plots(tables, plan, tmp_path)
+    assert {p: p.read_bytes() for p in paths} == before
+    assert sorted(os.listdir(tmp_path)) == ["breakdown.png", "desirable_sets.png"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from ucudnn.planner.files import atomic_write
 from ucudnn.planner.pareto import desirable_set
 from ucudnn.planner.plan import Plan
 from ucudnn.planner.tables import TimingTables
@@ -40,9 +41,12 @@ def write_plots(
 
 
 def _save(plt, fig, path: Path) -> Path:
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
+    try:
+        fig.tight_layout()
+        with atomic_write(path, "wb") as f:
+            fig.savefig(f, format="png", dpi=100)
+    finally:
+        plt.close(fig)
     return path
 
 
