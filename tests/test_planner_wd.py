@@ -144,9 +144,11 @@ def test_what_the_bounds_cannot_settle_goes_to_the_solver(solver: str) -> None:
 
 
 def test_identical_kernels_share_variables_and_still_get_one_schedule_each() -> None:
-    # Five identical kernels save 3 ms for 3 units, "odd" 2.5 ms for 4: in 9 units the best is
-    # three of the five at their fast schedule, the other two and "odd" at their slow one.
-    sets = {(f"l{i}", "forward"): [single(5.0, 0), single(2.0, 3 * 256)] for i in range(5)}
+    # Five identical kernels (one shared set, as make_plan_wd shares those of identical tables)
+    # save 3 ms for 3 units, "odd" 2.5 ms for 4: in 9 units the best is three of the five at
+    # their fast schedule, the other two and "odd" at their slow one.
+    shared = [single(5.0, 0), single(2.0, 3 * 256)]
+    sets = {(f"l{i}", "forward"): shared for i in range(5)}
     sets[("odd", "forward")] = [single(3.0, 0), single(0.5, 4 * 256)]
     solution = plan_wd(sets, 9 * 256)
     assert solution.time_ms == best_wd(sets, 9 * 256, 256) == 3 * 2.0 + 2 * 5.0 + 3.0

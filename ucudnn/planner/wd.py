@@ -94,11 +94,10 @@ def plan_wd(
         raise ValueError(f"unknown solver {solver!r}; expected one of {', '.join(SOLVERS)}")
     if not 0 < time_limit_s < math.inf:
         raise ValueError(f"time_limit_s must be a positive number of seconds, got {time_limit_s}")
-    options = {k: _options(k, schedules, alignment) for k, schedules in sets.items()}
-    need = sum(aligned(opts[0].workspace_bytes, alignment) for opts in options.values())
+    groups = _groups(sets, alignment)
+    need = sum(len(g.kernels) * g.units[0] for g in groups) * alignment
     if need > budget_bytes:
-        raise _budget_infeasible(options, budget_bytes, need, alignment)
-    groups = _groups(options, alignment)
+        raise _budget_infeasible(groups, budget_bytes, need, alignment)
     budget = budget_bytes // alignment
     status, used = "optimal", "none"
     if sum(len(g.kernels) * g.units[-1] for g in groups) <= budget:
@@ -106,7 +105,7 @@ def plan_wd(
             g.settle({len(g.options) - 1: len(g.kernels)})
     elif (start := _prove_greedy_or_prune(groups, budget)) is not None:
         status, used = _solve(groups, start, budget, solver, time_limit_s)
-    choices = _choices(options, groups)
+    choices = _choices(sets, groups)
     offsets, end = {}, 0
     for k, schedule in choices.items():
         offsets[k] = end
@@ -128,27 +127,43 @@ def _options(kernel: KernelId, schedules: Sequence[Schedule], alignment: int) ->
     return front
 
 
-def _groups(options: Mapping[KernelId, list[Schedule]], alignment: int) -> list[_Group]:
-    groups: dict[tuple[Schedule, ...], _Group] = {}
-    for kernel, opts in options.items():
-        group = groups.get(key := tuple(opts))
+def _groups(sets: Mapping[KernelId, Sequence[Schedule]], alignment: int) -> list[_Group]:
+    """Kernels grouped by their sets; a set shared as one object (as `make_plan_wd` shares
+    those of identical tables) is one group, and its front is computed once."""
+    groups: dict[int, _Group] = {}
+    for kernel, schedules in sets.items():
+        group = groups.get(id(schedules))
         if group is None:
+            opts = _options(kernel, schedules, alignment)
             units = [aligned(s.workspace_bytes, alignment) // alignment for s in opts]
             times = [s.time_ms for s in opts]
-            group = groups[key] = _Group([], opts, units, times, list(range(len(opts))))
+            group = groups[id(schedules)] = _Group([], opts, units, times, list(range(len(opts))))
         group.kernels.append(kernel)
     return list(groups.values())
 
 
-def _choices(
-    options: Mapping[KernelId, list[Schedule]], groups: list[_Group]
-) -> dict[KernelId, Schedule]:
+def _choices(sets: Mapping[KernelId, object], groups: list[_Group]) -> dict[KernelId, Schedule]:
     """Each group's counts handed out in kernel order, smaller options first."""
     chosen = {}
     for g in groups:
         picks = [g.options[i] for i in sorted(g.counts) for _ in range(g.counts[i])]
         chosen.update(zip(g.kernels, picks, strict=True))
-    return {k: chosen[k] for k in options}
+    return {k: chosen[k] for k in sets}
+
+
+def _budget_infeasible(
+    groups: list[_Group], budget: int, need: int, alignment: int
+) -> InfeasibleError:
+    smallest = {k: g.units[0] * alignment for g in groups for k in g.kernels}
+    worst = max(smallest, key=lambda k: smallest[k])
+    return InfeasibleError(
+        f"total workspace budget {bytes_text(budget)} is too small: the smallest schedules of "
+        f"all {len(smallest)} kernels need {bytes_text(need)} (each aligned to {alignment} "
+        f"bytes); the largest of them, {worst[0]}/{worst[1]}, needs "
+        f"{bytes_text(smallest[worst])}",
+        kernel=worst if smallest[worst] > budget else None,
+        required_bytes=need,
+    )
 
 
 # -- bounds -------------------------------------------------------------------------------
@@ -299,18 +314,3 @@ def _optimize(model, solver: str, time_limit_s: float):
     if "error" in outcome:
         raise SolverError(f"the {solver} solver failed: {outcome['error']}") from outcome["error"]
     return outcome["status"]
-
-
-def _budget_infeasible(
-    options: Mapping[KernelId, list[Schedule]], budget: int, need: int, alignment: int
-) -> InfeasibleError:
-    smallest = {k: aligned(opts[0].workspace_bytes, alignment) for k, opts in options.items()}
-    worst = max(smallest, key=lambda k: smallest[k])
-    return InfeasibleError(
-        f"total workspace budget {bytes_text(budget)} is too small: the smallest schedules of "
-        f"all {len(options)} kernels need {bytes_text(need)} (each aligned to {alignment} "
-        f"bytes); the largest of them, {worst[0]}/{worst[1]}, needs "
-        f"{bytes_text(smallest[worst])}",
-        kernel=worst if smallest[worst] > budget else None,
-        required_bytes=need,
-    )
