@@ -1,12 +1,17 @@
-"""How fast the planner plans a ResNet-50-sized network (CPU only; printed, not a test).
+"""How fast the planner plans, on the CPU (printed, not a test).
 
-53 convolution layers x 3 kernels at N=256 with the powerOfTwo policy, from MODEL timing
-tables (ucudnn.planner.synthetic: a documented cost model, not measurements). Times what a
-user calls: make_plan_wr for every kernel at 64 MiB, and make_plan_wd at budgets of 64 MiB,
-512 MiB and 4 GiB (desirable sets, the ILP, and the ILP over undivided runs that gives WD's
-baseline). Each figure is the median of --repeat runs.
+Two networks at N=256 with the powerOfTwo policy, from MODEL timing tables
+(ucudnn.planner.synthetic: a documented cost model, not measurements):
 
-    python benchmarks/planner_speed.py [--repeat 7] [--solver highs]
+- ResNet-50: 53 convolution layers x 3 kernels, many of them identical (repeated blocks);
+- deep-600: a chain of 600 convolution layers x 3 kernels = 1,800 kernels, all distinct (the
+  widths, image sizes and filter sizes cycle with coprime periods), the planner's worst case.
+
+Times what a user calls: make_plan_wr for every kernel at 64 MiB, and make_plan_wd at budgets
+of 64 MiB, 512 MiB and 4 GiB (desirable sets, the ILP, and the ILP over undivided runs that
+gives WD's baseline). Each figure is the median of --repeat runs.
+
+    python benchmarks/planner_speed.py [--repeat 5] [--solver highs] [--networks resnet50 deep-600]
 """
 
 from __future__ import annotations
@@ -16,13 +21,39 @@ import statistics
 import time
 from collections.abc import Callable
 
+from ucudnn.core.problem import ConvProblem
+from ucudnn.planner.graph import LayerGraph
 from ucudnn.planner.networks import builtin_network
 from ucudnn.planner.plan import make_plan_wd, make_plan_wr
 from ucudnn.planner.synthetic import model_tables
+from ucudnn.planner.tables import TimingTables
 from ucudnn.planner.units import format_size
 
 MiB = 1 << 20
 BUDGETS = (64 * MiB, 512 * MiB, 4096 * MiB)
+BATCH = 256
+
+
+def deep_chain(layers: int = 600) -> LayerGraph:
+    """`layers` distinct convolutions in a chain: channels cycle with period 61, image sizes
+    with 4 and filter sizes with 3, so no two layers share a problem below 732 layers."""
+    graph = LayerGraph()
+    previous: list[str] = []
+    for i in range(layers):
+        kernel = (1, 3, 5)[i % 3]
+        problem = ConvProblem.create(
+            BATCH, 32 + 8 * (i % 61), 32 + 8 * (7 * i % 61), ((56, 28, 14, 7)[i % 4],) * 2,
+            kernel, kernel // 2,
+        )  # fmt: skip
+        graph.add_layer(f"layer{i}", problem, after=previous)
+        previous = [f"layer{i}"]
+    return graph
+
+
+NETWORKS: dict[str, Callable[[], LayerGraph]] = {
+    "resnet50": lambda: builtin_network("resnet50", batch=BATCH),
+    "deep-600": deep_chain,
+}
 
 
 def median_s(run: Callable[[], object], repeat: int) -> tuple[float, object]:
@@ -34,32 +65,35 @@ def median_s(run: Callable[[], object], repeat: int) -> tuple[float, object]:
     return statistics.median(times), result
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeat", type=int, default=7)
-    parser.add_argument("--solver", choices=("highs", "cbc"), default="highs")
-    args = parser.parse_args()
-
-    graph = builtin_network("resnet50", batch=256)
-    tables = model_tables((n, graph.problem(n), graph.kernels(n)) for n in graph.layers())
+def report(name: str, tables: TimingTables, repeat: int, solver: str) -> None:
     rows = sum(len(list(t)) for _, t in tables.items())
-    print(f"ResNet-50, N=256, powerOfTwo: {len(graph)} layers, {len(tables)} kernels,")
-    print(f"{rows} MODEL timing rows (not measurements)\n")
-
     distinct = len({t.content_key() for _, t in tables.items()})
-    print(f"{distinct} distinct tables (identical layers share measurements and answers)\n")
-
-    wr_s, _ = median_s(lambda: make_plan_wr(tables, 64 * MiB), args.repeat)
-    print(f"WR, 64 MiB per kernel, all kernels: {wr_s * 1e3:8.1f} ms")
+    print(f"{name}: {len(tables)} kernels ({distinct} distinct tables), {rows} MODEL rows")
+    wr_s, _ = median_s(lambda: make_plan_wr(tables, 64 * MiB), repeat)
+    print(f"  WR, 64 MiB per kernel, all kernels: {wr_s * 1e3:8.1f} ms")
     for budget in BUDGETS:
         wd_s, plan = median_s(
-            lambda budget=budget: make_plan_wd(tables, budget, solver=args.solver), args.repeat
+            lambda budget=budget: make_plan_wd(tables, budget, solver=solver), repeat
         )
         print(
-            f"WD, {format_size(budget):>7} total: {wd_s * 1e3:7.1f} ms; {plan.solver} "
-            f"{plan.solver_status}, predicted {plan.time_ms:.1f} ms in "
+            f"  WD, {format_size(budget):>7} total: {wd_s * 1e3:8.1f} ms; solver {plan.solver} "
+            f"({plan.solver_status}), predicted {plan.time_ms:.1f} ms in "
             f"{format_size(plan.workspace_bytes)}"
         )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--solver", choices=("highs", "cbc"), default="highs")
+    parser.add_argument("--networks", nargs="+", choices=tuple(NETWORKS), default=list(NETWORKS))
+    args = parser.parse_args()
+    print(f"N={BATCH}, powerOfTwo, MODEL timings (not measurements); medians of {args.repeat}\n")
+    for name in args.networks:
+        graph = NETWORKS[name]()
+        tables = model_tables((n, graph.problem(n), graph.kernels(n)) for n in graph.layers())
+        report(name, tables, args.repeat, args.solver)
+        print()
 
 
 if __name__ == "__main__":
