@@ -16,9 +16,15 @@ from ucudnn.planner.files import decode, position
 
 
 class JsonObject(dict):
-    """A JSON object and the line it starts on."""
+    """A JSON object that knows where it starts in its text."""
 
-    line: int = 0
+    text: str = ""
+    start: int = 0
+
+    @property
+    def line(self) -> int:
+        # Counted when asked (for an error), not for every object read.
+        return position(self.text, self.start)[0]
 
 
 def line_of(value: object) -> str:
@@ -39,7 +45,7 @@ def _parse_object(s_and_end, *args):  # json.decoder.JSONObject's signature
         keys = [key for key, _ in pairs]
         repeated = next(key for n, key in enumerate(keys) if key in keys[:n])
         raise _RepeatedKey(f"the key {repeated!r} appears twice in this object", text, start - 1)
-    found.line = position(text, start - 1)[0]
+    found.text, found.start = text, start - 1
     return found, end
 
 

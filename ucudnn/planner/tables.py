@@ -330,35 +330,41 @@ class TimingTables:
     def from_rows(cls, rows: Iterable[Mapping[str, object]], source: str = "rows") -> TimingTables:
         """Tables from row mappings (column -> text or number); errors name the row (and its
         line, for rows read from JSON) and the column."""
-        records = []
-        for n, row in enumerate(rows, 1):
-            places = (line_of(row), f"row {n}")
+
+        def where(n: int, row: Mapping[str, object]) -> tuple[str, ...]:
+            return (line_of(row), f"row {n}")
+
+        numbered = list(enumerate(rows, 1))
+        for n, row in numbered:
             try:
                 _check_columns(row.keys())
             except ValueError as exc:
-                raise located_error(exc, source, *places) from None
-            records.append((places, row))
-        return cls._from_records(records, source)
+                raise located_error(exc, source, *where(n, row)) from None
+        return cls._from_records(numbered, source, where)
 
     @classmethod
     def _from_records(
-        cls, records: Iterable[tuple[tuple[str, ...], Mapping[str, object]]], source: str
+        cls,
+        records: Iterable[tuple[int, Mapping[str, object]]],
+        source: str,
+        where: Callable[[int, Mapping[str, object]], tuple[str, ...]],
     ) -> TimingTables:
-        """Tables from rows, each with the places that locate it in `source` ("line 3")."""
+        """Tables from numbered rows; `where` turns a number and row into the places that
+        locate it in `source` ("line 3"), when an error needs them."""
         tables = cls()
-        first_seen: dict[KernelId, tuple[str, ...]] = {}
-        for places, row in records:
+        first_seen: dict[KernelId, tuple[int, Mapping[str, object]]] = {}
+        for n, row in records:
             try:
                 layer, kernel, batch, candidate = _parse_row(row)
                 _table_of(tables, layer, kernel, batch).add(candidate)
             except (TypeError, ValueError) as exc:
-                raise located_error(exc, source, *places) from None
-            first_seen.setdefault((layer, kernel), places)
+                raise located_error(exc, source, *where(n, row)) from None
+            first_seen.setdefault((layer, kernel), (n, row))
         for kernel_id, table in tables.items():
             try:
                 table.check_complete()
             except ValueError as exc:
-                *before, last = first_seen[kernel_id]
+                *before, last = where(*first_seen[kernel_id])
                 raise located_error(exc, source, *before, f"{last} (its first row)") from None
         return tables
 
@@ -388,8 +394,7 @@ class TimingTables:
             _check_columns(records.header)
         except ValueError as exc:
             raise located_error(exc, records.name, "line 1") from None
-        located = (((f"line {line}",), row) for line, row in records)
-        return cls._from_records(located, records.name)
+        return cls._from_records(records, records.name, lambda line, _: (f"line {line}",))
 
     def write_csv(self, dest: str | os.PathLike[str] | IO[str]) -> None:
         """Write the CSV to a path (all or nothing: see `atomic_write`) or an open text file."""
