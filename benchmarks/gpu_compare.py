@@ -406,9 +406,9 @@ class Output:
         """Rewrite the JSON and Markdown; each file is replaced whole (see `atomic_write`), so
         a run killed mid-write keeps the previous complete version."""
         self.folder.mkdir(parents=True, exist_ok=True)
-        with atomic_write(self.stem.with_suffix(".json"), encoding="utf-8") as f:
+        with atomic_write(self.stem.with_suffix(".json")) as f:
             f.write(json.dumps(run, indent=1) + "\n")
-        with atomic_write(self.stem.with_suffix(".md"), encoding="utf-8") as f:
+        with atomic_write(self.stem.with_suffix(".md")) as f:
             f.write(compare_report.render_markdown(run))
 
     def finish(self, run: dict, tables: dict[str, str]) -> None:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from ucudnn.core.problem import ConvProblem
 from ucudnn.planner import files
 from ucudnn.planner.files import (
     CsvRecords,
@@ -18,6 +19,7 @@ from ucudnn.planner.files import (
     field_errors,
     located_error,
 )
+from ucudnn.planner.layerlist import write_layer_list
 from ucudnn.planner.tables import Candidate, KernelTable, TimingTables
 
 
@@ -100,7 +102,7 @@ def _mode(path: Path) -> int:
 
 def test_atomic_write_replaces_the_file_whole(tmp_path: Path) -> None:
     path = tmp_path / "out.txt"
-    with atomic_write(path, encoding="utf-8") as f:
+    with atomic_write(path) as f:
         f.write("first\n")
         assert not path.exists()  # nothing is visible before the block ends
     assert path.read_text() == "first\n"
@@ -120,19 +122,30 @@ def test_an_error_keeps_the_old_file_and_leaves_no_temporary(tmp_path: Path) -> 
     assert os.listdir(tmp_path) == ["out.txt"]
 
 
-def test_a_failing_disk_keeps_the_old_file(tmp_path: Path, monkeypatch) -> None:
+def _write_timings(path: Path) -> None:
+    TimingTables([KernelTable("c", "forward", 1, [Candidate(1, 0, 1.0, 0)])]).write_csv(path)
+
+
+def _write_layers(path: Path) -> None:
+    write_layer_list([("c", ConvProblem.create(2, 3, 4, (8, 8), 3))], path)
+
+
+@pytest.mark.parametrize("write", [_write_timings, _write_layers])
+def test_a_failing_disk_keeps_the_old_file(tmp_path: Path, monkeypatch, write) -> None:
     path = tmp_path / "t.csv"
     path.write_text("old\n")
-    tables = TimingTables([KernelTable("c", "forward", 1, [Candidate(1, 0, 1.0, 0)])])
 
     def full_disk(fd: int) -> None:
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(files.os, "fsync", full_disk)
     with pytest.raises(OSError, match="No space left"):
-        tables.write_csv(path)
+        write(path)
     assert path.read_text() == "old\n"
     assert os.listdir(tmp_path) == ["t.csv"]
+    monkeypatch.undo()
+    write(path)
+    assert path.read_text().startswith(("layer,", "source,"))
 
 
 @pytest.mark.parametrize("umask", [0o022, 0o077, 0o002])

@@ -145,16 +145,14 @@ class CsvRecords:
 # -- writing --------------------------------------------------------------------------------
 @contextlib.contextmanager
 def atomic_write(
-    path: str | os.PathLike[str],
-    mode: str = "w",
-    *,
-    encoding: str | None = None,
-    newline: str | None = None,
+    path: str | os.PathLike[str], mode: str = "w", *, newline: str | None = None
 ) -> Iterator[IO]:
-    """Open a temporary file beside `path` and, if the block ends without an error, rename it
-    to `path`; otherwise remove it. Readers see the old file or the whole new one."""
+    """Open a temporary file beside `path` (text in UTF-8, or bytes with mode "wb") and, if
+    the block ends without an error, rename it to `path`; otherwise remove it. Readers see
+    the old file or the whole new one."""
     if mode not in ("w", "wb"):
         raise ValueError(f"atomic_write writes whole files: mode must be 'w' or 'wb', got {mode!r}")
+    encoding = "utf-8" if mode == "w" else None
     # Write where a symlink points, as open() would, so the rename stays on one file system.
     target = os.path.realpath(path)
     fd, temporary = _create_beside(target)

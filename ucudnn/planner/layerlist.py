@@ -175,7 +175,7 @@ def write_layer_list(
             row += [values[i] for i in order]
         writer.writerow(row + [getattr(p, name) for name in extra])
     if isinstance(dest, str | os.PathLike):
-        with atomic_write(dest, "w", encoding="utf-8", newline="") as f:
+        with atomic_write(dest, newline="") as f:
             f.write(out.getvalue())
     else:
         dest.write(out.getvalue())

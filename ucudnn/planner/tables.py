@@ -399,7 +399,7 @@ class TimingTables:
     def write_csv(self, dest: str | os.PathLike[str] | IO[str]) -> None:
         """Write the CSV to a path (all or nothing: see `atomic_write`) or an open text file."""
         if isinstance(dest, str | os.PathLike):
-            with atomic_write(dest, "w", encoding="utf-8", newline="") as f:
+            with atomic_write(dest, newline="") as f:
                 self._write_csv(f)
         else:
             self._write_csv(dest)
