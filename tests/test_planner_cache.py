@@ -9,8 +9,9 @@ import pytest
 
 from ucudnn.core.facts import DeviceFacts
 from ucudnn.core.problem import KERNELS, ConvProblem
+from ucudnn.errors import CacheError
 from ucudnn.planner import cache as cache_module
-from ucudnn.planner.cache import SCHEMA_VERSION, BenchmarkCache, Measurement
+from ucudnn.planner.cache import APPLICATION_ID, SCHEMA_VERSION, BenchmarkCache, Measurement
 from ucudnn.planner.tables import Candidate
 
 FACTS = DeviceFacts("NVIDIA H100 80GB HBM3", "9.0", 92800, 13000)
@@ -19,6 +20,31 @@ PROBLEM = ConvProblem.create(8, 4, 8, (9, 9), 3, padding=1)
 
 def ok(b: int, algo: int, time_ms: float = 1.0, workspace: int = 0, **kw: object) -> Measurement:
     return Measurement(b, algo, time_ms=time_ms, workspace_bytes=workspace, **kw)  # type: ignore[arg-type]
+
+
+def fill(path: Path, sets: int = 1) -> None:
+    """A cache at `path` with `sets` forward sets (b = 1, 2, ...) of two rows each."""
+    with BenchmarkCache(path) as cache:
+        for b in range(1, sets + 1):
+            cache.store(PROBLEM, "forward", b, FACTS, [ok(b, 0), ok(b, 1, 2.0)])
+
+
+def damage_pages(path: Path) -> None:
+    """Overwrite every page but the first, whose header still says the file is ours, and count
+    the change in the header, as any writer does, so that open connections read it again."""
+    with open(path, "r+b") as file:
+        header = file.read(100)
+        page_size = int.from_bytes(header[16:18], "big")
+        assert path.stat().st_size > 2 * page_size, "too small to damage"
+        file.seek(page_size)
+        file.write(b"\xa5" * (path.stat().st_size - page_size))
+        file.seek(24)  # the file change counter
+        file.write((int.from_bytes(header[24:28], "big") + 1).to_bytes(4, "big"))
+
+
+def snapshot(directory: Path) -> dict[str, bytes]:
+    """Every file in `directory` with its contents, to show that nothing changed."""
+    return {p.name: p.read_bytes() for p in sorted(directory.iterdir())}
 
 
 @pytest.fixture
@@ -203,36 +229,6 @@ def test_several_processes_write_at_once(tmp_path: Path) -> None:
             assert len({c.workspace_bytes for c in shared}) == 1
 
 
-def test_corrupt_file_gives_warning_and_fresh_cache(tmp_path: Path) -> None:
-    path = tmp_path / "cache.sqlite"
-    path.write_bytes(b"this is not a database" * 100)
-    with pytest.warns(RuntimeWarning, match="is corrupt.*moved it to"):
-        cache = BenchmarkCache(path)
-    with cache:
-        assert cache.candidates(PROBLEM, "forward", 4, FACTS) is None
-        cache.store(PROBLEM, "forward", 4, FACTS, [ok(4, 0)])
-        assert cache.candidates(PROBLEM, "forward", 4, FACTS) == [Candidate(4, 0, 1.0, 0)]
-    (aside,) = tmp_path.glob("cache.sqlite.corrupt-*")
-    assert aside.read_bytes() == b"this is not a database" * 100
-
-
-def test_damaged_pages_are_found_on_open(tmp_path: Path) -> None:
-    path = tmp_path / "cache.sqlite"
-    with BenchmarkCache(path) as cache:
-        for b in range(1, 200):
-            cache.store(PROBLEM, "forward", b, FACTS, [ok(b, a) for a in range(8)])
-    with sqlite3.connect(path) as conn:  # fold the WAL into the file so damage sticks
-        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-    data = bytearray(path.read_bytes())
-    page = 4096
-    data[2 * page : 6 * page] = b"\xa5" * (4 * page)
-    path.write_bytes(bytes(data))
-    with pytest.warns(RuntimeWarning, match="corrupt"):
-        cache = BenchmarkCache(path)
-    with cache:
-        assert cache.candidates(PROBLEM, "forward", 1, FACTS) is None
-
-
 def test_unreadable_path_falls_back_to_memory(tmp_path: Path) -> None:
     with pytest.warns(RuntimeWarning, match="cannot be used.*in memory"):
         cache = BenchmarkCache(tmp_path)  # a directory
@@ -257,7 +253,8 @@ def schema_version(path: Path) -> int:
 
 def test_older_version_without_migration_is_rebuilt(tmp_path: Path) -> None:
     path = tmp_path / "old.sqlite"
-    with sqlite3.connect(path) as conn:
+    with sqlite3.connect(path) as conn:  # ours (marked), at a version with no migration
+        conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
         conn.execute("CREATE TABLE schema_version (version INTEGER NOT NULL)")
         conn.execute("INSERT INTO schema_version VALUES (0)")
         conn.execute("CREATE TABLE measurement_sets (id INTEGER PRIMARY KEY, stale TEXT)")
@@ -269,15 +266,16 @@ def test_older_version_without_migration_is_rebuilt(tmp_path: Path) -> None:
     assert schema_version(path) == SCHEMA_VERSION
 
 
-def test_original_ucudnn_tables_are_left_alone(tmp_path: Path) -> None:
+def test_original_ucudnn_database_is_refused_and_left_alone(tmp_path: Path) -> None:
     path = tmp_path / "ucudnn-original.sqlite"
     with sqlite3.connect(path) as conn:
         conn.execute("CREATE TABLE perfTable (convParam TEXT, perfTime REAL)")
         conn.execute("INSERT INTO perfTable VALUES ('x', 1.0)")
-    with BenchmarkCache(path) as cache:
-        assert cache.candidates(PROBLEM, "forward", 4, FACTS) is None
-    with sqlite3.connect(path) as conn:
-        assert conn.execute("SELECT * FROM perfTable").fetchall() == [("x", 1.0)]
+    before = path.read_bytes()
+    with pytest.raises(CacheError, match=r"ucudnn-original\.sqlite is not a ucudnn benchmark"):
+        BenchmarkCache(path)
+    assert path.read_bytes() == before
+    assert [p.name for p in tmp_path.iterdir()] == [path.name]
 
 
 def test_migration_keeps_rows(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -335,3 +333,23 @@ def test_in_memory_cache() -> None:
         cache.store(PROBLEM, "forward", 4, FACTS, [ok(4, 0)])
         assert cache.candidates(PROBLEM, "forward", 4, FACTS) == [Candidate(4, 0, 1.0, 0)]
         assert cache.stats().file_bytes == 0
+
+
+def test_store_that_cannot_commit_is_kept_in_memory_and_rolled_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(cache_module, "BUSY_TIMEOUT_S", 0.2)
+    path = tmp_path / "cache.sqlite"
+    with BenchmarkCache(path) as cache:
+        reader = sqlite3.connect(path, isolation_level=None)
+        reader.execute("BEGIN")
+        reader.execute("SELECT COUNT(*) FROM measurements").fetchone()  # holds a read lock
+        with pytest.warns(RuntimeWarning, match="write failed.*locked.*kept in memory"):
+            cache.store(PROBLEM, "forward", 4, FACTS, [ok(4, 0)])  # COMMIT cannot finish
+        assert cache.candidates(PROBLEM, "forward", 4, FACTS) == [Candidate(4, 0, 1.0, 0)]
+        reader.execute("COMMIT")
+        reader.close()
+        cache.store(PROBLEM, "forward", 4, FACTS, [ok(4, 1, 0.5)])  # the file's now, not memory's
+        assert cache.candidates(PROBLEM, "forward", 4, FACTS) == [Candidate(4, 1, 0.5, 0)]
+    with BenchmarkCache(path) as cache:
+        assert cache.candidates(PROBLEM, "forward", 4, FACTS) == [Candidate(4, 1, 0.5, 0)]

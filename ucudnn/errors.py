@@ -118,3 +118,19 @@ def cudnn_error_class(status: int) -> type[CudnnError]:
     if status in _CUDNN_STATUS_CLASSES:
         return _CUDNN_STATUS_CLASSES[status]
     return _CUDNN_CATEGORY_CLASSES.get(status // 1000 * 1000, CudnnError)
+
+
+class CacheError(UcudnnError, ValueError):
+    """A file given as ucudnn's benchmark cache belongs to something else (another program's
+    SQLite database, or not a database at all): ucudnn refuses it and changes nothing."""
+
+    def __init__(self, path: str, reason: str) -> None:
+        self.path = path
+        self.reason = reason
+        super().__init__(
+            f"{path} is not a ucudnn benchmark cache ({reason}); ucudnn neither uses nor changes "
+            "it. Give ucudnn another path (UCUDNN_DATABASE) or move that file away"
+        )
+
+    def __reduce__(self):  # the default would call __init__ with the message only
+        return type(self), (self.path, self.reason)

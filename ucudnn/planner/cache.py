@@ -1,4 +1,4 @@
-"""SQLite cache of benchmark results, shared by every process of a user.
+"""SQLite cache of benchmark results, shared by every process of a user (or of a site).
 
 A *measurement set* is everything measured for one kernel of one problem at one micro-batch on
 one device/software stack: its key is the problem at the micro-batch (`problem.with_batch(b)
@@ -7,41 +7,101 @@ different GPU, cuDNN or CUDA simply misses. A set holds one row per (algorithm, 
 including those that failed (not supported, allocation failed), so failures are not retried;
 an empty set is still a hit.
 
-The file is in WAL mode with a busy timeout, so several processes can read and write it at
-once; each process (and each fork) must open its own `BenchmarkCache`. A corrupt file is moved
-aside with a warning and replaced by a fresh one; an unreadable one gives a warning and an
-in-memory cache. Errors never reach the caller as anything but a warning and a miss.
+**What is ours.** A cache file carries ucudnn's mark, `APPLICATION_ID`, in SQLite's
+`application_id` field of the 100-byte file header (readable even when later pages are
+damaged), written in the same transaction that creates the tables. A missing path or an empty
+(0-byte) file is a new cache and is created. A file with our mark is ours. Anything else is
+foreign: another application_id, an unmarked SQLite database (application_id 0 with tables,
+which includes caches of schema version 1), a file that is not SQLite at all. A foreign file is
+refused with `CacheError` naming it, decided from its header without SQLite, before anything is
+created beside it: it is never opened by SQLite (which could roll back its journal), written,
+moved or rebuilt. A path that is not a regular file (a directory, /dev/null) cannot be used.
+
+**Versions.** Our files at an older schema version are migrated (`MIGRATIONS`) or, with no path
+to `SCHEMA_VERSION`, rebuilt empty. A newer version is never changed.
+
+**Corruption.** A file of ours that SQLite finds damaged (`PRAGMA quick_check` when connecting,
+or SQLITE_CORRUPT/SQLITE_NOTADB from a lookup or store) is replaced once. The process that finds
+it takes the lock exclusively and looks again: if the path still names the damaged file, it
+moves it, with the `-journal` beside it (which belongs to it), to
+`<name>.corrupt-<time>-<pid>`, creates a fresh cache and warns once, naming both paths; the
+other processes that found the damage see a different file at the path and only reconnect. The
+lookup or store that found the damage is retried once, so a measurement is not lost because the
+damage was found mid-run. What the damaged file held is lost: it can be measured again.
+
+**Concurrency.** Any number of processes and threads may use one cache at once; each process
+(and each fork) must open its own `BenchmarkCache`. SQLite's busy timeout and `BEGIN IMMEDIATE`
+serialise writers, and a store replaces a whole set in one transaction. Two lock files beside
+the cache coordinate with a recovery (flock). `<path>.lock` is held shared by every connect,
+lookup and store, and exclusively by a recovery. Under the shared lock, each operation first
+checks that the path still names the file its connection has open (device and inode) and
+reconnects if not, so no connection ever works on a file that was moved aside. `<path>.gate`
+gives a recovery precedence: operations pass it on their way in, and a recovery holds it while
+it waits, so it waits only for the operations in flight. Programs that do not take these locks
+(the sqlite3 shell, ucudnn before schema version 2) must not write to a cache in use.
+
+**Why no WAL.** The file keeps SQLite's default rollback journal (`journal_mode=DELETE`).
+SQLite finds a database's `-wal`, `-shm` and `-journal` files by the database's name, not by
+the file. In WAL mode, closing the last connection to a file deletes the `-wal` of that name,
+so a connection left open on a file moved aside destroys, when it closes, the write-ahead log
+of the fresh file at the path, and no lock can stop a connection from being closed. A rollback
+journal exists only during a write transaction, which the lock keeps off moved files, and
+closing an idle connection touches no file. A rollback-journal file can also be read from a
+read-only directory, where WAL needs its `-shm`. WAL's concurrent reading buys nothing here:
+writes are rare, one per benchmarked problem size after seconds of GPU work.
+
+**Read-only use.** A cache that this process cannot write (a site-wide file, a read-only
+directory, lock files that cannot be created) is opened read-only and serves hits. The first
+store then warns once, and new measurements are kept in memory and served to this process's
+later lookups. `BenchmarkCache(path, read_only=True)` creates, migrates, recovers and writes
+nothing, not even the lock files (it takes the locks only if they exist). `inspect_cache`
+reports what is at a path without changing it.
+
+**Failures.** Only a foreign file raises. A cache that cannot be used at all (a path that cannot
+be created or read, a newer or unconvertible schema, damage that cannot be set aside) gives one
+RuntimeWarning and an in-memory cache. A failed lookup, or an unreadable row, is a warning and
+a miss; a failed store is a warning, its results kept in memory.
 """
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
+import datetime
+import fcntl
 import math
 import os
 import sqlite3
+import stat
 import threading
 import time
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
+from typing import TypeVar
 
 from ucudnn.core.facts import DeviceFacts
 from ucudnn.core.problem import MATH_TYPES, ConvProblem, check_kernel
+from ucudnn.errors import CacheError
 from ucudnn.planner.config import Config
 from ucudnn.planner.tables import Candidate
+from ucudnn.planner.units import format_size
 
-SCHEMA_VERSION = 1
+# 2: the file carries APPLICATION_ID and a rollback journal. Version-1 files carry no mark, so
+# they are foreign (refused), never migrated.
+SCHEMA_VERSION = 2
+APPLICATION_ID = int.from_bytes(b"uCDN", "big")  # 0x7543444e, in SQLite's file header
 BUSY_TIMEOUT_S = 30.0
 IN_MEMORY = ":memory:"
 
-# MIGRATIONS[v] upgrades a file from schema v to v + 1 inside one transaction. Versions with
-# no path to SCHEMA_VERSION are rebuilt empty: a cache can always be measured again.
+# MIGRATIONS[v] upgrades one of our files from schema v to v + 1 inside one transaction.
+# Versions with no path to SCHEMA_VERSION are rebuilt empty: a cache can always be measured
+# again.
 MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {}
 
 _SCHEMA = """
-CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL);
-CREATE TABLE IF NOT EXISTS measurement_sets (
+CREATE TABLE schema_version (version INTEGER NOT NULL);
+CREATE TABLE measurement_sets (
     id INTEGER PRIMARY KEY,
     problem TEXT NOT NULL,
     kernel TEXT NOT NULL,
@@ -54,7 +114,7 @@ CREATE TABLE IF NOT EXISTS measurement_sets (
     UNIQUE (problem, kernel, micro_batch, device_name, compute_capability,
             cudnn_version, cuda_version)
 );
-CREATE TABLE IF NOT EXISTS measurements (
+CREATE TABLE measurements (
     set_id INTEGER NOT NULL REFERENCES measurement_sets (id) ON DELETE CASCADE,
     algo INTEGER NOT NULL CHECK (algo >= 0),
     math_type TEXT NOT NULL,
@@ -73,19 +133,39 @@ _TABLES = ("measurements", "measurement_sets", "schema_version")
 _KEY_COLUMNS = (
     "problem, kernel, micro_batch, device_name, compute_capability, cudnn_version, cuda_version"
 )
+_MEASUREMENT_COLUMNS = (
+    "algo, status, median_ms, min_ms, max_ms, repeats, workspace_bytes, math_type, deterministic"
+)
+
+# The SQLite file header: https://www.sqlite.org/fileformat.html#the_database_header
+_HEADER_BYTES = 100
+_SQLITE_MAGIC = b"SQLite format 3\x00"
+_APPLICATION_ID_AT = slice(68, 72)
+
+# Primary result codes that mean "this file cannot be written by this process" rather than "this
+# write went wrong": SQLITE_PERM, SQLITE_READONLY (and its extended codes), SQLITE_CANTOPEN (no
+# journal in a read-only directory), SQLITE_AUTH.
+_CANNOT_WRITE_CODES = frozenset({3, 8, 14, 23})
+
+_T = TypeVar("_T")
 
 
 class _CorruptError(sqlite3.DatabaseError):
-    """The file opened but failed SQLite's integrity check."""
+    """The file opened but failed SQLite's quick check."""
 
 
-class _NewerSchemaError(sqlite3.DatabaseError):
-    """Written by a newer ucudnn: not ours to rebuild."""
+class _SchemaError(sqlite3.DatabaseError):
+    """Our file, at a schema version this process may not or cannot bring to SCHEMA_VERSION."""
 
 
-def _is_corrupt(exc: sqlite3.DatabaseError) -> bool:
+def _is_corrupt(exc: sqlite3.Error) -> bool:
     names = ("SQLITE_CORRUPT", "SQLITE_NOTADB")
     return isinstance(exc, _CorruptError) or getattr(exc, "sqlite_errorname", None) in names
+
+
+def _cannot_write(exc: sqlite3.Error) -> bool:
+    code = getattr(exc, "sqlite_errorcode", None)
+    return code is not None and code & 0xFF in _CANNOT_WRITE_CODES
 
 
 @dataclasses.dataclass(frozen=True)
@@ -174,79 +254,84 @@ class Measurement:
 class CacheStats:
     sets: int  # (problem, kernel, micro-batch, device) keys measured
     measurements: int  # rows, failures included
-    file_bytes: int  # database plus its write-ahead log; 0 in memory
+    file_bytes: int  # the database file; 0 in memory
+
+
+@dataclasses.dataclass(frozen=True)
+class CacheReport:
+    """What `inspect_cache` found at a cache path."""
+
+    path: str
+    stats: CacheStats | None  # None: no usable cache there
+    problem: str = ""  # why the file there cannot be used; "" if there is simply none yet
+
+    def describe(self) -> str:
+        """One line for people, e.g. for `ucudnn info`."""
+        if self.stats is not None:
+            return (
+                f"{self.path} ({self.stats.sets} measured problem sizes, "
+                f"{self.stats.measurements} rows, {format_size(self.stats.file_bytes)})"
+            )
+        if self.problem:
+            return f"{self.path}: {self.problem}"
+        return f"{self.path} (not created yet)"
 
 
 class BenchmarkCache:
-    """Measurement sets in an SQLite file; `path=None` uses Config.from_env().database."""
+    """Measurement sets in an SQLite file; `path=None` uses Config.from_env().database.
 
-    def __init__(self, path: str | os.PathLike[str] | None = None) -> None:
+    `read_only=True` never creates, migrates, recovers or writes anything: its stores are kept
+    in memory. A foreign file raises CacheError in either mode; see the module's docstring for
+    everything else.
+    """
+
+    def __init__(
+        self, path: str | os.PathLike[str] | None = None, *, read_only: bool = False
+    ) -> None:
         self.path = str(Config.from_env().database if path is None else path)
-        self._lock = threading.Lock()  # one connection, used by any thread of this process
-        self._conn = self._open()
+        self.read_only = read_only
+        self._lock = threading.Lock()  # the connections are used by any thread of this process
+        self._memory = _connect_memory()  # measurements that no file holds
+        self._file: _CacheFile | None = None
+        self._unsaved_warning = ""  # given by the first store that stays in memory
+        if self.path != IN_MEMORY:
+            try:
+                self._open_file()
+            except CacheError:
+                self._memory.close()
+                raise
 
     # -- opening ----------------------------------------------------------------------------
-    def _open(self) -> sqlite3.Connection:
-        if self.path == IN_MEMORY:
-            return self._connect(IN_MEMORY)
+    def _open_file(self) -> None:
+        problems: list[str] = []
+        if self.read_only:
+            self._unsaved_warning = self._read_only_text("opened with read_only=True")
+        else:
+            try:
+                self._file = _CacheFile.open(self.path, writable=True)
+                return
+            except (OSError, sqlite3.Error) as exc:
+                problems.append(str(exc))
+                self._unsaved_warning = self._read_only_text(str(exc))
         try:
-            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
-            return self._connect(self.path)
-        except sqlite3.DatabaseError as exc:
-            if not _is_corrupt(exc):
-                return self._in_memory_instead(exc)
-            aside = self._move_aside()
+            self._file = _CacheFile.open(self.path, writable=False)
+        except (OSError, sqlite3.Error) as exc:
+            problems.append(_explain(exc))
+        if self._file is None and problems:
+            self._unsaved_warning = ""  # said now, for every store to come
             warnings.warn(
-                f"ucudnn benchmark cache {self.path} is corrupt ({exc}); moved it to {aside} "
-                "and started a fresh cache",
+                f"ucudnn benchmark cache {self.path} cannot be used "
+                f"({'; '.join(dict.fromkeys(problems))}); "
+                "keeping measurements in memory for this process",
                 RuntimeWarning,
                 stacklevel=3,
             )
-        try:
-            return self._connect(self.path)
-        except sqlite3.DatabaseError as exc:
-            return self._in_memory_instead(exc)
 
-    def _in_memory_instead(self, exc: Exception) -> sqlite3.Connection:
-        warnings.warn(
-            f"ucudnn benchmark cache {self.path} cannot be used ({exc}); "
-            "keeping measurements in memory for this process",
-            RuntimeWarning,
-            stacklevel=4,
+    def _read_only_text(self, reason: str) -> str:
+        return (
+            f"ucudnn benchmark cache {self.path} is read-only ({reason}); new measurements are "
+            "kept in memory for this process only"
         )
-        return self._connect(IN_MEMORY)
-
-    def _move_aside(self) -> Path:
-        path = Path(self.path)
-        aside = path.with_name(
-            f"{path.name}.corrupt-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
-        )
-        with contextlib.suppress(FileNotFoundError):  # another process moved it first
-            path.rename(aside)
-        for suffix in ("-wal", "-shm"):  # they belong to the bad file, not the fresh one
-            with contextlib.suppress(FileNotFoundError):
-                path.with_name(path.name + suffix).rename(aside.with_name(aside.name + suffix))
-        return aside
-
-    @staticmethod
-    def _connect(path: str) -> sqlite3.Connection:
-        conn = sqlite3.connect(
-            path, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False
-        )
-        try:
-            conn.execute("PRAGMA foreign_keys = ON")
-            if path != IN_MEMORY:
-                conn.execute("PRAGMA journal_mode = WAL")
-                conn.execute("PRAGMA synchronous = NORMAL")
-            with _transaction(conn):
-                _prepare_schema(conn)
-            problem = conn.execute("PRAGMA quick_check").fetchone()[0]
-            if problem != "ok":
-                raise _CorruptError(problem)
-        except sqlite3.DatabaseError:
-            conn.close()
-            raise
-        return conn
 
     # -- use --------------------------------------------------------------------------------
     def lookup(
@@ -256,24 +341,16 @@ class BenchmarkCache:
         key = _key(problem, kernel, micro_batch, facts)
         try:
             with self._lock:
-                row = self._conn.execute(
-                    f"SELECT id FROM measurement_sets WHERE ({_KEY_COLUMNS}) = "
-                    "(?, ?, ?, ?, ?, ?, ?)",
-                    key,
-                ).fetchone()
-                if row is None:
-                    return None
-                rows = self._conn.execute(
-                    "SELECT algo, status, median_ms, min_ms, max_ms, repeats, workspace_bytes, "
-                    "math_type, deterministic FROM measurements WHERE set_id = ? "
-                    "ORDER BY algo, math_type",
-                    (row[0],),
-                ).fetchall()
+                rows = _find_set(self._memory, key)
+                if rows is None and self._file is not None:
+                    rows = self._file.run(lambda conn: _find_set(conn, key))
+            if rows is None:
+                return None
             return [
                 Measurement(micro_batch, a, s, t, lo, hi, r, w, m, bool(d))
                 for a, s, t, lo, hi, r, w, m, d in rows
             ]
-        except (sqlite3.Error, ValueError) as exc:
+        except (sqlite3.Error, OSError, ValueError) as exc:
             self._warn(exc, "read")
             return None
 
@@ -302,44 +379,40 @@ class BenchmarkCache:
         seen = [(m.algo, m.math_type) for m in results]
         if len(set(seen)) != len(seen):
             raise ValueError("results repeat an (algo, math_type) pair")
-        try:
-            with self._lock, _transaction(self._conn):
-                self._conn.execute(
-                    f"DELETE FROM measurement_sets WHERE ({_KEY_COLUMNS}) = (?, ?, ?, ?, ?, ?, ?)",
-                    key,
-                )
-                set_id = self._conn.execute(
-                    f"INSERT INTO measurement_sets ({_KEY_COLUMNS}, measured_at) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                    (*key, time.time()),
-                ).lastrowid
-                self._conn.executemany(
-                    "INSERT INTO measurements (set_id, algo, status, median_ms, min_ms, max_ms, "
-                    "repeats, workspace_bytes, math_type, deterministic) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    [
-                        (set_id, m.algo, m.status, m.time_ms, m.min_ms, m.max_ms, m.repeats,
-                         m.workspace_bytes, m.math_type, int(m.deterministic))
-                        for m in results
-                    ],
-                )  # fmt: skip
-        except sqlite3.Error as exc:
+        with self._lock:
+            if self._file is not None and self._file.writable:
+                try:
+                    self._file.run(lambda conn: _replace_set(conn, key, results))
+                    _delete_set(self._memory, key)  # kept there by a store that failed
+                    return
+                except (sqlite3.Error, OSError, CacheError) as exc:
+                    self._write_failed(exc)
+            if self._unsaved_warning:
+                warnings.warn(self._unsaved_warning, RuntimeWarning, stacklevel=2)
+                self._unsaved_warning = ""
+            _replace_set(self._memory, key, results)
+
+    def _write_failed(self, exc: Exception) -> None:
+        assert self._file is not None
+        if isinstance(exc, sqlite3.Error) and _cannot_write(exc):
+            self._file.writable = False  # for good: later stores go to memory silently
+            self._unsaved_warning = self._read_only_text(str(exc))
+        else:
             self._warn(exc, "write")
 
     def stats(self) -> CacheStats:
+        """The file's sets, rows and size; for a cache without a file, the memory's."""
         with self._lock:
-            sets = self._conn.execute("SELECT COUNT(*) FROM measurement_sets").fetchone()[0]
-            rows = self._conn.execute("SELECT COUNT(*) FROM measurements").fetchone()[0]
-        size = 0
-        if self.path != IN_MEMORY:
-            for suffix in ("", "-wal"):
-                with contextlib.suppress(FileNotFoundError):
-                    size += os.path.getsize(self.path + suffix)
-        return CacheStats(sets, rows, size)
+            file = self._file
+            if file is None:
+                return _stats(self._memory, None)
+            return file.run(lambda conn: _stats(conn, file.path))
 
     def close(self) -> None:
         with self._lock:
-            self._conn.close()
+            if self._file is not None:
+                self._file.close()
+            self._memory.close()
 
     def __enter__(self) -> BenchmarkCache:
         return self
@@ -348,11 +421,343 @@ class BenchmarkCache:
         self.close()
 
     def _warn(self, exc: Exception, action: str) -> None:
+        outcome = "treated as a miss" if action == "read" else "kept in memory for this process"
         warnings.warn(
-            f"ucudnn benchmark cache {self.path}: {action} failed ({exc}); treated as a miss",
+            f"ucudnn benchmark cache {self.path}: {action} failed ({exc}); {outcome}",
             RuntimeWarning,
             stacklevel=3,
         )
+
+
+def inspect_cache(path: str | os.PathLike[str] | None = None) -> CacheReport:
+    """What is at the cache path (default: Config.from_env().database), read as it is: creates,
+    migrates, recovers and writes nothing, and reports a foreign file instead of raising."""
+    path = str(Config.from_env().database if path is None else path)
+    try:
+        file = _CacheFile.open(path, writable=False)
+        if file is None:
+            return CacheReport(path, None)
+        with contextlib.closing(file):
+            return CacheReport(path, file.run(lambda conn: _stats(conn, file.path)))
+    except CacheError as exc:
+        return CacheReport(path, None, f"not a ucudnn benchmark cache ({exc.reason}); left as is")
+    except (OSError, sqlite3.Error) as exc:
+        return CacheReport(path, None, f"cannot be used: {_explain(exc)}")
+
+
+def _explain(exc: Exception) -> str:
+    if isinstance(exc, sqlite3.Error) and _is_corrupt(exc):
+        return (
+            f"corrupt ({exc}); the next ucudnn process that can write there moves it aside and "
+            "starts a fresh cache"
+        )
+    return str(exc)
+
+
+class _CacheFile:
+    """A connection to our cache file that follows its path: every operation runs under the
+    shared lock, on the file the path names at that moment. A writable one replaces a corrupt
+    file, under the exclusive lock."""
+
+    def __init__(self, path: str, lock: _FileLock | None, writable: bool) -> None:
+        self.path = path
+        self.writable = writable
+        self._lock = lock  # writable ones always have one
+        self._conn: sqlite3.Connection | None = None
+        self._identity: tuple[int, int] | None = None  # (st_dev, st_ino) of the file connected
+
+    @classmethod
+    def open(cls, path: str, writable: bool) -> _CacheFile | None:
+        """Our file at `path`, created if writable; None if there is none and none may be made.
+        Raises CacheError for a foreign file before creating anything beside it."""
+        path = os.path.realpath(path)  # the lock and the journal belong beside the real file
+        exists = _holds_cache(path)
+        if not (exists or writable):
+            return None
+        if writable:
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+        file = cls(path, _FileLock.beside(path, create=writable), writable)
+        try:
+            with file._shared():
+                file._follow_path()
+        except BaseException:
+            file.close()
+            raise
+        return file
+
+    def run(self, operation: Callable[[sqlite3.Connection], _T]) -> _T:
+        """`operation` on the file at the path; retried once on a fresh file if it found the
+        file corrupt."""
+        with self._shared():
+            try:
+                return operation(self._follow_path())
+            except sqlite3.DatabaseError as exc:
+                if not (self.writable and _is_corrupt(exc)):
+                    raise
+                self._replace_corrupt(exc)
+            return operation(self._follow_path())
+
+    def close(self) -> None:
+        self._close_connection()
+        if self._lock is not None:
+            self._lock.close()
+
+    def _shared(self) -> contextlib.AbstractContextManager[None]:
+        return self._lock.shared() if self._lock is not None else contextlib.nullcontext()
+
+    def _follow_path(self) -> sqlite3.Connection:
+        """The connection to the file the path names now (under the shared lock). A recovery
+        briefly drops the shared lock, so look until the answer holds still."""
+        while self._conn is None or _identity(self.path) != self._identity:
+            self._connect()
+        return self._conn
+
+    def _connect(self) -> None:
+        try:
+            self._open_connection()
+        except sqlite3.DatabaseError as exc:
+            if not (self.writable and _is_corrupt(exc)):
+                raise
+            self._replace_corrupt(exc)
+
+    def _open_connection(self) -> None:
+        """Connect to the file at the path: create or update our tables (writable) or check
+        that they are current (read-only), then check the pages."""
+        self._close_connection()
+        if not _holds_cache(self.path) and not self.writable:  # also refuses a foreign newcomer
+            raise FileNotFoundError(f"{self.path}: the benchmark cache is gone")
+        conn = _connect_file(self.path, self.writable)
+        try:
+            # Under the shared lock nobody moves the file: the path names what conn has open.
+            self._identity = _identity(self.path)
+            if self.writable:
+                conn.execute("PRAGMA journal_mode = DELETE")  # never WAL: see the docstring
+                if _schema_version(conn, self.path) != SCHEMA_VERSION:  # else no write lock
+                    with _transaction(conn):
+                        _prepare_schema(conn, self.path)
+            else:
+                _require_current_schema(conn, self.path)
+            _check_pages(conn)
+        except BaseException:
+            conn.close()
+            raise
+        self._conn = conn
+
+    def _replace_corrupt(self, damage: sqlite3.DatabaseError) -> None:
+        """Set the corrupt file aside and start a fresh cache, once: of the processes that found
+        the damage, the first to hold the exclusive lock does it, and the others find another
+        file at the path and only connect to it."""
+        assert self._lock is not None
+        corrupt = self._identity
+        self._close_connection()  # give up its SQLite locks before waiting for other processes
+        with self._lock.exclusive():
+            if corrupt is not None and _identity(self.path) == corrupt:
+                aside = _set_aside(self.path)
+                warnings.warn(
+                    f"ucudnn benchmark cache {self.path} is corrupt ({damage}); moved it to "
+                    f"{aside} and started a fresh cache",
+                    RuntimeWarning,
+                    stacklevel=1,  # reached from several depths: name this line, not a guess
+                )
+            self._open_connection()
+
+    def _close_connection(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+
+class _FileLock:
+    """flock on two files beside the cache. `<cache>.lock` is held shared by every operation
+    and exclusively by a recovery. `<cache>.gate` gives a recovery precedence: new operations
+    pass it shared, for an instant, and a recovery holds it exclusively while it waits, so it
+    waits only for the operations in flight (flock alone would let a stream of overlapping
+    shared holders keep it waiting). A flock belongs to one open file description, so each
+    BenchmarkCache holds its own, even within one process."""
+
+    _SUFFIXES = (".lock", ".gate")
+
+    def __init__(self, main: int, gate: int) -> None:
+        self._main = main
+        self._gate = gate
+
+    @classmethod
+    def beside(cls, path: str, create: bool) -> _FileLock | None:
+        """The lock of the cache at `path`; None when its files are missing and may not be
+        created. flock needs no write access, so one user's lock files serve every reader."""
+        flags = os.O_RDONLY | (os.O_CREAT if create else 0)
+        fds: list[int] = []
+        try:
+            for suffix in cls._SUFFIXES:
+                fds.append(os.open(path + suffix, flags, 0o666))
+        except OSError:
+            for fd in fds:
+                os.close(fd)
+            if create:
+                raise
+            return None
+        return cls(*fds)
+
+    @contextlib.contextmanager
+    def shared(self) -> Iterator[None]:
+        fcntl.flock(self._gate, fcntl.LOCK_SH)  # waits while a recovery is pending
+        try:
+            fcntl.flock(self._main, fcntl.LOCK_SH)
+        finally:
+            fcntl.flock(self._gate, fcntl.LOCK_UN)
+        try:
+            yield
+        finally:
+            fcntl.flock(self._main, fcntl.LOCK_UN)
+
+    @contextlib.contextmanager
+    def exclusive(self) -> Iterator[None]:
+        """For a holder of the shared lock, which it holds again afterwards. It lets go of the
+        shared lock first (two holders waiting for each other's would deadlock), so the holder
+        must look again at what the lock guards."""
+        fcntl.flock(self._main, fcntl.LOCK_UN)
+        fcntl.flock(self._gate, fcntl.LOCK_EX)
+        try:
+            fcntl.flock(self._main, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(self._main, fcntl.LOCK_SH)
+        finally:
+            fcntl.flock(self._gate, fcntl.LOCK_UN)
+
+    def close(self) -> None:
+        os.close(self._main)
+        os.close(self._gate)
+
+
+def _holds_cache(path: str) -> bool:
+    """Whether `path` holds one of our caches; False if it holds none yet (no file, or an empty
+    one). Reads the header itself: SQLite would roll back a foreign file's journal, or make WAL
+    files beside it. Raises CacheError for a foreign file and OSError for a path that is not a
+    readable regular file."""
+    header = _read_header(path)
+    if not header:
+        return False
+    if len(header) < _HEADER_BYTES or not header.startswith(_SQLITE_MAGIC):
+        raise CacheError(path, "not an SQLite database")
+    owner = int.from_bytes(header[_APPLICATION_ID_AT], "big")
+    if owner != APPLICATION_ID:
+        raise CacheError(path, _stranger(owner))
+    return True
+
+
+def _read_header(path: str) -> bytes | None:
+    """The first bytes of the file at `path`; None if there is no file."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)  # a FIFO must not block us
+    except FileNotFoundError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(f"{path} is not a regular file")
+        return os.read(fd, _HEADER_BYTES)
+    finally:
+        os.close(fd)
+
+
+def _stranger(owner: int) -> str:
+    if owner == 0:
+        return "an SQLite database without ucudnn's application_id"
+    return (
+        f"an SQLite database with application_id {owner:#010x}, not ucudnn's {APPLICATION_ID:#010x}"
+    )
+
+
+def _identity(path: str) -> tuple[int, int] | None:
+    try:
+        status = os.stat(path)
+    except FileNotFoundError:
+        return None
+    return status.st_dev, status.st_ino
+
+
+def _set_aside(path: str) -> str:
+    """Move a corrupt cache, and the journal that belongs to it, out of the way."""
+    stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S.%f")
+    aside = f"{path}.corrupt-{stamp}-{os.getpid()}"
+    os.rename(path, aside)
+    with contextlib.suppress(FileNotFoundError):
+        os.rename(path + "-journal", aside + "-journal")
+    return aside
+
+
+def _connect_file(path: str, writable: bool) -> sqlite3.Connection:
+    if writable:
+        return _connect(path)
+    return _connect(Path(path).absolute().as_uri() + "?mode=ro", uri=True)
+
+
+def _connect_memory() -> sqlite3.Connection:
+    conn = _connect(IN_MEMORY)
+    with _transaction(conn):
+        _prepare_schema(conn, IN_MEMORY)
+    return conn
+
+
+def _connect(target: str, uri: bool = False) -> sqlite3.Connection:
+    conn = sqlite3.connect(
+        target, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False, uri=uri
+    )
+    conn.execute("PRAGMA foreign_keys = ON")  # a replaced set's rows go with it (CASCADE)
+    return conn
+
+
+def _check_pages(conn: sqlite3.Connection) -> None:
+    problem = conn.execute("PRAGMA quick_check").fetchone()[0]
+    if problem != "ok":
+        raise _CorruptError(problem)
+
+
+def _find_set(conn: sqlite3.Connection, key: tuple[object, ...]) -> list[tuple] | None:
+    row = conn.execute(
+        f"SELECT id FROM measurement_sets WHERE ({_KEY_COLUMNS}) = (?, ?, ?, ?, ?, ?, ?)", key
+    ).fetchone()
+    if row is None:
+        return None
+    return conn.execute(
+        f"SELECT {_MEASUREMENT_COLUMNS} FROM measurements WHERE set_id = ? "
+        "ORDER BY algo, math_type",
+        (row[0],),
+    ).fetchall()
+
+
+def _replace_set(
+    conn: sqlite3.Connection, key: tuple[object, ...], results: list[Measurement]
+) -> None:
+    with _transaction(conn):
+        _delete_set(conn, key)
+        set_id = conn.execute(
+            f"INSERT INTO measurement_sets ({_KEY_COLUMNS}, measured_at) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (*key, time.time()),
+        ).lastrowid
+        conn.executemany(
+            f"INSERT INTO measurements (set_id, {_MEASUREMENT_COLUMNS}) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [
+                (set_id, m.algo, m.status, m.time_ms, m.min_ms, m.max_ms, m.repeats,
+                 m.workspace_bytes, m.math_type, int(m.deterministic))
+                for m in results
+            ],
+        )  # fmt: skip
+
+
+def _delete_set(conn: sqlite3.Connection, key: tuple[object, ...]) -> None:
+    conn.execute(
+        f"DELETE FROM measurement_sets WHERE ({_KEY_COLUMNS}) = (?, ?, ?, ?, ?, ?, ?)", key
+    )
+
+
+def _stats(conn: sqlite3.Connection, path: str | None) -> CacheStats:
+    sets = conn.execute("SELECT COUNT(*) FROM measurement_sets").fetchone()[0]
+    rows = conn.execute("SELECT COUNT(*) FROM measurements").fetchone()[0]
+    return CacheStats(sets, rows, 0 if path is None else os.path.getsize(path))
 
 
 def _key(
@@ -378,34 +783,64 @@ def _transaction(conn: sqlite3.Connection) -> Iterator[None]:
     conn.execute("BEGIN IMMEDIATE")
     try:
         yield
+        conn.execute("COMMIT")  # may fail too (busy readers): then roll back as well
     except BaseException:
-        conn.execute("ROLLBACK")
+        if conn.in_transaction:  # some errors (SQLITE_FULL, SQLITE_IOERR) have rolled back
+            conn.execute("ROLLBACK")
         raise
-    conn.execute("COMMIT")
 
 
-def _prepare_schema(conn: sqlite3.Connection) -> None:
-    """Create, migrate or rebuild our tables so that they are at SCHEMA_VERSION. Tables that
-    are not ours (say, the original µ-cuDNN's perfTable) are left alone."""
-    tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-    version = None  # no version table: not ours, or from before versions were recorded
-    if "schema_version" in tables:
-        version = conn.execute("SELECT MAX(version) FROM schema_version").fetchone()[0]
+def _prepare_schema(conn: sqlite3.Connection, path: str) -> None:
+    """Inside a write transaction: create, migrate or rebuild our tables so that they are at
+    SCHEMA_VERSION. Raises CacheError for a foreign database, _SchemaError for a newer one."""
+    version = _schema_version(conn, path)
     if version == SCHEMA_VERSION:
         return
-    if version is not None and version > SCHEMA_VERSION:
-        raise _NewerSchemaError(
-            f"schema version {version} is newer than this ucudnn's {SCHEMA_VERSION}"
-        )
-    while version is not None and version in MIGRATIONS:
+    if version > SCHEMA_VERSION:
+        raise _SchemaError(_newer_text(version))
+    while version < SCHEMA_VERSION and version in MIGRATIONS:
         MIGRATIONS[version](conn)
         version += 1
     if version != SCHEMA_VERSION:
-        for table in _TABLES:
-            conn.execute(f"DROP TABLE IF EXISTS {table}")
-        # executescript would COMMIT the open transaction, so run the statements one by one.
-        for statement in _SCHEMA.split(";"):
-            if statement.strip():
-                conn.execute(statement)
+        _build_schema(conn)
     conn.execute("DELETE FROM schema_version")
     conn.execute("INSERT INTO schema_version (version) VALUES (?)", (SCHEMA_VERSION,))
+
+
+def _require_current_schema(conn: sqlite3.Connection, path: str) -> None:
+    version = _schema_version(conn, path)
+    if version > SCHEMA_VERSION:
+        raise _SchemaError(_newer_text(version))
+    if version < SCHEMA_VERSION:
+        raise _SchemaError(
+            f"schema version {version} is older than this ucudnn's {SCHEMA_VERSION}; "
+            "opening it for writing migrates or rebuilds it"
+        )
+
+
+def _schema_version(conn: sqlite3.Connection, path: str) -> int:
+    """The schema version of our database; 0 for an empty one (a cache about to be created) and
+    for ours without a recorded version. Raises CacheError for a foreign database."""
+    owner = conn.execute("PRAGMA application_id").fetchone()[0] & 0xFFFFFFFF
+    tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    if owner == 0 and not tables:
+        return 0
+    if owner != APPLICATION_ID:
+        raise CacheError(path, _stranger(owner))
+    if "schema_version" not in tables:
+        return 0
+    return conn.execute("SELECT MAX(version) FROM schema_version").fetchone()[0] or 0
+
+
+def _newer_text(version: int) -> str:
+    return f"schema version {version} is newer than this ucudnn's {SCHEMA_VERSION}"
+
+
+def _build_schema(conn: sqlite3.Connection) -> None:
+    conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")  # in this transaction
+    for table in _TABLES:
+        conn.execute(f"DROP TABLE IF EXISTS {table}")
+    # executescript would COMMIT the open transaction, so run the statements one by one.
+    for statement in _SCHEMA.split(";"):
+        if statement.strip():
+            conn.execute(statement)
