@@ -101,15 +101,19 @@ class SplitDP:
 
     def solve(self) -> Schedule | None:
         """The fastest schedule of the whole batch from what was offered, or None."""
+        way = self.fastest()
+        return None if way is None else self.schedule(way)
+
+    def fastest(self) -> _Way | None:
+        """The fastest way to make the batch, as numbers: cheaper than a Schedule when the
+        caller may not keep it. Turn it into one with `schedule` before offering more."""
         small = sorted(s for s in self._best if 2 * s <= self.batch)
         if _is_divisor_chain(small):
-            way = self._solve_chain(small)
-        else:
-            _check_general_cost(self.batch, small)
-            if self._general is None:
-                self._general = _GeneralDP(self.batch)
-            way = self._general.solve(self._best)
-        return None if way is None else self._schedule(way)
+            return self._solve_chain(small)
+        _check_general_cost(self.batch, small)
+        if self._general is None:
+            self._general = _GeneralDP(self.batch)
+        return self._general.solve(self._best)
 
     def _solve_chain(self, chain: list[int]) -> _Way | None:
         # blocks[j]: (time, workspace, parts) of the best way to make exactly chain[j], and
@@ -122,11 +126,13 @@ class SplitDP:
                 factor = size // chain[j - 1]
                 time, workspace, parts, _ = blocks[-1]
                 composite = (time * factor, workspace, parts * factor, False)
-                block = min(block, composite, key=lambda b: b[:3])
+                if composite < block:  # on equal time, workspace and parts the last field decides
+                    block = composite
             blocks.append(block)
 
-        def fill(n: int, time: float = 0.0, workspace: int = 0, parts: int = 0) -> _Way | None:
-            uses = []  # (block index, count)
+        def fill(n: int) -> tuple[float, int, int, list[tuple[int, int]]] | None:
+            """(time, workspace, parts, [(block, count)]) of the best way to make n."""
+            time, workspace, parts, uses = 0.0, 0, 0, []
             for j in range(len(chain) - 1, -1, -1):
                 count, n = divmod(n, chain[j])
                 if count:
@@ -135,29 +141,31 @@ class SplitDP:
                     workspace = max(workspace, block_workspace)
                     parts += count * block_parts
                     uses.append((j, count))
-            if n:
-                return None
-            counts: dict[int, int] = {}
-            for j, count in uses:
-                while not blocks[j][3]:  # a composite block: count its smaller blocks
-                    count *= chain[j] // chain[j - 1]
-                    j -= 1
-                counts[chain[j]] = counts.get(chain[j], 0) + count
-            return _Way(time, workspace, parts, counts)
+            return None if n else (time, workspace, parts, uses)
 
-        # The undivided run first, so that it wins every tie; then each part above N/2 once.
+        # (time, workspace, parts, the part above N/2 or 0, uses of the chain for the rest);
+        # the undivided run first, so that it wins every tie, then each part above N/2 once.
         ways = []
         for size in sorted((s for s in self._best if 2 * s > self.batch), reverse=True):
-            c = self._best[size]
-            way = fill(self.batch - size, c.time_ms, c.workspace_bytes, 1)
-            if way is not None:
-                way.counts[size] = 1
-                ways.append(way)
+            if (rest := fill(self.batch - size)) is not None:
+                c, (time, workspace, parts, uses) = self._best[size], rest
+                ways.append(
+                    (c.time_ms + time, max(c.workspace_bytes, workspace), parts + 1, size, uses)
+                )
         if (whole := fill(self.batch)) is not None:
-            ways.append(whole)
-        return min(ways, key=_preference, default=None)
+            ways.append((*whole[:3], 0, whole[3]))
+        if not ways:
+            return None
+        time, workspace, parts, size, uses = min(ways, key=lambda way: way[:3])
+        counts = {size: 1} if size else {}
+        for j, count in uses:
+            while not blocks[j][3]:  # a composite block: count its smaller blocks
+                count *= chain[j] // chain[j - 1]
+                j -= 1
+            counts[chain[j]] = counts.get(chain[j], 0) + count
+        return _Way(time, workspace, parts, counts)
 
-    def _schedule(self, way: _Way) -> Schedule:
+    def schedule(self, way: _Way) -> Schedule:
         # Largest micro-batches first: a canonical order for equal schedules.
         sizes = sorted(way.counts, reverse=True)
         return Schedule(tuple(self._best[s] for s in sizes for _ in range(way.counts[s])))

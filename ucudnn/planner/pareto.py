@@ -16,6 +16,7 @@ while running one scalar dynamic program per distinct workspace instead of mergi
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Callable, Iterable
 from typing import TypeVar
 
@@ -54,13 +55,17 @@ def desirable_set(
     candidates = eligible_candidates(table, limit_bytes, policy, deterministic_only)
     candidates.sort(key=lambda c: (c.workspace_bytes, c.speed_key()))
     dp = SplitDP(table.batch)
-    schedules = []
+    front: list[Schedule] = []
+    front_ms = math.inf
     for _, group in itertools.groupby(candidates, key=lambda c: c.workspace_bytes):
         # Not a short-circuit: every candidate of the group must be offered.
         changed = [dp.offer(c) for c in group]
-        if any(changed) and (schedule := dp.solve()) is not None:
-            schedules.append(schedule)
-    return pareto_front(schedules)
+        # A faster schedule must use a new candidate, whose workspace is larger than any
+        # before, so the front grows in order: a point joins when it is strictly faster.
+        if any(changed) and (way := dp.fastest()) is not None and way.time_ms < front_ms:
+            front.append(dp.schedule(way))
+            front_ms = way.time_ms
+    return front
 
 
 def smallest_workspace(
