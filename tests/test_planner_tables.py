@@ -71,6 +71,9 @@ def test_schedule_adds_times_and_takes_the_largest_workspace() -> None:
     assert Schedule((a,)).micro_batches_text() == "128"
     with pytest.raises(ValueError, match="at least one part"):
         Schedule(())
+    with pytest.raises(TypeError, match="parts are Candidates"):
+        Schedule(((1, 0, 1.0, 0),))
+    assert Schedule([a]) == Schedule((a,))
 
 
 def test_kernel_table_checks_what_it_holds() -> None:

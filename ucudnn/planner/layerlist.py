@@ -4,7 +4,12 @@
 _d columns. Optional columns: source (the layer's label), dilation_* (default 1), groups
 (default 1) and the problem's text fields (dtype, compute_dtype, math_type, mode, layout,
 filter_layout). pad_* defaults to 0 and stride_* to 1. Unknown columns are an error, so a
-misspelt header cannot silently fall back to a default. A UTF-8 byte-order mark is tolerated.
+misspelt header cannot silently fall back to a default, and so is a column named twice.
+
+Integers are plain decimal digits, at least 1 (pad_* at least 0) and at most 2**31 - 1, since
+cuDNN's dimensions are 32-bit. Labels are one line of text without control characters; a
+label that is empty becomes "line<n>". Files are UTF-8 (a byte-order mark is tolerated).
+Errors name the file, the line, the layer and the column.
 """
 
 from __future__ import annotations

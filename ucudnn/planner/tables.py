@@ -169,8 +169,11 @@ class Schedule:
     parts: tuple[Candidate, ...]
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "parts", tuple(self.parts))
         if not self.parts:
             raise ValueError("a schedule needs at least one part")
+        if not all(isinstance(p, Candidate) for p in self.parts):
+            raise TypeError(f"a schedule's parts are Candidates, got {self.parts!r}")
 
     @property
     def time_ms(self) -> float:
