@@ -230,6 +230,15 @@ def test_read_only_serves_hits_and_keeps_new_measurements_in_memory(tmp_path: Pa
     assert snapshot(tmp_path) == before
 
 
+def test_read_only_path_with_uri_characters(tmp_path: Path) -> None:
+    # Read-only connections name the file by URI, where ?, # and % mean something.
+    path = tmp_path / "a?b#c%20d" / "cache?.sqlite"
+    fill(path)
+    with BenchmarkCache(path, read_only=True) as cache:
+        assert cache.candidates(PROBLEM, "forward", 1, FACTS) is not None
+    assert inspect_cache(path).stats is not None
+
+
 def test_read_only_creates_nothing_for_a_missing_cache(tmp_path: Path) -> None:
     path = tmp_path / "sub" / "cache.sqlite"
     with warnings.catch_warnings():

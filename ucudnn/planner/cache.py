@@ -613,8 +613,8 @@ class _FileLock:
     @contextlib.contextmanager
     def exclusive(self) -> Iterator[None]:
         """For a holder of the shared lock, which it holds again afterwards. It lets go of the
-        shared lock first (two holders waiting for each other's would deadlock), so the holder
-        must look again at what the lock guards."""
+        shared lock first (two recoveries, each keeping it while waiting for the other to let
+        go, would deadlock), so the holder must look again at what the lock guards."""
         fcntl.flock(self._main, fcntl.LOCK_UN)
         fcntl.flock(self._gate, fcntl.LOCK_EX)
         try:
