@@ -4,6 +4,12 @@ file and from the cost model, plots, and the no-GPU answers of the commands that
 from __future__ import annotations
 
 import json
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
 
 import pytest
 
@@ -41,6 +47,16 @@ def test_info_reports_versions_and_devices(capsys, tmp_path) -> None:
     assert "cuDNN 9." in out and "CUDA runtime" in out and "not created yet" in out
 
 
+def test_info_reports_bad_settings_as_warnings(capsys, tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("UCUDNN_BATCH_SIZE_POLICY", "sometimes")
+    monkeypatch.setenv("UCUDNN_DEFAULT_WORKSPACE_LIMIT", "lots")
+    assert main(["info", "--database", str(tmp_path / "none.sqlite")]) == 0
+    out = capsys.readouterr().out
+    assert "warning: UCUDNN_BATCH_SIZE_POLICY='sometimes' is not a policy" in out
+    assert "warning: UCUDNN_DEFAULT_WORKSPACE_LIMIT='lots' is not a size" in out
+    assert "cache: " in out
+
+
 def test_plan_from_a_timings_file(capsys, timings) -> None:
     assert main(["plan", "--timings", str(timings), "--workspace-limit", "16MiB", "--json"]) == 0
     plan = json.loads(capsys.readouterr().out)
@@ -59,7 +75,8 @@ def test_plan_wd_from_the_model_says_so(capsys) -> None:
     ("argv", "status", "message"),
     [
         (["plan"], 2, "give --timings"),
-        (["plan", "alexnet", "--model", "--batch", "0"], 2, "--batch must be >= 1"),
+        (["plan", "alexnet", "--model", "--batch", "0"], 2, "--batch must be between 1 and"),
+        (["plan", "alexnet", "--model", "--batch", str(2**31)], 2, "32-bit"),
         (["plan", "nonet", "--model"], 2, "nonet"),
         (["plan", "alexnet", "--model", "--workspace-limit", "lots"], 2, "--workspace-limit"),
         (["plan", "alexnet", "--model", "--policy", "sometimes"], 2, "--policy"),
@@ -116,3 +133,51 @@ def test_bench_twice_then_plan_from_the_export(capsys, tmp_path) -> None:
     assert main(["plan", "--timings", str(exported), "--json"]) == 0
     plan = json.loads(capsys.readouterr().out)
     assert len(plan["kernels"]) == 15 and plan["timings_source"].endswith("alexnet.csv")
+
+
+def hard_wd_timings(path: Path) -> int:
+    """60 kernels of 6 options whose time saved follows the workspace spent (a strongly
+    correlated knapsack): HiGHS needs tens of seconds to prove the optimum. The budget."""
+    rng = random.Random(2)
+    rows = ["layer,kernel,batch,micro_batch,algo,time_ms,workspace_bytes"]
+    smallest = 0
+    for layer in range(60):
+        units = [rng.randrange(1, 10**6) for _ in range(6)]
+        for algo, u in enumerate(units):
+            time_ms = (2 * 10**6 - u - rng.randrange(0, 1000) + rng.random()) / 1000
+            rows.append(f"l{layer},forward,1,1,{algo},{time_ms!r},{u * 256}")
+        smallest += min(units) * 256
+    path.write_text("\n".join(rows) + "\n")
+    return smallest + 60 * 300_000 * 256 + 12345
+
+
+def test_a_time_limit_stops_the_solver_with_a_plan_that_says_so(tmp_path, capsys) -> None:
+    budget = hard_wd_timings(tmp_path / "hard.csv")
+    argv = ["plan", "--timings", str(tmp_path / "hard.csv"), "--mode", "wd"]
+    argv += ["--total-workspace", str(budget), "--time-limit", "1", "--json"]
+    assert main(argv) == 0
+    plan = json.loads(capsys.readouterr().out)
+    assert (plan["solver"], plan["solver_status"]) == ("highs", "feasible")
+    assert plan["totals"]["workspace_bytes"] <= budget
+
+
+def test_ctrl_c_during_the_solver_exits_130_at_once(tmp_path) -> None:
+    budget = hard_wd_timings(tmp_path / "hard.csv")
+    argv = [
+        sys.executable,
+        "-m",
+        "ucudnn.faces.cli",
+        "plan",
+        "--timings",
+        str(tmp_path / "hard.csv"),
+    ]
+    argv += ["--mode", "wd", "--total-workspace", str(budget)]
+    process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(3)  # imports, reading and the bounds take about a second; then HiGHS runs
+    assert process.poll() is None, process.communicate()
+    sent = time.monotonic()
+    process.send_signal(signal.SIGINT)
+    out, err = process.communicate(timeout=30)
+    assert time.monotonic() - sent < 1.5
+    assert process.returncode == 130 and out == ""
+    assert err.splitlines()[-1] == "ucudnn plan: interrupted" and "Traceback" not in err

@@ -68,10 +68,15 @@ def test_options_from_the_environment(timings, capsys, monkeypatch) -> None:
     monkeypatch.setenv("UCUDNN_DEFAULT_WORKSPACE_LIMIT", "1KiB")
     monkeypatch.setenv("UCUDNN_TOTAL_WORKSPACE_SIZE", "128MiB")
     monkeypatch.setenv("UCUDNN_BATCH_SIZE_POLICY", "undivided")
+    # UCUDNN_TOTAL_WORKSPACE_SIZE turns WD on, as the README says; --mode wr still wins.
     assert plan("--timings", timings, "--json") == 0
-    assert json.loads(capsys.readouterr().out)["totals"]["time_ms"] == 16.0
-    assert plan("--timings", timings, "--mode", "wd", "--json") == 0
-    assert json.loads(capsys.readouterr().out)["limit_bytes"] == 128 * MiB
+    data = json.loads(capsys.readouterr().out)
+    assert (data["mode"], data["limit_bytes"], data["totals"]["time_ms"]) == ("wd", 128 * MiB, 16.0)
+    assert plan("--timings", timings, "--mode", "wr", "--json") == 0
+    data = json.loads(capsys.readouterr().out)
+    assert (data["mode"], data["limit_bytes"], data["totals"]["time_ms"]) == ("wr", 1024, 16.0)
+    assert plan("--timings", timings, "--workspace-limit", "1G") == 2
+    assert "wd is on because UCUDNN_TOTAL_WORKSPACE_SIZE is set" in capsys.readouterr().err
 
 
 def test_policy_and_determinism(timings, capsys) -> None:
@@ -107,7 +112,7 @@ def test_bad_files(tmp_path, capsys) -> None:
     bad = tmp_path / "bad.csv"
     bad.write_text("layer,kernel,batch,micro_batch,algo,time_ms,workspace_bytes\nc,fwd,1,1,0,1,0\n")
     assert plan("--timings", str(bad)) == 2
-    assert "bad.csv, line 2: unknown kernel 'fwd'" in capsys.readouterr().err
+    assert "bad.csv, line 2, column 'kernel': unknown kernel 'fwd'" in capsys.readouterr().err
     empty = tmp_path / "empty.csv"
     empty.write_text("layer,kernel,batch,micro_batch,algo,time_ms,workspace_bytes\n")
     assert plan("--timings", str(empty)) == 2

@@ -7,7 +7,8 @@ import sys
 from collections.abc import Sequence
 
 from ucudnn.faces import commands
-from ucudnn.planner.cli import add_plan_arguments
+from ucudnn.planner.cli import add_limit_arguments, add_plan_arguments
+from ucudnn.planner.wd import DEFAULT_TIME_LIMIT_S
 
 
 def _network_arguments(parser: argparse.ArgumentParser, required: bool = True) -> None:
@@ -67,18 +68,18 @@ def build_parser() -> argparse.ArgumentParser:
     run = sub.add_parser("run", help="run plan and baseline on the GPU; print measured speedups")
     _network_arguments(run)
     _device_arguments(run)
-    _limit_arguments(run)
+    add_limit_arguments(run)
     run.add_argument("--repeats", type=int, default=10, help="timed runs per kernel (median)")
     run.add_argument("--check", action="store_true", help="also compare with undivided runs")
     run.set_defaults(func=commands.run)
 
     plot = sub.add_parser("plot", help="desirable sets and a plan's breakdown as PNG files")
     plot.add_argument("--timings", required=True, metavar="FILE.csv", help="timings to plot")
-    _limit_arguments(plot)
+    add_limit_arguments(plot)
     plot.add_argument("--out", default=".", metavar="DIR", help="where to write the PNGs")
     plot.add_argument("--layer", help="plot the desirable sets of this layer")
     plot.add_argument("--deterministic", action="store_true", help="deterministic algorithms only")
-    plot.set_defaults(func=commands.plot, solver="highs")
+    plot.set_defaults(func=commands.plot, solver="highs", time_limit=DEFAULT_TIME_LIMIT_S)
 
     demo = sub.add_parser("demo", help="the README's main job: measure on a GPU, else plan")
     demo.add_argument("--network", default="alexnet", help="network to demonstrate on")
@@ -88,16 +89,13 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _limit_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--mode", choices=("wr", "wd"), default="wr")
-    parser.add_argument("--workspace-limit", metavar="SIZE", help="wr: per-kernel limit")
-    parser.add_argument("--total-workspace", metavar="SIZE", help="wd: total budget")
-    parser.add_argument("--policy", help="micro-batch sizes (default: powerOfTwo)")
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    return args.func(args)
+    try:
+        return args.func(args)
+    except KeyboardInterrupt:
+        print(f"ucudnn {args.command}: interrupted", file=sys.stderr)
+        return 130  # 128 + SIGINT, as shells report a process stopped by Ctrl-C
 
 
 if __name__ == "__main__":

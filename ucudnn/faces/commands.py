@@ -1,19 +1,23 @@
 """What each `ucudnn` subcommand does; `cli.py` only parses arguments.
 
-Every command returns its exit status: 0 done, 1 could not (no GPU, nothing fits), 2 bad input.
+Every command returns its exit status: 0 done, 1 could not (no GPU, nothing fits, a device or
+cuDNN failure), 2 bad input or a solver failure; `cli.main` adds 130 for Ctrl-C.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from pathlib import Path
 
+from ucudnn.core.problem import MAX_DIM
+from ucudnn.errors import UcudnnError
 from ucudnn.faces.info import info_text, unusable_reason
-from ucudnn.planner.cli import limit_from_args, plan_tables, policy_from_args
+from ucudnn.planner.cli import limit_from_args, mode_from_args, plan_tables, policy_from_args
 from ucudnn.planner.config import Config, parse_size
-from ucudnn.planner.errors import InfeasibleError
+from ucudnn.planner.errors import InfeasibleError, SolverError
 from ucudnn.planner.networks import load_network
 from ucudnn.planner.units import format_size
 
@@ -40,9 +44,12 @@ def _command(func):
         except InfeasibleError as exc:
             print(f"ucudnn {args.command}: no plan fits: {exc}", file=sys.stderr)
             return 1
-        except (ValueError, OSError) as exc:
+        except (ValueError, OSError, SolverError) as exc:
             print(f"ucudnn {args.command}: error: {exc}", file=sys.stderr)
             return 2
+        except UcudnnError as exc:  # the device or cuDNN failed
+            print(f"ucudnn {args.command}: {type(exc).__name__}: {exc}", file=sys.stderr)
+            return 1
 
     wrapper.__name__ = func.__name__
     wrapper.__doc__ = func.__doc__
@@ -51,8 +58,11 @@ def _command(func):
 
 # -- shared argument handling -------------------------------------------------------------
 def _network(args: argparse.Namespace):
-    if args.batch is not None and args.batch < 1:
-        raise CommandError(f"--batch must be >= 1, got {args.batch}")
+    if args.batch is not None and not 1 <= args.batch <= MAX_DIM:
+        raise CommandError(
+            f"--batch must be between 1 and {MAX_DIM} (cuDNN's dimensions are 32-bit), "
+            f"got {args.batch}"
+        )
     return load_network(args.network, args.batch, args.dtype, args.layout)
 
 
@@ -71,6 +81,25 @@ def _database(args: argparse.Namespace, config: Config) -> Path:
     return Path(args.database) if args.database else config.database
 
 
+def _configuration_problems() -> list[str]:
+    """What is wrong with each UCUDNN_* variable, so that `info` can report them all."""
+    problems = []
+    for name, value in os.environ.items():
+        if name.startswith("UCUDNN_"):
+            try:
+                Config.from_env({name: value})
+            except ValueError as exc:
+                problems.append(str(exc))
+    return problems
+
+
+def _cache_config() -> Config:
+    """The configuration of the cache alone: a bad setting elsewhere must not hide it."""
+    return Config.from_env(
+        {k: v for k, v in os.environ.items() if k in ("UCUDNN_DATABASE", "XDG_CACHE_HOME")}
+    )
+
+
 # -- commands ------------------------------------------------------------------------------
 @_command
 def info(args: argparse.Namespace) -> int:
@@ -78,7 +107,9 @@ def info(args: argparse.Namespace) -> int:
     from ucudnn.planner.cache import BenchmarkCache
 
     print(info_text())
-    path = _database(args, Config.from_env())
+    for problem in _configuration_problems():
+        print(f"warning: {problem}")
+    path = Path(args.database) if args.database else _cache_config().database
     if path.exists():
         with BenchmarkCache(path) as cache:
             stats = cache.stats()
@@ -169,7 +200,7 @@ def run(args: argparse.Namespace) -> int:
     from ucudnn.runtime.work import work_from_graph
 
     config = Config.from_env()
-    mode, limit = args.mode, limit_from_args(args, config)
+    mode, limit = mode_from_args(args, config), limit_from_args(args, config)
     work = work_from_graph(_network(args))
     _require_gpu()
     limits = {"workspace_limit": limit} if mode == "wr" else {"total_workspace": limit}

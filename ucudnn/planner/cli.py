@@ -12,25 +12,23 @@ from ucudnn.planner.config import Config, parse_policy, parse_size
 from ucudnn.planner.plan import Plan, make_plan_wd, make_plan_wr
 from ucudnn.planner.policies import Policy
 from ucudnn.planner.tables import TimingTables
-from ucudnn.planner.wd import SOLVERS
+from ucudnn.planner.wd import DEFAULT_TIME_LIMIT_S, SOLVERS
 
 EPILOG = """\
 The timings CSV has the header layer,kernel,batch,micro_batch,algo,time_ms,workspace_bytes
 and optionally math_type,deterministic (see ucudnn.planner.tables). Sizes take units:
-64MiB, 512MB, 1.5GiB. Exit status: 0 planned, 1 nothing fits, 2 bad input.
+64MiB, 512MB, 1.5GiB. The mode is wd when UCUDNN_TOTAL_WORKSPACE_SIZE is set, else wr.
+Exit status: 0 planned, 1 nothing fits, 2 bad input or a solver failure, 130 interrupted.
 """
 
 
-def add_plan_arguments(parser: argparse.ArgumentParser) -> None:
-    """The options of `ucudnn plan`."""
-    parser.epilog = EPILOG
-    parser.formatter_class = argparse.RawDescriptionHelpFormatter
-    parser.add_argument("--timings", metavar="FILE.csv", help="timings to plan from")
+def add_limit_arguments(parser: argparse.ArgumentParser) -> None:
+    """--mode, its two sizes and --policy: what every planning command takes."""
     parser.add_argument(
         "--mode",
         choices=("wr", "wd"),
-        default="wr",
-        help="wr: a workspace limit per kernel; wd: one budget shared by all (default: wr)",
+        help="wr: a workspace limit per kernel; wd: one budget shared by all "
+        "(default: wd when UCUDNN_TOTAL_WORKSPACE_SIZE is set, else wr)",
     )
     parser.add_argument(
         "--workspace-limit",
@@ -48,11 +46,26 @@ def add_plan_arguments(parser: argparse.ArgumentParser) -> None:
         help="micro-batch sizes: undivided, powerOfTwo, all, or a list such as 1,2,32 "
         "(default: UCUDNN_BATCH_SIZE_POLICY, else powerOfTwo)",
     )
+
+
+def add_plan_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of `ucudnn plan`."""
+    parser.epilog = EPILOG
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    parser.add_argument("--timings", metavar="FILE.csv", help="timings to plan from")
+    add_limit_arguments(parser)
     parser.add_argument(
         "--deterministic", action="store_true", help="use deterministic algorithms only"
     )
     parser.add_argument(
-        "--solver", choices=tuple(SOLVERS), default="highs", help="wd: ILP solver (default: highs)"
+        "--solver", choices=SOLVERS, default="highs", help="wd: ILP solver (default: highs)"
+    )
+    parser.add_argument(
+        "--time-limit",
+        type=float,
+        default=DEFAULT_TIME_LIMIT_S,
+        metavar="SECONDS",
+        help=f"wd: stop the solver after this long (default: {DEFAULT_TIME_LIMIT_S:g})",
     )
     parser.add_argument("--json", action="store_true", help="print the plan as JSON")
 
@@ -62,16 +75,26 @@ def policy_from_args(args: argparse.Namespace, config: Config) -> Policy:
     return parse_policy(args.policy, "--policy") if args.policy else config.batch_size_policy
 
 
+def mode_from_args(args: argparse.Namespace, config: Config) -> str:
+    """--mode, else wd when UCUDNN_TOTAL_WORKSPACE_SIZE is set, else wr."""
+    if args.mode is not None:
+        return args.mode
+    return "wd" if config.workspace_division else "wr"
+
+
 def limit_from_args(args: argparse.Namespace, config: Config) -> int:
-    """The WR limit or WD budget in bytes that --mode and its size option ask for."""
-    if args.mode == "wr":
+    """The WR limit or WD budget in bytes that the mode and its size option ask for."""
+    if mode_from_args(args, config) == "wr":
         if args.total_workspace is not None:
             raise ValueError("--total-workspace is for --mode wd; use --workspace-limit")
         if args.workspace_limit is None:
             return config.default_workspace_limit
         return parse_size(args.workspace_limit, "--workspace-limit")
     if args.workspace_limit is not None:
-        raise ValueError("--workspace-limit is for --mode wr; use --total-workspace")
+        raise ValueError(
+            "--workspace-limit is for --mode wr; use --total-workspace"
+            + ("" if args.mode else " (wd is on because UCUDNN_TOTAL_WORKSPACE_SIZE is set)")
+        )
     if args.total_workspace is not None:
         return parse_size(args.total_workspace, "--total-workspace")
     if config.total_workspace_size is None:
@@ -90,6 +113,6 @@ def plan_tables(tables: TimingTables, args: argparse.Namespace, source: str) -> 
         "deterministic_only": args.deterministic,
         "timings_source": source,
     }
-    if args.mode == "wr":
+    if mode_from_args(args, config) == "wr":
         return make_plan_wr(tables, limit, **common)
-    return make_plan_wd(tables, limit, solver=args.solver, **common)
+    return make_plan_wd(tables, limit, solver=args.solver, time_limit_s=args.time_limit, **common)
