@@ -5,6 +5,7 @@ import multiprocessing
 import sqlite3
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from ucudnn.core.facts import DeviceFacts
@@ -196,6 +197,32 @@ def test_measurement_validation(kwargs: dict[str, object], message: str) -> None
         Measurement(**{"micro_batch": 1, **kwargs})  # type: ignore[arg-type]
 
 
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"algo": 1.0, "status": "x"}, "algo must be an integer"),
+        ({"algo": True, "status": "x"}, "algo must be an integer"),
+        ({"algo": 0, "status": "x", "repeats": 2.5}, "repeats must be an integer"),
+        ({"algo": 0, "time_ms": 1.0, "workspace_bytes": 1.0}, "workspace_bytes must be an int"),
+        ({"algo": 0, "time_ms": "1", "workspace_bytes": 0}, "times must be numbers"),
+        ({"algo": 0, "time_ms": True, "workspace_bytes": 0}, "times must be numbers"),
+    ],
+)
+def test_measurement_refuses_wrong_types(kwargs: dict[str, object], message: str) -> None:
+    with pytest.raises(TypeError, match=message):
+        Measurement(**{"micro_batch": 1, **kwargs})  # type: ignore[arg-type]
+
+
+def test_measurement_takes_numpy_integers() -> None:
+    measured = Measurement(
+        np.int64(4), np.int32(2), time_ms=np.float32(1.5), workspace_bytes=np.uint64(256)
+    )
+    assert (measured.micro_batch, measured.algo, measured.workspace_bytes) == (4, 2, 256)
+    assert all(
+        type(v) is int for v in (measured.micro_batch, measured.algo, measured.workspace_bytes)
+    )
+
+
 def _writer(path: str, worker: int, rounds: int) -> None:
     with BenchmarkCache(path) as cache:
         for i in range(rounds):
@@ -238,10 +265,22 @@ def test_unreadable_path_falls_back_to_memory(tmp_path: Path) -> None:
     assert tmp_path.is_dir()
 
 
-def test_tampered_row_is_a_miss_not_a_wrong_plan(db: BenchmarkCache) -> None:
+@pytest.mark.parametrize(
+    "change",
+    [
+        "math_type = 'bogus'",
+        "algo = 'x'",  # SQLite keeps text in an INTEGER column, and 'x' >= 0 passes the CHECK
+        "algo = 1.5",
+        "repeats = 2.5",
+        "median_ms = 'fast'",
+        "min_ms = X'00'",
+        "workspace_bytes = 1e30",
+    ],
+)
+def test_tampered_row_is_a_miss_not_a_wrong_plan(db: BenchmarkCache, change: str) -> None:
     db.store(PROBLEM, "forward", 4, FACTS, [ok(4, 0)])
     with sqlite3.connect(db.path) as conn:
-        conn.execute("UPDATE measurements SET math_type = 'bogus'")
+        conn.execute(f"UPDATE measurements SET {change}")
     with pytest.warns(RuntimeWarning, match="read failed.*treated as a miss"):
         assert db.candidates(PROBLEM, "forward", 4, FACTS) is None
 
@@ -263,6 +302,18 @@ def test_older_version_without_migration_is_rebuilt(tmp_path: Path) -> None:
         assert cache.stats().sets == 0
         cache.store(PROBLEM, "forward", 4, FACTS, [ok(4, 0)])
         assert cache.candidates(PROBLEM, "forward", 4, FACTS) == [Candidate(4, 0, 1.0, 0)]
+    assert schema_version(path) == SCHEMA_VERSION
+
+
+@pytest.mark.parametrize("version", ["'two'", "NULL", "1.5"])
+def test_unreadable_version_of_ours_is_rebuilt(tmp_path: Path, version: str) -> None:
+    path = tmp_path / "odd.sqlite"
+    with sqlite3.connect(path) as conn:
+        conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+        conn.execute("CREATE TABLE schema_version (version)")
+        conn.execute(f"INSERT INTO schema_version VALUES ({version})")
+    with BenchmarkCache(path) as cache:
+        cache.store(PROBLEM, "forward", 4, FACTS, [ok(4, 0)])
     assert schema_version(path) == SCHEMA_VERSION
 
 

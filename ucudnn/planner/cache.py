@@ -70,6 +70,7 @@ import dataclasses
 import datetime
 import fcntl
 import math
+import numbers
 import os
 import sqlite3
 import stat
@@ -80,6 +81,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TypeVar
 
+from ucudnn.core.checks import integer
 from ucudnn.core.facts import DeviceFacts
 from ucudnn.core.problem import MATH_TYPES, ConvProblem, check_kernel
 from ucudnn.errors import CacheError
@@ -187,14 +189,13 @@ class Measurement:
     def __post_init__(self) -> None:
         if not self.status:
             raise ValueError("status must be 'ok' or say why the algorithm did not run")
-        if self.micro_batch < 1:
-            raise ValueError(f"micro_batch must be >= 1, got {self.micro_batch}")
-        if self.algo < 0:
-            raise ValueError(f"algo must be >= 0, got {self.algo}")
+        self._set_integer("micro_batch", minimum=1)
+        self._set_integer("algo", minimum=0)
+        self._set_integer("repeats", minimum=0)
+        if self.workspace_bytes is not None:
+            self._set_integer("workspace_bytes", minimum=0)
         if self.math_type not in MATH_TYPES:
             raise ValueError(f"math_type {self.math_type!r} is not one of {', '.join(MATH_TYPES)}")
-        if self.repeats < 0:
-            raise ValueError(f"repeats must be >= 0, got {self.repeats}")
         if self.ok and (self.time_ms is None or self.workspace_bytes is None):
             raise ValueError(f"algo {self.algo}: a successful measurement needs time and workspace")
         if self.time_ms is not None:
@@ -202,13 +203,20 @@ class Measurement:
                 if getattr(self, name) is None:
                     object.__setattr__(self, name, self.time_ms)
         times = [t for t in (self.min_ms, self.time_ms, self.max_ms) if t is not None]
+        if any(isinstance(t, bool) or not isinstance(t, numbers.Real) for t in times):
+            raise TypeError(
+                f"algo {self.algo}: times must be numbers, "
+                f"got {self.min_ms!r}, {self.time_ms!r}, {self.max_ms!r}"
+            )
         if any(not math.isfinite(t) or t < 0 for t in times) or times != sorted(times):
             raise ValueError(
                 f"algo {self.algo}: times must be finite, >= 0 and min <= median <= max, "
                 f"got {self.min_ms}, {self.time_ms}, {self.max_ms}"
             )
-        if self.workspace_bytes is not None and self.workspace_bytes < 0:
-            raise ValueError(f"workspace_bytes must be >= 0, got {self.workspace_bytes}")
+
+    def _set_integer(self, name: str, minimum: int) -> None:
+        # Any integral type (numpy's too) becomes an int; a float, text or bool is refused.
+        object.__setattr__(self, name, integer(getattr(self, name), name, minimum=minimum))
 
     @classmethod
     def timed(cls, candidate: Candidate, times_ms: Sequence[float]) -> Measurement:
@@ -344,12 +352,7 @@ class BenchmarkCache:
                 rows = _find_set(self._memory, key)
                 if rows is None and self._file is not None:
                     rows = self._file.run(lambda conn: _find_set(conn, key))
-            if rows is None:
-                return None
-            return [
-                Measurement(micro_batch, a, s, t, lo, hi, r, w, m, bool(d))
-                for a, s, t, lo, hi, r, w, m, d in rows
-            ]
+            return None if rows is None else _measurements(micro_batch, rows)
         except (sqlite3.Error, OSError, ValueError) as exc:
             self._warn(exc, "read")
             return None
@@ -727,6 +730,17 @@ def _find_set(conn: sqlite3.Connection, key: tuple[object, ...]) -> list[tuple] 
     ).fetchall()
 
 
+def _measurements(micro_batch: int, rows: list[tuple]) -> list[Measurement]:
+    """A set's rows; ValueError if one is not a measurement (a file changed by hand)."""
+    try:
+        return [
+            Measurement(micro_batch, a, s, t, lo, hi, r, w, m, bool(d))
+            for a, s, t, lo, hi, r, w, m, d in rows
+        ]
+    except TypeError as exc:  # a value of the wrong type: the row is as unreadable
+        raise ValueError(f"unreadable row: {exc}") from exc
+
+
 def _replace_set(
     conn: sqlite3.Connection, key: tuple[object, ...], results: list[Measurement]
 ) -> None:
@@ -829,7 +843,8 @@ def _schema_version(conn: sqlite3.Connection, path: str) -> int:
         raise CacheError(path, _stranger(owner))
     if "schema_version" not in tables:
         return 0
-    return conn.execute("SELECT MAX(version) FROM schema_version").fetchone()[0] or 0
+    version = conn.execute("SELECT MAX(version) FROM schema_version").fetchone()[0]
+    return version if isinstance(version, int) else 0  # none, or not a number: rebuild
 
 
 def _newer_text(version: int) -> str:
