@@ -64,8 +64,11 @@ def test_schedule_adds_times_and_takes_the_largest_workspace() -> None:
     s = Schedule((a, b, b))
     assert (s.time_ms, s.workspace_bytes, s.batch) == (2.0, 300, 256)
     assert not s.deterministic
-    assert s.micro_batches_text() == "128+64+64"
-    assert s.algos_text() == "1,7/tensor_op,7/tensor_op"
+    assert s.micro_batches_text() == "128+2x64"
+    assert s.algos_text() == "1,7/tensor_op"
+    c = Candidate(64, 0, 0.5, 0)
+    assert Schedule((a, b, b, c)).micro_batches_text() == "128+2x64+64"  # one run per algorithm
+    assert Schedule((a, b, b, c)).algos_text() == "1,7/tensor_op,0"
     assert Schedule((a, a)).micro_batches_text() == "2x128"
     assert Schedule((a, a)).algos_text() == "1"
     assert Schedule((a,)).micro_batches_text() == "128"

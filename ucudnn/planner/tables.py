@@ -35,6 +35,7 @@ import csv
 import dataclasses
 import functools
 import io
+import itertools
 import json
 import math
 import numbers
@@ -175,15 +176,16 @@ class Schedule:
         if not all(isinstance(p, Candidate) for p in self.parts):
             raise TypeError(f"a schedule's parts are Candidates, got {self.parts!r}")
 
-    @property
+    # Cached: planning reads them over and over, and a schedule never changes.
+    @functools.cached_property
     def time_ms(self) -> float:
         return math.fsum(p.time_ms for p in self.parts)
 
-    @property
+    @functools.cached_property
     def workspace_bytes(self) -> int:
         return max(p.workspace_bytes for p in self.parts)
 
-    @property
+    @functools.cached_property
     def batch(self) -> int:
         return sum(p.micro_batch for p in self.parts)
 
@@ -191,18 +193,23 @@ class Schedule:
     def deterministic(self) -> bool:
         return all(p.deterministic for p in self.parts)
 
+    def _runs(self) -> list[tuple[int, Candidate]]:
+        """Consecutive equal parts as (count, part)."""
+        return [(len(list(run)), part) for part, run in itertools.groupby(self.parts)]
+
     def micro_batches_text(self) -> str:
-        """ "2x128" when the parts are equal, else "128+64+64"."""
-        sizes = [p.micro_batch for p in self.parts]
-        if len(sizes) > 1 and len(set(sizes)) == 1:
-            return f"{len(sizes)}x{sizes[0]}"
-        return "+".join(map(str, sizes))
+        """Runs of equal parts as count x size: "2x128", "128+2x64", "3x64+32"."""
+        return "+".join(
+            f"{count}x{part.micro_batch}" if count > 1 else str(part.micro_batch)
+            for count, part in self._runs()
+        )
 
     def algos_text(self) -> str:
-        """The algorithm of each part ("1" when they all agree), with a non-default math type."""
+        """The algorithm of each run of `micro_batches_text` ("1" when they all agree), with a
+        non-default math type."""
         names = [
             str(p.algo) if p.math_type == "default" else f"{p.algo}/{p.math_type}"
-            for p in self.parts
+            for _, p in self._runs()
         ]
         return names[0] if len(set(names)) == 1 else ",".join(names)
 
