@@ -265,3 +265,21 @@ def test_a_zero_baseline_is_a_speedup_of_zero() -> None:
         "s", "forward", 2, Schedule((Candidate(1, 1, 1.0, 0),) * 2), slow.candidates[2][0]
     )
     assert k.speedup == 0.0
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        ({"device_name": 7}, "device_name must be printable text"),
+        ({"device_name": "H100\n"}, "device_name must be printable text"),
+        ({"compute_capability": "9"}, "compute_capability must be 'major.minor'"),
+        ({"cudnn_version": "92800"}, "cudnn_version must be an integer"),
+        ({"cuda_version": -1}, "cuda_version must be >= 0"),
+    ],
+)
+def test_device_facts_are_checked(fields: dict, message: str) -> None:
+    with pytest.raises((TypeError, ValueError), match=message):
+        DeviceFacts.from_dict({**FACTS.to_dict(), **fields})
+    with pytest.raises(ValueError, match="exactly the fields"):
+        DeviceFacts.from_dict({**FACTS.to_dict(), "extra": 1})
+    assert DeviceFacts.from_dict(FACTS.to_dict()) == FACTS
