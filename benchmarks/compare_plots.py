@@ -8,6 +8,8 @@ from pathlib import Path
 
 import compare_report
 
+from ucudnn.faces.plots import save_png
+
 _SHOWN = ("wr", "wd_kernels", "wd_limit", "ceiling", "pytorch", "frontend")
 
 
@@ -25,12 +27,7 @@ def write_plots(run: Mapping[str, object], folder: Path, stem: str) -> tuple[lis
         return [], "plots skipped: nothing was measured"
     written = []
     for name, draw in (("speedup", _speedups), ("prediction", _prediction)):
-        fig = draw(plt, run, summaries)
-        path = folder / f"{stem}-{name}.png"
-        fig.tight_layout()
-        fig.savefig(path, dpi=100)
-        plt.close(fig)
-        written.append(path.name)
+        written.append(save_png(plt, draw(plt, run, summaries), folder / f"{stem}-{name}.png").name)
     return written, None
 
 

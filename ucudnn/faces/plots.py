@@ -40,7 +40,8 @@ def write_plots(
     ]
 
 
-def _save(plt, fig, path: Path) -> Path:
+def save_png(plt, fig, path: Path) -> Path:
+    """Lay out `fig`, write it whole to `path` (never a half file) and close it."""
     try:
         fig.tight_layout()
         with atomic_write(path, "wb") as f:
@@ -76,7 +77,7 @@ def _desirable_sets(tables: TimingTables, plan: Plan, layer: str, path: Path) ->
         ax.set_ylabel("time (ms)")
         ax.set_title(f"{layer} {chosen.kernel}")
         ax.legend()
-    return _save(plt, fig, path)
+    return save_png(plt, fig, path)
 
 
 def _breakdown(plan: Plan, path: Path) -> Path:
@@ -93,4 +94,4 @@ def _breakdown(plan: Plan, path: Path) -> Path:
     ax.set_xlabel("time (ms)")
     ax.set_title(f"{plan.mode.upper()} plan, predicted times")
     ax.legend()
-    return _save(plt, fig, path)
+    return save_png(plt, fig, path)
