@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import random
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
@@ -45,6 +46,17 @@ def test_info_reports_versions_and_devices(capsys, tmp_path) -> None:
     assert main(["info", "--database", str(tmp_path / "none.sqlite")]) == 0
     out = capsys.readouterr().out
     assert "cuDNN 9." in out and "CUDA runtime" in out and "not created yet" in out
+
+
+def test_info_reads_a_foreign_file_and_changes_nothing(capsys, tmp_path) -> None:
+    path = tmp_path / "theirs.sqlite"
+    with sqlite3.connect(path) as conn:
+        conn.execute("CREATE TABLE measurements (x)")
+        conn.executemany("INSERT INTO measurements VALUES (?)", [(i,) for i in range(1000)])
+    before = path.read_bytes()
+    assert main(["info", "--database", str(path)]) == 0
+    assert "not a ucudnn benchmark cache" in capsys.readouterr().out
+    assert path.read_bytes() == before and sorted(tmp_path.iterdir()) == [path]
 
 
 def test_info_reports_bad_settings_as_warnings(capsys, tmp_path, monkeypatch) -> None:

@@ -103,22 +103,15 @@ def _cache_config() -> Config:
 # -- commands ------------------------------------------------------------------------------
 @_command
 def info(args: argparse.Namespace) -> int:
-    """Versions, devices (or why none), and the benchmark cache."""
-    from ucudnn.planner.cache import BenchmarkCache
+    """Versions, devices (or why none), configuration problems and the benchmark cache, which
+    it only reads: it creates, migrates or recovers nothing."""
+    from ucudnn.planner.cache import inspect_cache
 
     print(info_text())
     for problem in _configuration_problems():
         print(f"warning: {problem}")
     path = Path(args.database) if args.database else _cache_config().database
-    if path.exists():
-        with BenchmarkCache(path) as cache:
-            stats = cache.stats()
-        print(
-            f"cache: {path} ({stats.sets} measured problem sizes, {stats.measurements} rows, "
-            f"{format_size(stats.file_bytes)})"
-        )
-    else:
-        print(f"cache: {path} (not created yet)")
+    print(f"cache: {inspect_cache(path).describe()}")
     return 0
 
 

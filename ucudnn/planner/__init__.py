@@ -5,9 +5,9 @@ kernel, by dynamic programming) or `make_plan_wd` (one budget for the whole netw
 integer linear program over desirable sets).
 """
 
-from ucudnn.planner.cache import BenchmarkCache
+from ucudnn.planner.cache import BenchmarkCache, inspect_cache
 from ucudnn.planner.config import Config, parse_policy, parse_size
-from ucudnn.planner.errors import InfeasibleError
+from ucudnn.planner.errors import InfeasibleError, SolverError
 from ucudnn.planner.graph import LayerGraph
 from ucudnn.planner.networks import builtin_network
 from ucudnn.planner.pareto import desirable_set, pareto_front, smallest_workspace
@@ -28,11 +28,13 @@ __all__ = [
     "LayerGraph",
     "Plan",
     "Schedule",
+    "SolverError",
     "TimingTables",
     "WDSolution",
     "baseline",
     "builtin_network",
     "desirable_set",
+    "inspect_cache",
     "make_plan_wd",
     "make_plan_wr",
     "pareto_front",
