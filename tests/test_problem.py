@@ -3,10 +3,18 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 
+import numpy as np
 import pytest
 
-from ucudnn.core.problem import ConvProblem, conv_output_size, packed_strides, to_logical
+from ucudnn.core.problem import (
+    MAX_DIM,
+    ConvProblem,
+    conv_output_size,
+    packed_strides,
+    to_logical,
+)
 
 BASE = ConvProblem.create(8, 16, 32, (28, 28), 3, padding=1)
 
@@ -48,7 +56,7 @@ def test_three_d_defaults_to_ncdhw() -> None:
         ({"x_shape": (1, 3, 8, 8), "w_shape": (4, 3, 3, 3, 3)}, "rank"),
         ({"x_shape": (1, 3, 2, 2), "w_shape": (4, 3, 3, 3)}, "empty"),
         ({"x_shape": (1, 0, 8, 8), "w_shape": (4, 0, 3, 3)}, "channels"),
-        ({"x_shape": (1, 3, 0, 8), "w_shape": (4, 3, 3, 3)}, "spatial"),
+        ({"x_shape": (1, 3, 0, 8), "w_shape": (4, 3, 3, 3)}, r"input_size\[0\] must be >= 1"),
         ({"x_shape": (1, 3, 8, 8), "w_shape": (4, 3, 3, 3), "stride": 0}, "stride"),
         ({"x_shape": (1, 3, 8, 8), "w_shape": (4, 3, 3, 3), "layout": "NCDHW"}, "layout"),
         ({"x_shape": (1, 3, 8, 8), "w_shape": (4, 3, 3, 3), "dtype": "int8"}, "dtype"),
@@ -95,3 +103,102 @@ def test_byte_extents_and_sample_offsets() -> None:
     padded = dataclasses.replace(p, x_strides=(100, 25, 5, 1))  # a gap after each sample
     assert padded.nbytes("x") == (3 * 100 + 2 * 25 + 4 * 5 + 4 + 1) * 2
     assert p.with_batch(0).nbytes("x") == 0
+
+
+def test_numpy_integers_are_stored_as_plain_ints() -> None:
+    p = ConvProblem.from_shapes(
+        np.array([2, 4, 9, 9]), (np.int64(6), np.int32(2), np.uint8(3), 3),
+        padding=np.int64(1), stride=np.array([1, 2]), dilation=(np.int16(1), 1),
+        groups=np.int64(2), x_strides=np.array([324, 81, 9, 1]),
+    )  # fmt: skip
+    integers = [p.batch, p.in_channels, p.out_channels, p.groups]
+    for name in ("input_size", "filter_size", "padding", "stride", "dilation", "x_strides"):
+        integers += getattr(p, name)
+    assert all(type(v) is int for v in integers)
+    assert json.loads(json.dumps(p.to_dict())) == json.loads(p.key())
+    plain = ConvProblem.from_shapes((2, 4, 9, 9), (6, 2, 3, 3), padding=1, stride=(1, 2), groups=2)
+    assert p == plain and p.key() == plain.key()
+
+
+def test_constructor_takes_any_sequence_and_stores_tuples() -> None:
+    p = ConvProblem(
+        batch=np.int64(8), in_channels=16, out_channels=32, input_size=[28, 28],
+        filter_size=np.array([3, 3]), padding=(1, 1), stride=[1, 1], dilation=(1, 1),
+    )  # fmt: skip
+    assert p == BASE and isinstance(p.input_size, tuple) and type(p.batch) is int
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "message"),
+    [
+        ({"stride": True}, TypeError, "stride must be an integer, got True"),
+        ({"stride": (1, True)}, TypeError, r"stride\[1\] must be an integer, got True"),
+        ({"groups": 1.0}, TypeError, r"groups must be an integer, got 1\.0"),
+        ({"groups": True}, TypeError, "groups must be an integer"),
+        ({"padding": 0.5}, TypeError, "padding must be an integer"),
+        ({"dilation": "2"}, ValueError, "dilation must be an int or 2 ints"),
+        ({"x_shape": (1, 3.0, 8, 8)}, TypeError, r"x_shape\[1\] must be an integer"),
+        ({"w_shape": 3}, TypeError, "w_shape must be a sequence of integers"),
+        ({"x_strides": (192, 64, 8, 1.0)}, TypeError, r"x_strides\[3\] must be an integer"),
+        ({"layout": 0}, TypeError, "layout must be a string, got 0"),
+        ({"math_type": 0}, TypeError, "math_type must be a string, got 0"),
+        ({"padding": 2**31}, ValueError, r"padding\[0\] must be <= 2147483647"),
+        ({"stride": (1, 2**31)}, ValueError, r"stride\[1\] must be <= 2147483647"),
+        ({"x_shape": (2**31, 3, 8, 8)}, ValueError, r"x_shape\[0\] must be <= 2147483647"),
+        ({"x_strides": (2**31, 64, 8, 1)}, ValueError, r"x_strides\[0\] must be <= 2147483647"),
+    ],
+)
+def test_bad_field_types_and_bounds_name_the_field(kwargs, error, message) -> None:
+    shapes = {"x_shape": (1, 3, 8, 8), "w_shape": (4, 3, 3, 3)}
+    with pytest.raises(error, match=message):
+        ConvProblem.from_shapes(**{**shapes, **kwargs})
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "message"),
+    [
+        ("batch", np.float64(8), "batch must be an integer"),
+        ("batch", 2**31, "batch must be <= 2147483647"),
+        ("in_channels", False, "in_channels must be an integer"),
+        ("out_channels", 2**31, "out_channels must be <= 2147483647"),
+        ("input_size", 28, "input_size must be a sequence of integers"),
+        ("input_size", (28, 2**31), r"input_size\[1\] must be <= 2147483647"),
+        ("y_strides", (1, 1, 1, -1), r"y_strides\[3\] must be >= 1"),
+        ("y_strides", (1, 1, 1), "y_strides must have 4 entries"),
+    ],
+)
+def test_constructor_names_the_field(name: str, value: object, message: str) -> None:
+    with pytest.raises((TypeError, ValueError), match=message):
+        dataclasses.replace(BASE, **{name: value})
+
+
+def test_a_batch_beyond_one_descriptor_is_a_problem_micro_batches_can_run() -> None:
+    # 2**31 - 1 samples of 64x64x64: far beyond one cuDNN descriptor, but each sample fits.
+    p = ConvProblem.create(MAX_DIM, 64, 64, (64, 64), 3, padding=1)
+    assert p.batch == MAX_DIM and p.x_dims[0] * p.x_strides[0] > MAX_DIM
+    assert p.with_batch(1).x_strides[0] == 64 * 64 * 64
+
+
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        (
+            lambda: ConvProblem.create(1, 2, 1, (2**15, 2**15), 1),
+            "one sample of x spans 2147483648",
+        ),
+        (
+            lambda: ConvProblem.create(1, 1, 2, (2**15, 2**15), 1, padding=(0, 0)),
+            "one sample of y spans 2147483648",
+        ),
+        (lambda: ConvProblem.create(1, 2**16, 2**15, (1, 1), 1), "the filter w spans 2147483648"),
+        (
+            # Padded strides: one sample spans its gaps too.
+            lambda: ConvProblem.create(1, 3, 1, (4, 4), 1, x_strides=(2**31 - 1, 2**30, 4, 1)),
+            "one sample of x spans 2147483664",
+        ),
+    ],
+)
+def test_a_sample_beyond_one_descriptor_is_refused(make, message: str) -> None:
+    with pytest.raises(ValueError, match=message) as info:
+        make()
+    assert "2**31 - 1" in str(info.value) and "no micro-batch can run it" in str(info.value)

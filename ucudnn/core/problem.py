@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 from typing import Literal
+
+from ucudnn.core.checks import integer
 
 Kernel = Literal["forward", "backward_data", "backward_filter"]
 KERNELS: tuple[Kernel, ...] = ("forward", "backward_data", "backward_filter")
@@ -19,7 +22,16 @@ MODES = ("cross_correlation", "convolution")
 LAYOUTS = {2: ("NCHW", "NHWC"), 3: ("NCDHW", "NDHWC")}
 ITEMSIZE = {"float32": 4, "float16": 2, "bfloat16": 2, "float64": 8}
 # cuDNN takes dimensions and strides as 32-bit ints: no batch, extent or stride exceeds this.
+# Its tensor descriptors also hold at most this many elements, padding between them included.
 MAX_DIM = 2**31 - 1
+
+# The least value of each integer field; tuples bound each of their entries.
+_MINIMUM = {
+    "batch": 0, "in_channels": 1, "out_channels": 1, "groups": 1, "input_size": 1,
+    "filter_size": 1, "padding": 0, "stride": 1, "dilation": 1, "x_strides": 1, "y_strides": 1,
+}  # fmt: skip
+_TUPLE_FIELDS = ("input_size", "filter_size", "padding", "stride", "dilation")
+_TEXT_FIELDS = ("layout", "filter_layout", "dtype", "compute_dtype", "math_type", "mode")
 
 
 def check_kernel(kernel: str) -> Kernel:
@@ -61,13 +73,49 @@ def to_logical(shape: tuple[int, ...], layout: str) -> tuple[int, ...]:
     return (shape[0], shape[-1], *shape[1:-1]) if _channels_last(layout) else tuple(shape)
 
 
-def _tuple(value: int | tuple[int, ...] | list[int], rank: int, name: str) -> tuple[int, ...]:
-    if isinstance(value, int):
-        return (value,) * rank
-    value = tuple(value)
-    if len(value) != rank or not all(isinstance(v, int) for v in value):
-        raise ValueError(f"{name} must be an int or {rank} ints, got {value!r}")
-    return value
+def _dimension(value: object, name: str) -> int:
+    """An integer field (batch, channels, groups) as a plain int within cuDNN's bounds."""
+    return integer(value, name, minimum=_MINIMUM[name], maximum=MAX_DIM)
+
+
+def _dimensions(value: object, name: str) -> tuple[int, ...]:
+    """A tuple field (sizes, padding, strides) or a shape as plain ints, each within cuDNN's
+    bounds; entries are named as `name[i]`."""
+    try:
+        values = tuple(value)  # type: ignore[arg-type]
+    except TypeError:
+        raise TypeError(f"{name} must be a sequence of integers, got {value!r}") from None
+    low = _MINIMUM.get(name, 0)
+    if all(type(v) is int and low <= v <= MAX_DIM for v in values):
+        return values  # the usual case, without building a name for every entry
+    return tuple(
+        integer(v, f"{name}[{i}]", minimum=low, maximum=MAX_DIM) for i, v in enumerate(values)
+    )
+
+
+def _text(value: object, name: str) -> str:
+    """A text field as a plain str; None means "" (the default, where the field has one)."""
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise TypeError(f"{name} must be a string, got {value!r} ({type(value).__name__})")
+    return str(value)
+
+
+def _per_dimension(value: object, rank: int, name: str) -> tuple[object, ...]:
+    """One value for every spatial dimension: a single integer is repeated."""
+    try:
+        values = tuple(value)  # type: ignore[arg-type]
+    except TypeError:  # not a sequence (numpy's 0-d arrays included): one integer for all
+        return (integer(value, name),) * rank
+    if len(values) != rank:
+        raise ValueError(f"{name} must be an int or {rank} ints, got {values!r}")
+    return values
+
+
+def _span(dims: tuple[int, ...], strides: tuple[int, ...]) -> int:
+    """Elements from a tensor's first to its last, gaps included (dims all >= 1)."""
+    return 1 + sum((d - 1) * s for d, s in zip(dims, strides, strict=True))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -111,17 +159,17 @@ class ConvProblem:
         **fields: object,
     ) -> ConvProblem:
         """Build a problem, broadcasting int padding/stride/dilation/filter over the rank."""
-        input_size = tuple(input_size)
+        input_size = _dimensions(input_size, "input_size")
         rank = len(input_size)
         return cls(
             batch=batch,
             in_channels=in_channels,
             out_channels=out_channels,
             input_size=input_size,
-            filter_size=_tuple(filter_size, rank, "filter_size"),
-            padding=_tuple(padding, rank, "padding"),
-            stride=_tuple(stride, rank, "stride"),
-            dilation=_tuple(dilation, rank, "dilation"),
+            filter_size=_per_dimension(filter_size, rank, "filter_size"),
+            padding=_per_dimension(padding, rank, "padding"),
+            stride=_per_dimension(stride, rank, "stride"),
+            dilation=_per_dimension(dilation, rank, "dilation"),
             **fields,  # type: ignore[arg-type]
         )
 
@@ -145,24 +193,23 @@ class ConvProblem:
 
         `x_strides`/`y_strides` are element strides in the same stored order, if not packed.
         """
-        x_shape, w_shape = tuple(x_shape), tuple(w_shape)
+        x_shape, w_shape = _dimensions(x_shape, "x_shape"), _dimensions(w_shape, "w_shape")
         if len(x_shape) not in (4, 5):
             raise ValueError(f"x must have rank 4 (2D) or 5 (3D), got shape {x_shape}")
         if len(w_shape) != len(x_shape):
             raise ValueError(f"w has rank {len(w_shape)} but x has rank {len(x_shape)}")
         rank = len(x_shape) - 2
-        layout = layout or LAYOUTS[rank][0]
+        layout = _text(layout, "layout") or LAYOUTS[rank][0]
         if layout not in LAYOUTS[rank]:
             raise ValueError(f"layout {layout!r} is not one of {', '.join(LAYOUTS[rank])}")
-        filter_layout = filter_layout or layout
+        filter_layout = _text(filter_layout, "filter_layout") or layout
         if filter_layout not in LAYOUTS[rank]:
             raise ValueError(
                 f"filter_layout {filter_layout!r} is not one of {', '.join(LAYOUTS[rank])}"
             )
         n, c, *spatial = to_logical(x_shape, layout)
         k, c_per_group, *filter_size = to_logical(w_shape, filter_layout)
-        if groups < 1:
-            raise ValueError(f"groups must be >= 1, got {groups}")
+        groups = _dimension(groups, "groups")
         if c != c_per_group * groups:
             raise ValueError(
                 f"x has {c} channels but w expects {c_per_group} per group x {groups} "
@@ -171,15 +218,17 @@ class ConvProblem:
         strides = {}
         for name, value in (("x_strides", x_strides), ("y_strides", y_strides)):
             if value is not None:
+                value = _dimensions(value, name)
                 if len(value) != len(x_shape):
                     raise ValueError(f"{name} must have {len(x_shape)} entries, got {value}")
-                strides[name] = to_logical(tuple(value), layout)
+                strides[name] = to_logical(value, layout)
         return cls.create(
             n, c, k, tuple(spatial), tuple(filter_size), padding, stride, dilation,
             groups=groups, layout=layout, filter_layout=filter_layout, **strides, **fields,
         )  # fmt: skip
 
     def __post_init__(self) -> None:
+        self._normalise_types()
         rank = len(self.input_size)
         if rank not in LAYOUTS:
             raise ValueError(f"only 2D and 3D convolutions are supported, got {rank} spatial dims")
@@ -197,32 +246,25 @@ class ConvProblem:
         if not self.y_strides:
             object.__setattr__(self, "y_strides", packed_strides(self.y_dims, self.layout))
         for name in ("x_strides", "y_strides"):
-            strides = getattr(self, name)
-            if len(strides) != rank + 2 or any(s < 1 for s in strides):
-                raise ValueError(f"{name} must be {rank + 2} positive ints, got {strides!r}")
+            if len(getattr(self, name)) != rank + 2:
+                raise ValueError(f"{name} must have {rank + 2} entries, got {getattr(self, name)}")
+        self._check_descriptor_sizes()
+
+    def _normalise_types(self) -> None:
+        """Any integral type (numpy's too) is stored as a plain int and text as a plain str,
+        so keys and JSON are clean; bools, floats and values past cuDNN's 32-bit bounds are
+        refused."""
+        for name in ("batch", "in_channels", "out_channels", "groups"):
+            object.__setattr__(self, name, _dimension(getattr(self, name), name))
+        for name in (*_TUPLE_FIELDS, "x_strides", "y_strides"):
+            object.__setattr__(self, name, _dimensions(getattr(self, name), name))
+        for name in _TEXT_FIELDS:
+            object.__setattr__(self, name, _text(getattr(self, name), name))
 
     def _validate(self, rank: int) -> None:
         for name in ("filter_size", "padding", "stride", "dilation"):
             if len(getattr(self, name)) != rank:
                 raise ValueError(f"{name} has {len(getattr(self, name))} dims, expected {rank}")
-        if self.batch < 0:
-            raise ValueError(f"batch must be >= 0, got {self.batch}")
-        if self.in_channels < 1 or self.out_channels < 1:
-            raise ValueError(
-                f"channels must be >= 1, got in={self.in_channels} out={self.out_channels}"
-            )
-        if any(s < 1 for s in self.input_size):
-            raise ValueError(f"input spatial size must be >= 1, got {self.input_size}")
-        if any(s < 1 for s in self.filter_size):
-            raise ValueError(f"filter size must be >= 1, got {self.filter_size}")
-        if any(p < 0 for p in self.padding):
-            raise ValueError(f"padding must be >= 0, got {self.padding}")
-        if any(s < 1 for s in self.stride):
-            raise ValueError(f"stride must be >= 1, got {self.stride}")
-        if any(d < 1 for d in self.dilation):
-            raise ValueError(f"dilation must be >= 1, got {self.dilation}")
-        if self.groups < 1:
-            raise ValueError(f"groups must be >= 1, got {self.groups}")
         if self.in_channels % self.groups or self.out_channels % self.groups:
             raise ValueError(
                 f"groups={self.groups} must divide in_channels={self.in_channels} "
@@ -245,6 +287,22 @@ class ConvProblem:
                 f"output would be empty: input {self.input_size}, filter {self.filter_size}, "
                 f"padding {self.padding}, stride {self.stride}, dilation {self.dilation}"
             )
+
+    def _check_descriptor_sizes(self) -> None:
+        """A batch too big for one cuDNN descriptor still runs in micro-batches, but a single
+        sample (or the filter) that is too big can never run."""
+        sample = {
+            "one sample of x": _span((1, *self.x_dims[1:]), self.x_strides),
+            "one sample of y": _span((1, *self.y_dims[1:]), self.y_strides),
+            "the filter w": math.prod(self.w_dims),
+        }
+        for what, elements in sample.items():
+            if elements > MAX_DIM:
+                raise ValueError(
+                    f"{what} spans {elements} elements, but cuDNN's tensor descriptors hold "
+                    f"at most 2**31 - 1 = {MAX_DIM} (32-bit sizes), so no micro-batch can run "
+                    f"it: {self.describe()}"
+                )
 
     # -- derived shapes ---------------------------------------------------------------------
     @property
@@ -297,16 +355,13 @@ class ConvProblem:
     def nbytes(self, tensor: Literal["x", "w", "y"]) -> int:
         """Bytes spanned by x, w or y (strided tensors span up to their last element)."""
         if tensor == "w":
-            count = 1
-            for d in self.w_dims:
-                count *= d
-            return count * self.itemsize
+            return math.prod(self.w_dims) * self.itemsize
         dims, strides = (
             (self.x_dims, self.x_strides) if tensor == "x" else (self.y_dims, self.y_strides)
         )
         if 0 in dims:
             return 0
-        return (1 + sum((d - 1) * s for d, s in zip(dims, strides, strict=True))) * self.itemsize
+        return _span(dims, strides) * self.itemsize
 
     def sample_offset_bytes(self, tensor: Literal["x", "y"], first_sample: int) -> int:
         """Byte offset of sample `first_sample` in x or y: how micro-batches slice the batch."""
@@ -327,7 +382,7 @@ class ConvProblem:
         unknown = set(data) - names
         if unknown:
             raise ValueError(f"unknown problem fields: {', '.join(sorted(unknown))}")
-        return cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in data.items()})  # type: ignore[arg-type]
+        return cls(**data)  # type: ignore[arg-type]
 
     def key(self) -> str:
         """Canonical text of every field: equal keys mean the same convolution."""
