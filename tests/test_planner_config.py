@@ -1,10 +1,19 @@
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
+import numpy as np
 import pytest
 
-from ucudnn.planner.config import Config, default_database, parse_policy, parse_size
+from ucudnn.planner.config import (
+    MAX_BYTES,
+    Config,
+    default_database,
+    micro_batch_policy,
+    parse_policy,
+    parse_size,
+)
 
 MiB = 1024**2
 
@@ -127,6 +136,125 @@ def test_database_expands_user() -> None:
     ],
 )
 def test_bad_values_name_the_variable(variable: str, value: str, accepts: str) -> None:
+    with pytest.raises(ValueError) as info:
+        Config.from_env({variable: value})
+    assert f"{variable}={value!r}" in str(info.value)
+    assert accepts in str(info.value)
+
+
+def test_parse_size_is_exact_and_never_rounds_up() -> None:
+    # Decimal's default 28 digits would round these up by a byte.
+    assert parse_size("1.99999999999999999999999999999", "X") == 1
+    assert parse_size("1.99999999999999999999999999999KiB", "X") == 2047
+    assert parse_size("9223372036854775807.9", "X") == MAX_BYTES
+
+
+@pytest.mark.parametrize(
+    "text", ["2147483648", "1,2147483648", "1" * 5000, "1," + "9" * 5000, "0000"]
+)
+def test_parse_policy_refuses_sizes_past_cudnn_bounds(text: str) -> None:
+    with pytest.raises(ValueError, match=r"P=.*is not a policy; expected .*up to 2147483647"):
+        parse_policy(text, "P")
+
+
+def test_parse_policy_takes_the_largest_size_and_leading_zeros() -> None:
+    assert parse_policy("2147483647,007", "P") == (7, 2147483647)
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        ("ALL", "all"),
+        ("powerOfTwo", "powerOfTwo"),
+        ("32,1", (1, 32)),
+        ([32, 1, 32], (1, 32)),
+        ((4,), (4,)),
+        ({8, 2}, (2, 8)),
+        (frozenset({3}), (3,)),
+        (np.array([16, 4]), (4, 16)),
+        ([np.int64(2), np.uint16(1)], (1, 2)),
+        (range(1, 4), (1, 2, 3)),
+    ],
+)
+def test_micro_batch_policy_takes_text_and_iterables(value: object, expected: object) -> None:
+    policy = micro_batch_policy(value, "policy")
+    assert policy == expected
+    assert all(type(size) is int for size in policy if not isinstance(policy, str))
+    hash(policy)  # it keys the numpy API's handle cache
+
+
+@pytest.mark.parametrize(
+    ("value", "error", "message"),
+    [
+        ("bogus", ValueError, "policy='bogus' is not a policy"),
+        ([0], ValueError, "policy micro-batch size must be >= 1, got 0"),
+        ([2**31], ValueError, "policy micro-batch size must be <= 2147483647"),
+        ([1.5], TypeError, "policy micro-batch size must be an integer"),
+        ([True], TypeError, "policy micro-batch size must be an integer, got True"),
+        ([], ValueError, "policy names no micro-batch size"),
+        (4, TypeError, "policy must be a policy name, text such as '1,2,4,32' or an iterable"),
+        (None, TypeError, "policy must be a policy name"),
+        (b"all", TypeError, "policy must be a policy name"),
+        (np.array(4), TypeError, "policy must be a policy name"),
+        (np.array([[1, 2]]), TypeError, "policy micro-batch size must be an integer"),
+    ],
+)
+def test_micro_batch_policy_names_the_argument(value: object, error: type, message: str) -> None:
+    with pytest.raises(error, match=re.escape(message)):
+        micro_batch_policy(value, "policy")
+
+
+def test_config_from_python_takes_what_the_environment_takes(tmp_path: Path) -> None:
+    config = Config(
+        batch_size_policy=np.array([8, 1]),
+        default_workspace_limit=np.int64(5),
+        total_workspace_size="1GiB",
+        database=str(tmp_path / "db.sqlite"),
+    )
+    assert config == Config(
+        batch_size_policy=(1, 8),
+        default_workspace_limit=5,
+        total_workspace_size=1024**3,
+        database=tmp_path / "db.sqlite",
+    )
+    assert type(config.default_workspace_limit) is int
+    assert Config(batch_size_policy="ALL").batch_size_policy == "all"
+    assert Config(total_workspace_size=0).total_workspace_size is None  # as the variable
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "error", "message"),
+    [
+        ("default_workspace_limit", -1, ValueError, "default_workspace_limit must be >= 0"),
+        ("default_workspace_limit", float("nan"), TypeError, "default_workspace_limit must be"),
+        ("default_workspace_limit", 1.5, TypeError, "default_workspace_limit must be"),
+        ("default_workspace_limit", True, TypeError, "default_workspace_limit must be"),
+        ("default_workspace_limit", "lots", ValueError, "default_workspace_limit='lots'"),
+        ("default_workspace_limit", 2**63, ValueError, "default_workspace_limit must be <="),
+        ("total_workspace_size", float("inf"), TypeError, "total_workspace_size must be"),
+        ("total_workspace_size", -5, ValueError, "total_workspace_size must be >= 0"),
+        ("batch_size_policy", "fastest", ValueError, "batch_size_policy='fastest'"),
+        ("batch_size_policy", [0, 4], ValueError, "batch_size_policy micro-batch size"),
+        ("database", 5, TypeError, "database must be a path"),
+        ("database", "a\0b", ValueError, "database must be a path"),
+    ],
+)
+def test_config_from_python_names_a_bad_field(field, value, error, message) -> None:
+    with pytest.raises(error, match=re.escape(message)):
+        Config(**{field: value})
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "accepts"),
+    [
+        ("UCUDNN_BATCH_SIZE_POLICY", "1,4294967296", "up to 2147483647"),
+        ("UCUDNN_BATCH_SIZE_POLICY", "9" * 5000, "up to 2147483647"),
+        ("UCUDNN_DEFAULT_WORKSPACE_LIMIT", "9" * 5000, "larger than any memory"),
+        ("UCUDNN_TOTAL_WORKSPACE_SIZE", "9000000TiB", "larger than any memory"),
+        ("UCUDNN_DATABASE", "~no-such-user-here/b.sqlite", "cannot expand ~"),
+    ],
+)
+def test_values_past_the_bounds_name_the_variable(variable: str, value: str, accepts: str) -> None:
     with pytest.raises(ValueError) as info:
         Config.from_env({variable: value})
     assert f"{variable}={value!r}" in str(info.value)

@@ -11,11 +11,12 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
-from collections.abc import Mapping
-from decimal import Decimal
+from collections.abc import Iterator, Mapping
+from decimal import Decimal, localcontext
 from pathlib import Path
 
 from ucudnn.core.checks import integer
+from ucudnn.core.problem import MAX_DIM
 
 POLICY_NAMES = ("undivided", "powerOfTwo", "all")
 
@@ -35,6 +36,13 @@ _SIZE_HELP = (
 # CUDA sizes are size_t; a count beyond a signed 64-bit integer is never a real size.
 MAX_BYTES = 2**63 - 1
 
+# A micro-batch size: positive, at most as many digits as MAX_DIM (checked after).
+_POLICY_SIZE = re.compile("0*[1-9][0-9]{0,9}")
+_POLICY_HELP = (
+    f"one of {', '.join(POLICY_NAMES)} (any letter case) or a comma-separated list of "
+    f"positive micro-batch sizes up to {MAX_DIM} such as 1,2,4,32"
+)
+
 _TRUE = ("1", "true", "yes", "on")
 _FALSE = ("0", "false", "no", "off")
 
@@ -45,7 +53,11 @@ def parse_size(text: str, name: str) -> int:
     unit = _UNITS.get(match.group(2).lower()) if match else None
     if unit is None:
         raise ValueError(f"{name}={text!r} is not a size; expected {_SIZE_HELP}")
-    nbytes = int(Decimal(match.group(1)) * unit)
+    number = match.group(1)
+    # Exact: the product has at most the digits of both factors; Decimal's default precision
+    # (28 digits) would round 1.99999...9 bytes up to 2, past the limit the user gave.
+    with localcontext(prec=len(number) + len(str(unit))):
+        nbytes = int(Decimal(number) * unit)
     if nbytes > MAX_BYTES:
         raise ValueError(f"{name}={text!r} is larger than any memory ({MAX_BYTES} bytes)")
     return nbytes
@@ -83,12 +95,59 @@ def parse_policy(text: str, name: str) -> str | tuple[int, ...]:
     if text.strip().lower() in by_lower:
         return by_lower[text.strip().lower()]
     parts = [p.strip() for p in text.split(",")]
-    if all(re.fullmatch("[0-9]+", p) and int(p) > 0 for p in parts):
-        return tuple(sorted({int(p) for p in parts}))
-    raise ValueError(
-        f"{name}={text!r} is not a policy; expected one of {', '.join(POLICY_NAMES)} "
-        "or a comma-separated list of positive micro-batch sizes such as 1,2,4,32"
+    sizes = [int(p) for p in parts if _POLICY_SIZE.fullmatch(p)]
+    if len(sizes) == len(parts) and max(sizes) <= MAX_DIM:
+        return tuple(sorted(set(sizes)))
+    raise ValueError(f"{name}={text!r} is not a policy; expected {_POLICY_HELP}")
+
+
+def micro_batch_policy(value: object, name: str) -> str | tuple[int, ...]:
+    """A policy passed from Python: text as `parse_policy` reads it, or any iterable of
+    positive integers (list, tuple, set, numpy array). Sizes come back as a sorted tuple, so
+    a policy can key a cache."""
+    if isinstance(value, str):
+        return parse_policy(value, name)
+    entries = _policy_entries(value, name)
+    sizes = {integer(v, f"{name} micro-batch size", minimum=1, maximum=MAX_DIM) for v in entries}
+    if not sizes:
+        raise ValueError(f"{name} names no micro-batch size; expected {_POLICY_HELP}")
+    return tuple(sorted(sizes))
+
+
+def _policy_entries(value: object, name: str) -> Iterator[object]:
+    # Bytes iterate as small integers: a misread policy, never a list of sizes.
+    if not isinstance(value, (bytes, bytearray)):
+        try:
+            return iter(value)  # type: ignore[call-overload]
+        except TypeError:
+            pass
+    raise TypeError(
+        f"{name} must be a policy name, text such as '1,2,4,32' or an iterable of positive "
+        f"integers, got {value!r} ({type(value).__name__})"
     )
+
+
+def _budget(value: object, name: str) -> int | None:
+    """A WD budget in bytes; None or 0 keeps workspace division off, as in µ-cuDNN."""
+    return None if value is None else byte_count(value, name) or None
+
+
+def file_path(value: object, name: str) -> Path:
+    """A path passed from Python (str or os.PathLike); errors name `name`, the argument."""
+    if not isinstance(value, (str, os.PathLike)):
+        raise TypeError(f"{name} must be a path (str or os.PathLike), got {value!r}")
+    path = Path(value)
+    if "\0" in str(path):
+        raise ValueError(f"{name} must be a path, got {value!r} with a NUL character")
+    return path
+
+
+def _user_path(text: str, name: str) -> Path:
+    """A path from the environment, with ~ and ~user expanded."""
+    try:
+        return Path(text).expanduser()
+    except RuntimeError:  # ~user of no known user, or no home directory
+        raise ValueError(f"{name}={text!r}: cannot expand ~ (no such user or home)") from None
 
 
 def default_database(environ: Mapping[str, str] = os.environ) -> Path:
@@ -108,6 +167,19 @@ class Config:
     total_workspace_size: int | None = None  # set (> 0): plan the whole network at once (WD)
     database: Path = dataclasses.field(default_factory=default_database)
 
+    def __post_init__(self) -> None:
+        # Built from Python as well as from the environment: both are checked here.
+        checked = {
+            "batch_size_policy": micro_batch_policy(self.batch_size_policy, "batch_size_policy"),
+            "default_workspace_limit": byte_count(
+                self.default_workspace_limit, "default_workspace_limit"
+            ),
+            "total_workspace_size": _budget(self.total_workspace_size, "total_workspace_size"),
+            "database": file_path(self.database, "database"),
+        }
+        for name, value in checked.items():
+            object.__setattr__(self, name, value)
+
     @property
     def workspace_division(self) -> bool:
         return self.total_workspace_size is not None
@@ -126,8 +198,7 @@ class Config:
         if (text := get("UCUDNN_DEFAULT_WORKSPACE_LIMIT")) is not None:
             fields["default_workspace_limit"] = parse_size(text, "UCUDNN_DEFAULT_WORKSPACE_LIMIT")
         if (text := get("UCUDNN_TOTAL_WORKSPACE_SIZE")) is not None:
-            # 0 keeps workspace division off, as in the original µ-cuDNN.
-            fields["total_workspace_size"] = parse_size(text, "UCUDNN_TOTAL_WORKSPACE_SIZE") or None
+            fields["total_workspace_size"] = parse_size(text, "UCUDNN_TOTAL_WORKSPACE_SIZE")
         if (text := get("UCUDNN_DATABASE")) is not None:
-            fields["database"] = Path(text).expanduser()
+            fields["database"] = _user_path(text, "UCUDNN_DATABASE")
         return cls(**fields)  # type: ignore[arg-type]
