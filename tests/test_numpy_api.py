@@ -9,10 +9,12 @@ import pytest
 import ucudnn
 from tests import reference_conv as ref
 from ucudnn.core.problem import ConvProblem, to_physical
+from ucudnn.faces import numpy_api
 from ucudnn.runtime.check import normalised_l2, tolerance
 
 X = np.zeros((2, 4, 8, 8), np.float32)
 W = np.zeros((6, 4, 3, 3), np.float32)
+DY = np.zeros((2, 6, 6, 6), np.float32)  # the gradient of y = conv(X, W)
 
 
 def _w(k: int, c: int) -> np.ndarray:
@@ -34,7 +36,7 @@ def _w(k: int, c: int) -> np.ndarray:
         (lambda: ucudnn.conv_forward(X, W, stride=(1, 2, 3)), ValueError, "stride"),
         (lambda: ucudnn.conv_forward(X, W, layout="NCDHW"), ValueError, "layout"),
         (lambda: ucudnn.conv_forward(X, W, colour="red"), TypeError, "unknown option"),
-        (lambda: ucudnn.conv_forward(X[:, :, :0], W), ValueError, "spatial"),
+        (lambda: ucudnn.conv_forward(X[:, :, :0], W), ValueError, "input_size"),
         (lambda: ucudnn.conv_forward(X[:, :0], W[:, :0]), ValueError, "channels"),
         (
             lambda: ucudnn.conv_backward_data(W, np.zeros((2, 6, 5, 5), np.float32), X.shape),
@@ -46,11 +48,179 @@ def _w(k: int, c: int) -> np.ndarray:
             TypeError,
             "share one dtype",
         ),
+        (lambda: ucudnn.conv_backward_data(W, DY, 4), TypeError, "x_shape must be a sequence"),
+        (lambda: ucudnn.conv_backward_filter(X, DY, (6, 4.0, 3, 3)), TypeError, r"w_shape\[1\]"),
     ],
 )
 def test_bad_input_is_named_before_device_work(call, error, message) -> None:
     with pytest.raises(error, match=message):
         call()
+
+
+KERNELS = {
+    "forward": lambda **o: ucudnn.conv_forward(X, W, **o),
+    "backward_data": lambda **o: ucudnn.conv_backward_data(W, DY, X.shape, **o),
+    "backward_filter": lambda **o: ucudnn.conv_backward_filter(X, DY, W.shape, **o),
+}
+NAN = float("nan")
+
+
+@pytest.mark.parametrize("kernel", KERNELS)
+@pytest.mark.parametrize(
+    ("options", "error", "message"),
+    [
+        ({"workspace_limit": NAN}, TypeError, "workspace_limit must be a number of bytes"),
+        ({"workspace_limit": float("inf")}, TypeError, "workspace_limit must be a number"),
+        ({"workspace_limit": 1.5}, TypeError, "workspace_limit must be a number of bytes"),
+        ({"workspace_limit": True}, TypeError, "workspace_limit must be a number of bytes"),
+        ({"workspace_limit": -1}, ValueError, "workspace_limit must be >= 0"),
+        ({"workspace_limit": "64 apples"}, ValueError, "workspace_limit='64 apples'"),
+        ({"workspace_limit": [64]}, TypeError, "workspace_limit must be a number of bytes"),
+        ({"policy": "bogus"}, ValueError, "policy='bogus' is not a policy"),
+        ({"policy": [0]}, ValueError, "policy micro-batch size must be >= 1"),
+        ({"policy": {0, 2}}, ValueError, "policy micro-batch size must be >= 1"),
+        ({"policy": [2**31]}, ValueError, "policy micro-batch size must be <= 2147483647"),
+        ({"policy": 4}, TypeError, "policy must be a policy name"),
+        ({"policy": []}, ValueError, "policy names no micro-batch size"),
+        ({"algo": 99}, ValueError, r"algo \(a \w+ algorithm\) must be <= "),
+        ({"algo": -1}, ValueError, r"algo \(a \w+ algorithm\) must be >= 0"),
+        ({"algo": True}, TypeError, r"algo \(a \w+ algorithm\) must be an integer"),
+        ({"algo": 1.0}, TypeError, r"algo \(a \w+ algorithm\) must be an integer"),
+        ({"algo": "nope"}, ValueError, r"algo 'nope' is not a \w+ algorithm; known: "),
+        ({"groups": 1.0}, TypeError, r"groups must be an integer, got 1\.0"),
+        ({"groups": True}, TypeError, "groups must be an integer, got True"),
+        ({"stride": True}, TypeError, "stride must be an integer, got True"),
+        ({"dilation": (1, 1.0)}, TypeError, r"dilation\[1\] must be an integer"),
+        ({"padding": 2**31}, ValueError, r"padding\[0\] must be <= 2147483647"),
+        ({"allow_tf32": "no"}, TypeError, "allow_tf32 must be True or False"),
+        ({"math_type": 0}, TypeError, "math_type must be a string"),
+        ({"database": 5}, TypeError, "database must be a path"),
+    ],
+)
+def test_every_option_is_checked_before_device_work(kernel, options, error, message) -> None:
+    # Without a GPU the device step raises NoDeviceError: these must fail before it.
+    with pytest.raises(error, match=message):
+        KERNELS[kernel](**options)
+
+
+@pytest.mark.parametrize(
+    ("kernel", "algo"), [("forward", 8), ("backward_data", 6), ("backward_filter", 7)]
+)
+def test_algo_range_is_the_kernels_own(kernel: str, algo: int) -> None:
+    with pytest.raises(ValueError, match=f"algo \\(a {kernel} algorithm\\) must be <= {algo - 1}"):
+        KERNELS[kernel](algo=algo)
+
+
+def test_an_empty_batch_still_checks_every_option() -> None:
+    with pytest.raises(ValueError, match="policy='bogus'"):
+        ucudnn.conv_forward(X[:0], W, policy="bogus")
+    with pytest.raises(TypeError, match="workspace_limit"):
+        ucudnn.conv_backward_filter(X[:0], DY[:0], W.shape, workspace_limit=NAN)
+
+
+class _Reached(Exception):
+    """Raised where the device work would begin."""
+
+
+@pytest.fixture
+def reached(monkeypatch) -> list[tuple]:
+    """Stops each call at the device step and records the handle configuration it asked for."""
+    calls: list[tuple] = []
+
+    def stop(*key) -> None:
+        hash(key)  # the real function caches handles on these arguments
+        calls.append(key)
+        raise _Reached
+
+    monkeypatch.setattr(numpy_api, "_default_handle", stop)
+    return calls
+
+
+@pytest.mark.parametrize(
+    ("options", "limit", "policy"),
+    [
+        ({"workspace_limit": "64MiB", "policy": "ALL"}, 64 << 20, "all"),
+        ({"workspace_limit": np.int64(5), "policy": {32, 1, 4}}, 5, (1, 4, 32)),
+        ({"workspace_limit": np.uint8(0), "policy": np.array([8, 2])}, 0, (2, 8)),
+        ({"workspace_limit": 7, "policy": "8, 2,8"}, 7, (2, 8)),
+        ({"workspace_limit": 7, "policy": [np.int32(3)]}, 7, (3,)),
+    ],
+)
+def test_limits_and_policies_reach_the_handle_plain_and_hashable(
+    reached, options, limit: int, policy: object
+) -> None:
+    with pytest.raises(_Reached):
+        ucudnn.conv_forward(X, W, **options)
+    ((got_limit, got_policy, database),) = reached
+    assert (got_limit, got_policy, database) == (limit, policy, None)
+    assert type(got_limit) is int
+
+
+def test_unset_limit_and_policy_come_from_the_environment(reached, monkeypatch) -> None:
+    monkeypatch.setenv("UCUDNN_DEFAULT_WORKSPACE_LIMIT", "2MiB")
+    monkeypatch.setenv("UCUDNN_BATCH_SIZE_POLICY", "4,1")
+    with pytest.raises(_Reached):
+        ucudnn.conv_forward(X, W)
+    assert reached == [(2 << 20, (1, 4), None)]
+
+
+@pytest.mark.parametrize("kernel", KERNELS)
+@pytest.mark.parametrize("algo", [0, np.int64(1), "fft"])
+def test_algorithms_by_number_or_name_reach_the_device_step(reached, kernel, algo) -> None:
+    with pytest.raises(_Reached):
+        KERNELS[kernel](algo=algo)
+
+
+def test_numpy_integers_are_taken_everywhere(reached) -> None:
+    options = {
+        "padding": np.int64(0), "stride": np.array([1, 1]), "dilation": (np.int8(1), 1),
+        "groups": np.int64(1), "allow_tf32": np.bool_(False),
+    }  # fmt: skip
+    for call in (
+        lambda: ucudnn.conv_forward(X, W, **options),
+        lambda: ucudnn.conv_backward_data(W, DY, np.array(X.shape), **options),
+        lambda: ucudnn.conv_backward_filter(X, DY, np.array(W.shape), **options),
+    ):
+        with pytest.raises(_Reached):
+            call()
+    assert len(reached) == 3
+
+
+def _huge(*shape: int) -> np.ndarray:
+    """An array of `shape` that takes no memory (read-only, one element repeated)."""
+    return np.broadcast_to(np.zeros((), np.float16), shape)
+
+
+SMALL_W = np.zeros((1, 1, 1, 1), np.float16)
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        # Each sample fits one cuDNN descriptor, the whole array does not.
+        (lambda: ucudnn.conv_forward(_huge(2, 1, 2**15, 2**15 + 1), SMALL_W), "x of shape"),
+        (
+            lambda: ucudnn.conv_backward_filter(
+                np.zeros((2, 1, 1, 1), np.float16), _huge(2, 1, 2**15, 2**15 + 1), (1, 1, 1, 1)
+            ),
+            "dy of shape",
+        ),
+        (
+            lambda: ucudnn.conv_forward(np.zeros((2, 1, 1, 1), np.float16), SMALL_W, padding=2**14),
+            r"the output y of shape \(2, 1, 32769, 32769\)",
+        ),
+        (
+            lambda: ucudnn.conv_backward_data(
+                SMALL_W, np.zeros((2, 1, 1, 2), np.float16), (2, 1, 2**15, 2**15 + 1), stride=2**15
+            ),
+            r"the output dx \(x_shape\) of shape \(2, 1, 32768, 32769\)",
+        ),
+    ],
+)
+def test_tensors_beyond_one_cudnn_descriptor_are_refused(call, message: str) -> None:
+    with pytest.raises(ValueError, match=message) as info:
+        call()
+    assert "at most 2**31 - 1 = 2147483647 elements per tensor" in str(info.value)
 
 
 def test_empty_batch_needs_no_device() -> None:

@@ -1,24 +1,34 @@
 """NumPy in, NumPy out: the three convolutions, micro-batched on the GPU.
 
+Options: `padding`, `stride`, `dilation` (an integer for every dimension, or one each),
+`groups`, `layout`, `mode`, `allow_tf32`, `math_type`; and how to run: `workspace_limit`
+(bytes, or text such as "64MiB"), `policy` (a name in any letter case, "1,8,32", or any
+iterable of positive sizes), `database` (a path) and `algo` (one cuDNN algorithm, by number or
+name, run undivided). Integers may be of any integral type (numpy's too), never bools.
+
 Every argument is checked before any device work, so bad input raises ValueError or
-TypeError naming the problem even on a machine without a GPU.
+TypeError naming the argument even on a machine without a GPU.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
-import os
+import math
+from pathlib import Path
 
 import numpy as np
 
-from ucudnn.core.problem import ConvProblem
+from ucudnn.core.checks import integer
+from ucudnn.core.problem import MAX_DIM, ConvProblem
+from ucudnn.planner.config import Config, byte_count, file_path, micro_batch_policy
 from ucudnn.runtime.steps import ROLES
 
 _DTYPES = ("float32", "float16", "bfloat16", "float64")
 
 
 def conv_forward(x: np.ndarray, w: np.ndarray, **options) -> np.ndarray:
-    """y = conv(x, w). Options: see `ConvOptions` (padding, stride, dilation, groups, ...)."""
+    """y = conv(x, w); the options are listed in this module's docstring."""
     _check_arrays(x=x, w=w)
     problem = _problem(x.shape, w.shape, x.dtype, options)
     return _execute("forward", problem, {"x": x, "w": w}, options)
@@ -29,7 +39,7 @@ def conv_backward_data(
 ) -> np.ndarray:
     """dx, the gradient of conv(x, w) with respect to x of shape `x_shape`, given dy."""
     _check_arrays(w=w, dy=dy)
-    problem = _problem(tuple(x_shape), w.shape, w.dtype, options)
+    problem = _problem(x_shape, w.shape, w.dtype, options)
     _check_shape("dy", dy.shape, problem.y_shape)
     return _execute("backward_data", problem, {"w": w, "y": dy}, options)
 
@@ -39,7 +49,7 @@ def conv_backward_filter(
 ) -> np.ndarray:
     """dw, the gradient of conv(x, w) with respect to w of shape `w_shape`, given dy."""
     _check_arrays(x=x, dy=dy)
-    problem = _problem(x.shape, tuple(w_shape), x.dtype, options)
+    problem = _problem(x.shape, w_shape, x.dtype, options)
     _check_shape("dy", dy.shape, problem.y_shape)
     return _execute("backward_filter", problem, {"x": x, "y": dy}, options)
 
@@ -56,6 +66,22 @@ _PROBLEM_OPTIONS = {
     "math_type": None,
 }
 _RUN_OPTIONS = {"workspace_limit": None, "policy": None, "database": None, "algo": None}
+# What each kernel returns, as the caller knows it (for error messages).
+_OUTPUT_NAMES = {
+    "forward": "the output y",
+    "backward_data": "the output dx (x_shape)",
+    "backward_filter": "the output dw (w_shape)",
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class _RunOptions:
+    """How to run, checked and in the form that keys the handle cache."""
+
+    workspace_limit: int
+    policy: str | tuple[int, ...]
+    database: Path | None
+    algo: int | None
 
 
 def _check_options(options: dict) -> None:
@@ -77,12 +103,24 @@ def _check_arrays(**arrays: object) -> None:
             )
         if array.ndim not in (4, 5):
             raise ValueError(f"{name} must have rank 4 (2D) or 5 (3D), got shape {array.shape}")
+        _check_elements(name, array.shape)
         if not array.flags.c_contiguous:
             raise ValueError(f"{name} is not C-contiguous; pass numpy.ascontiguousarray({name})")
         dtypes[name] = array.dtype.name
     if len(set(dtypes.values())) > 1:
         listed = ", ".join(f"{n} is {d}" for n, d in dtypes.items())
         raise TypeError(f"arrays must share one dtype, but {listed}")
+
+
+def _check_elements(name: str, shape: tuple[int, ...]) -> None:
+    """cuDNN's legacy API describes each tensor with 32-bit sizes; these functions hand it
+    whole arrays, so each must fit in one descriptor."""
+    elements = math.prod(shape)
+    if elements > MAX_DIM:
+        raise ValueError(
+            f"{name} of shape {tuple(shape)} has {elements} elements; cuDNN's legacy "
+            f"convolution API takes at most 2**31 - 1 = {MAX_DIM} elements per tensor"
+        )
 
 
 def _check_shape(name: str, shape: tuple[int, ...], expected: tuple[int, ...]) -> None:
@@ -94,7 +132,11 @@ def _problem(x_shape, w_shape, dtype, options: dict) -> ConvProblem:
     _check_options(options)
     o = {**_PROBLEM_OPTIONS, **{k: v for k, v in options.items() if k in _PROBLEM_OPTIONS}}
     dtype = np.dtype(dtype).name
-    math_type = o["math_type"] or _default_math_type(dtype, o["allow_tf32"])
+    if not isinstance(o["allow_tf32"], (bool, np.bool_)):
+        raise TypeError(f"allow_tf32 must be True or False, got {o['allow_tf32']!r}")
+    math_type = o["math_type"]
+    if math_type is None:
+        math_type = _default_math_type(dtype, bool(o["allow_tf32"]))
     return ConvProblem.from_shapes(
         x_shape, w_shape, layout=o["layout"], padding=o["padding"], stride=o["stride"],
         dilation=o["dilation"], groups=o["groups"], mode=o["mode"], dtype=dtype,
@@ -109,24 +151,64 @@ def _default_math_type(dtype: str, allow_tf32: bool) -> str:
     return "tensor_op" if dtype in ("float16", "bfloat16") else "default"
 
 
-def _execute(kernel: str, problem: ConvProblem, inputs: dict, options: dict) -> np.ndarray:
+def _run_options(kernel: str, options: dict) -> _RunOptions:
+    """The run options, checked; unset limit and policy come from the UCUDNN_* variables."""
+    run = {**_RUN_OPTIONS, **{k: v for k, v in options.items() if k in _RUN_OPTIONS}}
+    limit, policy, database, algo = (run[name] for name in _RUN_OPTIONS)
+    config = Config.from_env()
+    return _RunOptions(
+        workspace_limit=(
+            config.default_workspace_limit
+            if limit is None
+            else byte_count(limit, "workspace_limit")
+        ),
+        policy=(
+            config.batch_size_policy if policy is None else micro_batch_policy(policy, "policy")
+        ),
+        database=None if database is None else file_path(database, "database"),
+        algo=None if algo is None else _algorithm(kernel, algo),
+    )
+
+
+def _algorithm(kernel: str, algo: object) -> int:
+    """cuDNN's number for `algo`, given as that number or as its name."""
+    from ucudnn import _cudnn  # here, so that `import ucudnn` loads no native module
+
+    names = _cudnn.ALGORITHMS[kernel]
+    if isinstance(algo, str):
+        if algo not in names:
+            raise ValueError(
+                f"algo {algo!r} is not a {kernel} algorithm; known: {', '.join(names)}"
+            )
+        return names.index(algo)
+    return integer(algo, f"algo (a {kernel} algorithm)", minimum=0, maximum=len(names) - 1)
+
+
+def _output_shape(kernel: str, problem: ConvProblem) -> tuple[int, ...]:
+    """The shape of what `kernel` returns, checked as the inputs are."""
     output = ROLES[kernel][2]
-    out_shape = {"x": problem.x_shape, "w": problem.w_shape, "y": problem.y_shape}[output]
+    shape = {"x": problem.x_shape, "w": problem.w_shape, "y": problem.y_shape}[output]
+    _check_elements(_OUTPUT_NAMES[kernel], shape)
+    return shape
+
+
+def _execute(kernel: str, problem: ConvProblem, inputs: dict, options: dict) -> np.ndarray:
+    """Check what is left to check, then run on the device (unless the batch is empty)."""
+    out_shape = _output_shape(kernel, problem)
+    run = _run_options(kernel, options)
     dtype = next(iter(inputs.values())).dtype
     if problem.batch == 0:
         # An empty batch has an empty output, and contributes nothing to a filter gradient.
         return np.zeros(out_shape, dtype=dtype)
     from ucudnn.core.array import DeviceArray
 
-    run = {**_RUN_OPTIONS, **{k: v for k, v in options.items() if k in _RUN_OPTIONS}}
-    policy = tuple(run["policy"]) if isinstance(run["policy"], list) else run["policy"]
-    database = os.fspath(run["database"]) if run["database"] is not None else None
-    handle = _default_handle(run["workspace_limit"], policy, database)
+    handle = _default_handle(run.workspace_limit, run.policy, run.database)
+    output = ROLES[kernel][2]
     device = {name: DeviceArray.from_numpy(array) for name, array in inputs.items()}
     device[output] = DeviceArray.empty(out_shape, problem.dtype)
     tensors = [device[t] for t in ROLES[kernel]]
-    if run["algo"] is not None:
-        handle.run_algorithm(kernel, problem, tensors, run["algo"])
+    if run.algo is not None:
+        handle.run_algorithm(kernel, problem, tensors, run.algo)
     else:
         getattr(handle, kernel)(*tensors, problem)
     result = device[output].to_numpy()
@@ -135,16 +217,8 @@ def _execute(kernel: str, problem: ConvProblem, inputs: dict, options: dict) -> 
 
 
 @functools.cache
-def _default_handle(workspace_limit: int | None, policy, database: str | None):
+def _default_handle(workspace_limit: int, policy: str | tuple[int, ...], database: Path | None):
     """One WR handle per configuration, reused so plans and workspaces persist across calls."""
-    from ucudnn.planner.config import Config
     from ucudnn.runtime.handle import Handle
 
-    limit = (
-        Config.from_env().default_workspace_limit if workspace_limit is None else workspace_limit
-    )
-    return Handle(
-        workspace_limit=limit,
-        policy=list(policy) if isinstance(policy, tuple) else policy,
-        database=database,
-    )
+    return Handle(workspace_limit=workspace_limit, policy=policy, database=database)
