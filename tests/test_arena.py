@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ucudnn.core.arena import Arena, ArenaLayout, align_up
+from ucudnn.core.arena import Arena, ArenaLayout, GrowingArena, align_up
 
 
 @pytest.mark.parametrize(
@@ -113,6 +113,78 @@ def test_arena_capacity_fits_in_the_allocation_after_aligning(
     assert arena.ptr % alignment == 0
     assert address <= arena.ptr
     assert arena.at(0, 1000) + 1000 <= address + arena._buffer.nbytes
+
+
+class _RecordingBuffers:
+    """Stands in for _cuda.DeviceBuffer: records allocations and frees in order."""
+
+    def __init__(self) -> None:
+        self.events: list[tuple[str, int]] = []
+        self.fail_above: int | None = None
+
+    def __call__(self, nbytes: int):
+        from ucudnn.errors import CudaOutOfMemoryError
+
+        events = self.events
+        if self.fail_above is not None and nbytes > self.fail_above:
+            raise CudaOutOfMemoryError(
+                2, "cudaErrorMemoryAllocation", "cudaMalloc", "out of memory"
+            )
+
+        class Buffer:
+            ptr, device = 4096 * (len(events) + 1), 0
+
+            def __init__(self) -> None:
+                self.nbytes = nbytes
+                events.append(("malloc", nbytes))
+
+            def release(self) -> None:
+                events.append(("free", self.nbytes))
+
+        return Buffer()
+
+
+@pytest.fixture
+def recording(monkeypatch: pytest.MonkeyPatch) -> _RecordingBuffers:
+    from ucudnn import _cuda
+
+    buffers = _RecordingBuffers()
+    monkeypatch.setattr(_cuda, "DeviceBuffer", buffers)
+    return buffers
+
+
+def test_growing_arena_reuses_what_it_holds_and_frees_before_growing(recording) -> None:
+    workspace = GrowingArena()
+    assert (workspace.arena, workspace.capacity) == (None, 0)
+    first = workspace.ensure(1000)
+    assert workspace.ensure(500) is first
+    assert workspace.ensure(1000) is first
+    bigger = workspace.ensure(3000)
+    assert bigger is not first and workspace.capacity == 3000
+    workspace.release()
+    workspace.release()  # idempotent
+    assert workspace.arena is None
+    assert recording.events == [("malloc", 1000), ("free", 1000), ("malloc", 3000), ("free", 3000)]
+
+
+def test_growing_arena_holds_nothing_after_a_failed_growth(recording) -> None:
+    from ucudnn.errors import CudaOutOfMemoryError
+
+    workspace = GrowingArena()
+    workspace.ensure(1000)
+    recording.fail_above = 2000
+    with pytest.raises(CudaOutOfMemoryError):
+        workspace.ensure(3000)
+    assert (workspace.arena, workspace.capacity) == (None, 0)
+    assert workspace.ensure(1500).capacity == 1500
+    assert recording.events == [("malloc", 1000), ("free", 1000), ("malloc", 1500)]
+
+
+def test_growing_arena_of_zero_bytes_needs_no_device() -> None:
+    workspace = GrowingArena()
+    assert workspace.ensure(0).at(0, 0) == 0
+    with pytest.raises(ValueError, match="nbytes must be >= 0"):
+        workspace.ensure(-1)
 
 
 @pytest.mark.gpu

@@ -4,6 +4,8 @@ Workspaces are reused across calls instead of being allocated per call: a WD pla
 kernel an aligned offset into one arena (`at`), WR runs every kernel in the same workspace
 (`at(0, n)`), and ad-hoc users take consecutive aligned pieces (`reserve`) until `reset`.
 `ArenaLayout` holds the offset arithmetic without any memory so it can be tested on the CPU.
+`GrowingArena` holds one arena that is only ever replaced by a larger one (the Handle's
+workspace, benchmarking's workspace), since every free waits for the device.
 """
 
 from __future__ import annotations
@@ -156,3 +158,40 @@ class Arena:
             f"Arena({state}, capacity={self.capacity}, in_use={self.in_use}, "
             f"peak={self.peak}, alignment={self.alignment})"
         )
+
+
+class GrowingArena:
+    """A workspace that holds at most one Arena and replaces it only by a larger one.
+
+    Growing frees the old allocation before making the new one (cudaFree waits for the
+    device, so no work still queued can use freed memory), so a failed allocation leaves
+    nothing held. Few growths mean few of those waits: size the first request generously.
+    """
+
+    def __init__(self, alignment: int = CUDNN_ALIGNMENT) -> None:
+        self.alignment = alignment
+        self._arena: Arena | None = None
+
+    @property
+    def arena(self) -> Arena | None:
+        """The arena held now, or None."""
+        return self._arena
+
+    @property
+    def capacity(self) -> int:
+        """Bytes held now."""
+        return self._arena.capacity if self._arena is not None else 0
+
+    def ensure(self, nbytes: int) -> Arena:
+        """An arena of at least `nbytes`: the one held, or a new one in its place."""
+        nbytes = _non_negative(nbytes, "nbytes")
+        if self._arena is None or self._arena.capacity < nbytes:
+            self.release()
+            self._arena = Arena(nbytes, self.alignment)
+        return self._arena
+
+    def release(self) -> None:
+        """Free what is held now; the next `ensure` allocates again."""
+        if self._arena is not None:
+            arena, self._arena = self._arena, None
+            arena.release()
