@@ -245,6 +245,54 @@ def test_device_pointer_prefers_the_cuda_array_interface() -> None:
     assert both.calls == []
 
 
+def test_device_pointer_asks_dlpack_producers_for_the_handles_stream() -> None:
+    problem = ConvProblem.from_shapes((2, 3, 5, 5), (4, 3, 3, 3))
+    exporter = CudaExporter(np.zeros(problem.x_shape, np.float32))
+    device_pointer(exporter, problem, "x", "x", stream=0x5000)
+    assert exporter.calls[0]["stream"] == 0x5000
+
+
+@pytest.fixture
+def orderings(monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, int]]:
+    """Records (producer, consumer) each time work on one stream is ordered before another."""
+    import ucudnn.core.array
+
+    calls: list[tuple[int, int]] = []
+    monkeypatch.setattr(ucudnn.core.array, "_order_after", lambda p, c: calls.append((p, c)))
+    return calls
+
+
+def test_device_pointer_orders_an_interface_producer_before_the_handles_stream(orderings):
+    problem = ConvProblem.from_shapes((0, 3, 5, 5), (4, 3, 3, 3))  # empty: no device query
+
+    class Produced:
+        @property
+        def __cuda_array_interface__(self):
+            return {"shape": problem.x_shape, "typestr": "<f4", "data": (0, False),
+                    "version": 3, "stream": 0x7000}  # fmt: skip
+
+    device_pointer(Produced(), problem, "x", "x", stream=0x5000)
+    device_pointer(Produced(), problem, "x", "x", stream=0x7000)  # the same stream: nothing
+    assert orderings == [(0x7000, 0x5000)]
+
+
+def test_device_pointer_orders_a_device_arrays_stream_before_the_handles(orderings) -> None:
+    problem = ConvProblem.from_shapes((2, 3, 5, 5), (4, 3, 3, 3))
+    array = DeviceArray(0x1000, problem.x_shape, "float32", stream=0x7000)
+    assert device_pointer(array, problem, "x", "x", stream=0x5000) == 0x1000
+    legacy = DeviceArray(0x1000, problem.x_shape, "float32", stream=0)
+    device_pointer(legacy, problem, "x", "x", stream=1)  # 0 and 1 both name the legacy stream
+    assert orderings == [(0x7000, 0x5000)]
+
+
+def test_device_pointer_refuses_an_array_on_another_device(orderings) -> None:
+    problem = ConvProblem.from_shapes((2, 3, 5, 5), (4, 3, 3, 3))
+    array = DeviceArray(0x1000, problem.x_shape, "float32", device=1)
+    with pytest.raises(ValueError, match="dy is on device 1, but this handle uses device 0"):
+        device_pointer(array, problem, "x", "dy", device=0)
+    assert device_pointer(array, problem, "x", "dy", device=1) == 0x1000
+
+
 # --- on a GPU --------------------------------------------------------------------------------
 
 
@@ -299,7 +347,7 @@ def test_cuda_tensors_round_trip_through_dlpack() -> None:
 @pytest.mark.gpu
 def test_the_handle_takes_dlpack_tensors(tmp_path) -> None:
     from tests import reference_conv as ref
-    from ucudnn.runtime.check import normalised_l2
+    from ucudnn.runtime.check import normalised_l2, tolerance
     from ucudnn.runtime.handle import Handle
 
     problem = ConvProblem.from_shapes((2, 3, 6, 6), (4, 3, 3, 3), padding=1, math_type="fma")
@@ -310,4 +358,5 @@ def test_the_handle_takes_dlpack_tensors(tmp_path) -> None:
         y = to_device(np.zeros(problem.y_shape, np.float32))
         with Handle(workspace_limit=1 << 20, database=tmp_path / f"{name}.sqlite") as handle:
             handle.forward(*(DLPackOnly(to_device(a)) for a in (x, w)), DLPackOnly(y), problem)
-        assert normalised_l2(to_host(y), ref.forward(problem, x, w)) <= 1e-5, name
+        bound = tolerance(problem, same_algorithm=False)  # the plan may use FFT or Winograd
+        assert normalised_l2(to_host(y), ref.forward(problem, x, w)) <= bound, name

@@ -210,6 +210,12 @@ class DeviceArray:
             stream=self.stream,
         )
 
+    def order_before(self, stream: int) -> None:
+        """Make later work on `stream` wait for the work enqueued so far on this array's own
+        stream, without the host waiting (nothing to do when they are the same stream)."""
+        if _cai_stream(self.stream) != _cai_stream(stream):
+            _order_after(self.stream, stream)
+
     def __repr__(self) -> str:
         return (
             f"DeviceArray(ptr={self.ptr:#x}, shape={self.shape}, dtype={self.dtype!r}, "

@@ -63,9 +63,17 @@ def algorithm_count(handle: _cudnn.Handle, kernel: str) -> int:
 
 
 def workspace_size(
-    handle: _cudnn.Handle, descs: ProblemDescriptors, kernel: str, micro_batch: int, algo: int
+    handle: _cudnn.Handle,
+    descs: ProblemDescriptors,
+    kernel: str,
+    micro_batch: int,
+    algo: int,
+    math_type: str,
 ) -> int:
+    """Workspace bytes of `algo` under `math_type` (the size depends on it, and the shared
+    descriptor may still hold another candidate's)."""
     d1, d2, d3 = descs.by_role(kernel, micro_batch)
+    descs.conv.set_math_type(math_type)
     return _WORKSPACE[kernel](handle, d1, d2, descs.conv, d3, algo)
 
 
@@ -80,9 +88,11 @@ def find(
     workspace: int,
     workspace_bytes: int,
 ) -> list[_cudnn.AlgoPerf]:
-    """cuDNN's own trial of every algorithm on our buffers (used as a pre-filter only)."""
+    """cuDNN's own trial of every algorithm on our buffers (used as a pre-filter only), under
+    the problem's own math type."""
     d1, d2, d3 = descs.by_role(kernel, micro_batch)
     p1, p2, p3 = _pointers(kernel, x, w, y)
+    descs.conv.set_math_type(descs.problem.math_type)
     requested = algorithm_count(handle, kernel)
     return _FIND[kernel](
         handle, d1, p1, d2, p2, descs.conv, d3, p3, requested, workspace, workspace_bytes

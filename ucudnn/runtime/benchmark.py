@@ -16,19 +16,30 @@ from collections.abc import Iterable, Sequence
 from tqdm import tqdm
 
 from ucudnn import _cuda, _cudnn
+from ucudnn.core.arena import GrowingArena
 from ucudnn.core.facts import DeviceFacts
 from ucudnn.core.problem import ConvProblem
 from ucudnn.errors import CudaOutOfMemoryError, CudnnError
 from ucudnn.planner.cache import BenchmarkCache, Measurement
-from ucudnn.planner.policies import Policy, sizes_for_policy
+from ucudnn.planner.policies import Policy, sizes_to_measure
 from ucudnn.planner.tables import Candidate, KernelTable, TimingTables
-from ucudnn.runtime import backend
+from ucudnn.runtime import backend, steps
 from ucudnn.runtime.timing import Timer
 from ucudnn.runtime.work import Work
 
-# Any normal value works for timing; 0x3C in every byte is a small normal number in every
-# floating type cuDNN takes, and memset fills gigabytes faster than copying random data.
-FILL_BYTE = 0x3C
+# Buffers are filled with one repeated byte (memset fills gigabytes faster than a copy). The
+# value only has to be harmless: a normal number whose sums of products stay finite and normal,
+# since inf, NaN or denormals could take paths real data does not. Backward-filter sums the
+# most products, N times the output pixels per weight (3.2e6 for a ResNet first layer at
+# N = 256; cuDNN's 32-bit sizes bound it by 2**31), so the fill v needs v * v * 2**31 to stay
+# below the largest value of the type.
+FILL_BYTES = {
+    "float32": 0x3C,  # 0x3C3C3C3C = 0.0115: sums of 2**31 products 2.8e5
+    "bfloat16": 0x3C,  # 0x3C3C = 0.0115, as float32 (the same exponent range)
+    "float64": 0x3C,  # 1.5e-18: products 2.3e-36, far above float64's smallest normal
+    "float16": 0x18,  # 0x1818 = 0.0020: sums of 2**31 products 8.6e3, below 65504
+    # (0x3C3C would be 1.06 in float16: backward-filter sums overflow past 6e4 products)
+}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -50,17 +61,27 @@ class BenchmarkSettings:
 
 
 class ProblemBuffers:
-    """x, w and y of a problem filled with a constant; a smaller batch uses their prefix."""
+    """x, w and y of a problem filled with a harmless constant (see FILL_BYTES); micro-batches
+    run on slices of them at `at_sample`."""
 
     def __init__(self, problem: ConvProblem, stream: int) -> None:
+        self.problem = problem
         self.owned = [_cuda.DeviceBuffer(problem.nbytes(t)) for t in ("x", "w", "y")]
         for buffer in self.owned:
-            _cuda.memset(buffer.ptr, FILL_BYTE, buffer.nbytes, stream)
+            _cuda.memset(buffer.ptr, FILL_BYTES[problem.dtype], buffer.nbytes, stream)
         self.x, self.w, self.y = (b.ptr for b in self.owned)
 
     @property
     def pointers(self) -> dict[str, int]:
-        return {"x": self.x, "w": self.w, "y": self.y}
+        return self.at_sample(0)
+
+    def at_sample(self, first_sample: int) -> dict[str, int]:
+        """Pointers of x, w and y for micro-batches that start at `first_sample`."""
+        return {
+            "x": self.x + self.problem.sample_offset_bytes("x", first_sample),
+            "w": self.w,
+            "y": self.y + self.problem.sample_offset_bytes("y", first_sample),
+        }
 
     def release(self) -> None:
         for buffer in self.owned:
@@ -68,7 +89,12 @@ class ProblemBuffers:
 
 
 class Benchmarker:
-    """Measures candidates for (problem, kernel, micro-batch) on one device, through a cache."""
+    """Measures candidates for (problem, kernel, micro-batch) on one device, through a cache.
+
+    One workspace serves all the measurements of a `tables` call: it grows when an algorithm
+    needs more (each free waits for the device) and is freed when the call ends, so that a
+    Handle keeps no benchmarking memory past planning.
+    """
 
     def __init__(
         self,
@@ -85,20 +111,26 @@ class Benchmarker:
         self._seen: dict[tuple[str, str], list[Measurement]] = {}
         self.counts = {"measured": 0, "cached": 0}  # problem sizes, for reports
         self._timer = Timer(handle.stream)
+        self._workspace = GrowingArena()
 
     def tables(self, work: Sequence[Work], policy: Policy) -> TimingTables:
         """Tables for each (layer, problem, kernel); each problem at each size is measured once."""
         jobs = [
-            (item, sorted(sizes_for_policy(policy, item.problem.batch), reverse=True))
+            (item, sorted(sizes_to_measure(policy, item.problem.batch), reverse=True))
             for item in work
         ]
         tables = TimingTables()
-        with _progress(sum(len(sizes) for _, sizes in jobs), self.settings.progress) as bar:
-            for item, sizes in jobs:
-                table = KernelTable(layer=item.layer, kernel=item.kernel, batch=item.problem.batch)
-                for candidate in self._kernel_candidates(item.problem, item.kernel, sizes, bar):
-                    table.add(candidate)
-                tables.add(table)
+        try:
+            with _progress(sum(len(sizes) for _, sizes in jobs), self.settings.progress) as bar:
+                for item, sizes in jobs:
+                    table = KernelTable(
+                        layer=item.layer, kernel=item.kernel, batch=item.problem.batch
+                    )
+                    for candidate in self._kernel_candidates(item.problem, item.kernel, sizes, bar):
+                        table.add(candidate)
+                    tables.add(table)
+        finally:
+            self._workspace.release()
         return tables
 
     def _kernel_candidates(
@@ -106,12 +138,13 @@ class Benchmarker:
     ) -> Iterable[Candidate]:
         buffers = None
         try:
-            for micro_batch in sizes:  # descending: the first size sizes the buffers
+            for micro_batch in sizes:
                 measured = self._cached(problem, kernel, micro_batch)
                 self.counts["cached" if measured is not None else "measured"] += 1
                 if measured is None:
                     if buffers is None:
-                        buffers = ProblemBuffers(problem.with_batch(sizes[0]), self.handle.stream)
+                        samples = steps.benchmark_samples(problem, sizes)
+                        buffers = ProblemBuffers(problem.with_batch(samples), self.handle.stream)
                     measured = self._measure(problem.with_batch(micro_batch), kernel, buffers)
                     self._seen[(problem.with_batch(micro_batch).key(), kernel)] = measured
                     if self.cache is not None:
@@ -135,47 +168,49 @@ class Benchmarker:
     def _measure(
         self, problem: ConvProblem, kernel: str, buffers: ProblemBuffers
     ) -> list[Measurement]:
-        """All algorithms of one kernel at one micro-batch size: timed, or why not."""
+        """All algorithms of one kernel at one micro-batch size: timed, or why not. They run
+        where a part of this size is least aligned (steps.benchmark_first_sample)."""
         descs = backend.ProblemDescriptors(problem)
-        handle, b = self.handle, problem.batch
-        workspace = self._find_workspace(descs, kernel)
-        try:
-            perfs = backend.find(
-                handle, descs, kernel, b, buffers.x, buffers.w, buffers.y,
-                workspace.ptr, workspace.nbytes,
-            )  # fmt: skip
-            results = {}
-            for perf in perfs:
-                # Find may report a tensor-op variant even when asked for FMA math; a caller
-                # who turned TF32 off must never get it, so FMA requests stay FMA.
-                math_type = "fma" if problem.math_type == "fma" else perf.math_type
-                known = results.get((perf.algo, math_type))
-                if known is not None and (known.ok or perf.status != 0):
-                    continue  # a run that worked beats one that failed, and counts once
-                if perf.status != 0:
-                    failed = Measurement.failed(b, perf.algo, math_type, perf.status_name)
-                    results[(perf.algo, math_type)] = failed
-                else:
-                    results[(perf.algo, math_type)] = self._time(
-                        descs, kernel, perf.algo, math_type, perf.deterministic, buffers, workspace
-                    )
-            return list(results.values())
-        finally:
-            workspace.release()
+        b = problem.batch
+        at = buffers.at_sample(steps.benchmark_first_sample(problem, b))
+        find_bytes = self._find_workspace_bytes(descs, kernel)
+        workspace = self._workspace.ensure(find_bytes)
+        perfs = backend.find(
+            self.handle, descs, kernel, b, at["x"], at["w"], at["y"], workspace.ptr, find_bytes
+        )
+        results = {}
+        for perf in perfs:
+            # Find may report a tensor-op variant even when asked for FMA math; a caller who
+            # turned TF32 off must never get it, so FMA requests stay FMA.
+            math_type = "fma" if problem.math_type == "fma" else perf.math_type
+            known = results.get((perf.algo, math_type))
+            if known is not None and (known.ok or perf.status != 0):
+                continue  # a run that worked beats one that failed, and counts once
+            if perf.status != 0:
+                failed = Measurement.failed(b, perf.algo, math_type, perf.status_name)
+                results[(perf.algo, math_type)] = failed
+            else:
+                results[(perf.algo, math_type)] = self._time(
+                    descs, kernel, perf.algo, math_type, perf.deterministic, at
+                )
+        return list(results.values())
 
-    def _find_workspace(self, descs: backend.ProblemDescriptors, kernel: str) -> _cuda.DeviceBuffer:
-        """A workspace as large as the hungriest algorithm that respects the cap needs."""
+    def _find_workspace_bytes(self, descs: backend.ProblemDescriptors, kernel: str) -> int:
+        """As much workspace as the hungriest algorithm within the cap needs, under the
+        problem's math type (Find runs under it)."""
         need = 0
         # Every enum value of the kernel's algorithms. Not the max count: that sizes Find's
         # result list, which may count an algorithm once per math type, so it can exceed them.
         for algo in range(len(_cudnn.ALGORITHMS[kernel])):
             try:
-                size = backend.workspace_size(self.handle, descs, kernel, descs.problem.batch, algo)
+                size = backend.workspace_size(
+                    self.handle, descs, kernel, descs.problem.batch, algo, descs.problem.math_type
+                )
             except CudnnError:
                 continue  # unsupported here; Find reports it with its status
             if size <= self.settings.workspace_cap:
                 need = max(need, size)
-        return _cuda.DeviceBuffer(need)
+        return need
 
     def _time(
         self,
@@ -184,19 +219,19 @@ class Benchmarker:
         algo: int,
         math_type: str,
         deterministic: bool,
-        buffers: ProblemBuffers,
-        workspace: _cuda.DeviceBuffer,
+        at: dict[str, int],
     ) -> Measurement:
         b = descs.problem.batch
-        descs.conv.set_math_type(math_type)
         try:
-            need = backend.workspace_size(self.handle, descs, kernel, b, algo)
-            if need > workspace.nbytes:
+            need = backend.workspace_size(self.handle, descs, kernel, b, algo, math_type)
+            if need > self.settings.workspace_cap:
                 return Measurement.failed(b, algo, math_type, "WORKSPACE_OVER_CAP")
+            # A variant Find reported under another math type may need more than Find had.
+            workspace = self._workspace.ensure(need).ptr
             times = self._timer.times_ms(
                 lambda: backend.run(
                     self.handle, descs, kernel, b, algo, math_type, 1.0, 0.0,
-                    buffers.x, buffers.w, buffers.y, workspace.ptr, need,
+                    at["x"], at["w"], at["y"], workspace, need,
                 ),
                 self.settings.warmup,
                 self.settings.repeats,

@@ -6,12 +6,23 @@ from ucudnn.core.array import DeviceArray
 from ucudnn.core.problem import ITEMSIZE, ConvProblem, to_logical
 
 
-def device_pointer(obj: object, problem: ConvProblem, tensor: str, role: str) -> int:
+def device_pointer(
+    obj: object,
+    problem: ConvProblem,
+    tensor: str,
+    role: str,
+    *,
+    stream: int = 0,
+    device: int | None = None,
+) -> int:
     """Pointer of `obj`: a raw int, a DeviceArray, or an array with __cuda_array_interface__
     or DLPack (the interface is preferred when an array has both).
 
-    Arrays must match the shape, strides and dtype the problem expects for x, w or y; `role`
-    ("x", "dy", "dw", ...) names the argument in error messages.
+    Arrays must match the shape, strides and dtype the problem expects for x, w or y, and live
+    on `device` (when given); `role` ("x", "dy", "dw", ...) names the argument in error
+    messages. Work already enqueued for an array on its own stream is ordered before later
+    work on `stream`, the stream the convolution runs on, without the host waiting. A raw
+    pointer carries no stream: ordering it is the caller's business.
     """
     if isinstance(obj, bool) or obj is None:
         raise TypeError(f"{role} must be a device pointer (int) or a device array, got {obj!r}")
@@ -19,17 +30,25 @@ def device_pointer(obj: object, problem: ConvProblem, tensor: str, role: str) ->
         if obj == 0 and problem.nbytes(tensor) > 0:  # type: ignore[arg-type]
             raise ValueError(f"{role} is a null pointer")
         return obj
-    array = _as_device_array(obj)
+    array = _as_device_array(obj, stream)
     _check_matches(array, problem, tensor, role)
+    if device is not None and array.device is not None and array.device != device:
+        raise ValueError(
+            f"{role} is on device {array.device}, but this handle uses device {device}"
+        )
+    if array is obj:  # imported arrays were ordered by the import
+        array.order_before(stream)
     return array.ptr
 
 
-def _as_device_array(obj: object) -> DeviceArray:
+def _as_device_array(obj: object, stream: int) -> DeviceArray:
+    """`obj` itself if it is a DeviceArray, else imported with its pending work ordered before
+    `stream` (DLPack's and the interface's stream protocols)."""
     if isinstance(obj, DeviceArray):
         return obj
     if hasattr(obj, "__dlpack__") and not hasattr(obj, "__cuda_array_interface__"):
-        return DeviceArray.from_dlpack(obj)
-    return DeviceArray.from_cuda_array_interface(obj)
+        return DeviceArray.from_dlpack(obj, stream=stream)
+    return DeviceArray.from_cuda_array_interface(obj, stream=stream)
 
 
 def _check_matches(array: DeviceArray, problem: ConvProblem, tensor: str, role: str) -> None:

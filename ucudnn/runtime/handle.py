@@ -13,18 +13,20 @@ import warnings
 from collections.abc import Iterable
 
 from ucudnn import _cuda, _cudnn
-from ucudnn.core.arena import Arena
+from ucudnn.core.arena import GrowingArena
+from ucudnn.core.checks import integer
 from ucudnn.core.device import device_facts
 from ucudnn.core.problem import KERNELS, ConvProblem, check_kernel
 from ucudnn.errors import CudaOutOfMemoryError
 from ucudnn.planner.cache import BenchmarkCache
-from ucudnn.planner.config import Config
+from ucudnn.planner.config import byte_count
 from ucudnn.planner.plan import KernelPlan, Plan
 from ucudnn.planner.tables import Candidate, Schedule
 from ucudnn.runtime import backend, executor
 from ucudnn.runtime.benchmark import Benchmarker, BenchmarkSettings
 from ucudnn.runtime.buffers import device_pointer
 from ucudnn.runtime.check import EquivalenceCheck, download
+from ucudnn.runtime.options import HandleOptions, layer_option, scalar_option
 from ucudnn.runtime.planning import plan_kernels
 from ucudnn.runtime.steps import ROLES
 from ucudnn.runtime.work import Work
@@ -50,15 +52,19 @@ class Handle:
     """Micro-batched convolutions on one device and stream.
 
     Give `workspace_limit` (bytes per kernel, WR) or `total_workspace` (bytes for the whole
-    network, WD); unset values come from UCUDNN_* variables (see `ucudnn.planner.config`).
+    network, WD), as integers or text such as "64MiB"; unset values come from UCUDNN_*
+    variables (see `ucudnn.planner.config`). `policy` is a policy name or micro-batch sizes;
+    `stream` is a cudaStream_t as an int (0: the legacy default stream). Every argument is
+    checked before any device work. Work is enqueued on `stream` and nothing here waits for
+    it: order your own stream after it (or synchronise) before reading the outputs.
     """
 
     def __init__(
         self,
         *,
-        workspace_limit: int | None = None,
-        total_workspace: int | None = None,
-        policy: str | list[int] | None = None,
+        workspace_limit: int | str | None = None,
+        total_workspace: int | str | None = None,
+        policy: str | Iterable[int] | None = None,
         database: str | os.PathLike[str] | None = None,
         use_cache: bool = True,
         stream: int = 0,
@@ -66,33 +72,28 @@ class Handle:
         check: bool | None = None,
         benchmark: BenchmarkSettings | None = None,
     ) -> None:
-        config = Config.from_env()
-        if workspace_limit is not None and total_workspace is not None:
-            raise ValueError("give workspace_limit (WR) or total_workspace (WD), not both")
-        if total_workspace is None and workspace_limit is None:
-            total_workspace = config.total_workspace_size
-        self.mode = "wd" if total_workspace is not None else "wr"
-        limit = total_workspace if self.mode == "wd" else workspace_limit
-        self.limit = config.default_workspace_limit if limit is None else limit
-        if self.limit < 0:
-            raise ValueError(f"workspace limit must be >= 0 bytes, got {self.limit}")
-        self.policy = policy if policy is not None else config.batch_size_policy
-        self.deterministic = deterministic
-        if check is None:
-            check = os.environ.get("UCUDNN_CHECK", "") not in ("", "0")
-        self.check = EquivalenceCheck() if check else None
+        options = HandleOptions.resolve(
+            workspace_limit=workspace_limit, total_workspace=total_workspace, policy=policy,
+            database=database, use_cache=use_cache, stream=stream, deterministic=deterministic,
+            check=check, benchmark=benchmark,
+        )  # fmt: skip
+        self.mode, self.limit, self.policy = options.mode, options.limit, options.policy
+        self.deterministic = options.deterministic
+        self.stream = options.stream
+        self.check = EquivalenceCheck() if options.check else None
         # Asking for the device first turns "no driver" into NoDeviceError, where cudnnCreate
         # would only say NOT_INITIALIZED.
         self.facts = device_facts()
+        self.device = _cuda.get_device()
         self.cudnn = _cudnn.Handle()
-        self.cudnn.set_stream(stream)
-        self.cache = BenchmarkCache(database or config.database) if use_cache else None
-        self.benchmarker = Benchmarker(self.cudnn, self.facts, self.cache, benchmark)
+        self.cudnn.set_stream(self.stream)
+        self.cache = BenchmarkCache(options.database) if options.database is not None else None
+        self.benchmarker = Benchmarker(self.cudnn, self.facts, self.cache, options.benchmark)
         self.plan: Plan | None = None
         self._names: dict[tuple[str, str], str] = {}  # (layer, problem key) -> planner name
         self._slots: dict[tuple[str, str], _Slot] = {}  # (planner name, kernel) -> slot
         self._descriptors: dict[str, backend.ProblemDescriptors] = {}
-        self._arena: Arena | None = None
+        self._workspace = GrowingArena()
         self._fallback_warned = False
         self._closed = False
 
@@ -121,30 +122,25 @@ class Handle:
         `tensors` are in the kernel's argument order (as for `forward` and the others).
         """
         check_kernel(kernel)
-        names = _cudnn.ALGORITHMS[kernel]
-        if isinstance(algo, str):
-            if algo not in names:
-                raise ValueError(f"unknown {kernel} algorithm {algo!r}; known: {', '.join(names)}")
-            algo = names.index(algo)
-        elif not 0 <= algo < len(names):
-            raise ValueError(f"{kernel} algorithm must be in 0..{len(names) - 1}, got {algo}")
+        algo = _algorithm_number(kernel, algo)
+        alpha, beta = scalar_option(alpha, "alpha"), scalar_option(beta, "beta")
         pointers = self._pointers(kernel, problem, tensors)
         if problem.batch == 0:
             return
         descs = self.descriptors(problem)
-        descs.conv.set_math_type(problem.math_type)
-        need = backend.workspace_size(self.cudnn, descs, kernel, problem.batch, algo)
+        need = backend.workspace_size(
+            self.cudnn, descs, kernel, problem.batch, algo, problem.math_type
+        )
         if need > self.limit:
             raise ValueError(
-                f"{kernel} algorithm {names[algo]} needs {need} bytes of workspace for "
-                f"{problem.describe()}, over the limit of {self.limit} bytes"
+                f"{kernel} algorithm {_cudnn.ALGORITHMS[kernel][algo]} needs {need} bytes of "
+                f"workspace for {problem.describe()}, over the limit of {self.limit} bytes"
             )
-        self._reserve(need)
-        assert self._arena is not None
+        workspace = self._workspace.ensure(need).at(0, need)
         single = Candidate(problem.batch, algo, 0.0, need, problem.math_type)
         executor.execute(
             self.cudnn, descs, kernel, [single], **pointers,
-            workspace=self._arena.at(0, need), workspace_bytes=need, alpha=alpha, beta=beta,
+            workspace=workspace, workspace_bytes=need, alpha=alpha, beta=beta,
         )  # fmt: skip
 
     # -- queries ----------------------------------------------------------------------------
@@ -159,14 +155,14 @@ class Handle:
     @property
     def workspace_in_use(self) -> int:
         """Bytes of device memory the handle holds for workspaces now."""
-        return self._arena.capacity if self._arena is not None else 0
+        return self._workspace.capacity
 
     # -- network-wide planning (WD) ---------------------------------------------------------
     def register(
         self, problem: ConvProblem, kernels: Iterable[str] = KERNELS, layer: str | None = None
     ) -> None:
         """Declare kernels that will run, so WD can plan the network as a whole."""
-        for kernel in kernels:
+        for kernel in [kernels] if isinstance(kernels, str) else kernels:
             self._slot(problem, kernel, layer)
 
     def finalize(self) -> Plan:
@@ -176,25 +172,25 @@ class Handle:
         return self.plan
 
     def replan(
-        self, *, workspace_limit: int | None = None, total_workspace: int | None = None
+        self,
+        *,
+        workspace_limit: int | str | None = None,
+        total_workspace: int | str | None = None,
     ) -> Plan:
         """Change the limit (or budget) and plan again; measurements come from the cache."""
+        name = "total_workspace" if self.mode == "wd" else "workspace_limit"
         new = total_workspace if self.mode == "wd" else workspace_limit
         wrong = workspace_limit if self.mode == "wd" else total_workspace
         if wrong is not None:
-            raise ValueError(f"this handle is in {self.mode.upper()} mode; pass the other limit")
+            raise ValueError(f"this handle is in {self.mode.upper()} mode; pass {name}")
         if new is not None:
-            if new < 0:
-                raise ValueError(f"workspace limit must be >= 0 bytes, got {new}")
-            self.limit = new
+            self.limit = byte_count(new, name)
         return self.finalize()
 
     def release_workspace(self) -> None:
         """Free the workspace now (say, before a memory-hungry phase); the next call that
         needs it allocates it again, falling back to smaller plans if memory is short."""
-        if self._arena is not None:
-            self._arena.release()
-            self._arena = None
+        self._workspace.release()
 
     def close(self) -> None:
         """Release the workspace and the cache connection now rather than at collection."""
@@ -212,6 +208,8 @@ class Handle:
     # -- internals --------------------------------------------------------------------------
     def _slot(self, problem: ConvProblem, kernel: str, layer: str | None) -> _Slot:
         check_kernel(kernel)
+        _check_problem(problem)
+        layer = layer_option(layer)
         identity = (layer or "", problem.key())
         name = self._names.get(identity)
         if name is None:
@@ -255,7 +253,7 @@ class Handle:
                 deterministic=self.deterministic,
             )  # fmt: skip
             try:
-                self._reserve(plan.workspace_bytes)
+                self._workspace.ensure(plan.workspace_bytes)
             except CudaOutOfMemoryError:
                 if limit == 0:
                     raise
@@ -264,15 +262,6 @@ class Handle:
                 continue
             self.plan = plan
             return
-
-    def _reserve(self, nbytes: int) -> None:
-        """Make sure the arena holds `nbytes`; it only grows (cudaFree waits for the device)."""
-        if self._arena is not None and self._arena.capacity >= nbytes:
-            return
-        if self._arena is not None:
-            self._arena.release()
-            self._arena = None
-        self._arena = Arena(nbytes)
 
     def _warn_fallback(self, wanted: int, limit: int) -> None:
         if not self._fallback_warned:
@@ -292,26 +281,33 @@ class Handle:
         return self._descriptors[key]
 
     def _pointers(self, kernel: str, problem: ConvProblem, tensors) -> dict[str, int]:
+        """Device pointers of the kernel's tensors, each checked against the problem; arrays'
+        pending work is ordered before this handle's stream."""
         if self._closed:
             raise ValueError("this Handle is closed")
+        _check_problem(problem)
         if len(tensors) != 3:
             raise TypeError(f"{kernel} takes 3 tensors ({', '.join(_ARGS[kernel])})")
         return {
-            tensor: device_pointer(obj, problem, tensor, role)
+            tensor: device_pointer(
+                obj, problem, tensor, role, stream=self.stream, device=self.device
+            )
             for tensor, role, obj in zip(ROLES[kernel], _ARGS[kernel], tensors, strict=True)
         }
 
     def _run(self, kernel, problem, tensors, alpha, beta, layer) -> None:
+        layer = layer_option(layer)
+        alpha, beta = scalar_option(alpha, "alpha"), scalar_option(beta, "beta")
         pointers = self._pointers(kernel, problem, tensors)
         if problem.batch == 0:
             return
         slot = self._slot(problem, kernel, layer)
         kernel_plan = self._kernel_plan(slot)
-        if self._arena is None:  # released since planning
+        if self._workspace.arena is None:  # released since planning
             self._replan(self.limit)
             kernel_plan = self._kernel_plan(slot)
         nbytes = kernel_plan.workspace_bytes
-        workspace = self._arena.at(kernel_plan.offset or 0, nbytes)
+        workspace = self._workspace.ensure(nbytes).at(kernel_plan.offset or 0, nbytes)
         descs = self.descriptors(problem)
         output = ROLES[kernel][2]
         before = self._copy(pointers[output], problem.nbytes(output)) if self.check else None
@@ -324,15 +320,19 @@ class Handle:
 
     def _copy(self, ptr: int, nbytes: int) -> _cuda.DeviceBuffer:
         copy = _cuda.DeviceBuffer(nbytes)
-        _cuda.memcpy_dtod(copy.ptr, ptr, nbytes, self.cudnn.stream)
+        _cuda.memcpy_dtod(copy.ptr, ptr, nbytes, self.stream)
         return copy
 
     def _check(self, slot, kernel_plan, descs, pointers, before, alpha, beta) -> None:
-        """Run the undivided convolution on a copy of the old output and compare."""
+        """Run the undivided convolution on a copy of the old output and compare (debugging:
+        its copy and workspace are allocated for the check, beside the handle's limit)."""
         problem, kernel = slot.problem, slot.kernel
         output = ROLES[kernel][2]
         single = kernel_plan.baseline or Candidate(problem.batch, 0, 0.0, 0, problem.math_type)
-        need = backend.workspace_size(self.cudnn, descs, kernel, problem.batch, single.algo)
+        need = backend.workspace_size(
+            self.cudnn, descs, kernel, problem.batch, single.algo, single.math_type
+        )
+        same_algorithm = all(part.slot() == single.slot() for part in kernel_plan.schedule.parts)
         workspace = _cuda.DeviceBuffer(need)
         try:
             executor.execute(
@@ -342,11 +342,27 @@ class Handle:
                 workspace=workspace.ptr, workspace_bytes=need, alpha=alpha, beta=beta,
             )  # fmt: skip
             nbytes = problem.nbytes(output)
-            stream = self.cudnn.stream
             self.check.record(
                 slot.name, kernel, problem,
-                download(pointers[output], nbytes, stream), download(before.ptr, nbytes, stream),
+                download(pointers[output], nbytes, self.stream),
+                download(before.ptr, nbytes, self.stream),
+                same_algorithm,
             )  # fmt: skip
         finally:
             workspace.release()
             before.release()
+
+
+def _check_problem(problem: object) -> None:
+    if not isinstance(problem, ConvProblem):
+        raise TypeError(f"problem must be a ConvProblem, got {problem!r}")
+
+
+def _algorithm_number(kernel: str, algo: object) -> int:
+    """An algorithm of `kernel` given by its name or enum value, as its enum value."""
+    names = _cudnn.ALGORITHMS[kernel]
+    if isinstance(algo, str):
+        if algo not in names:
+            raise ValueError(f"unknown {kernel} algorithm {algo!r}; known: {', '.join(names)}")
+        return names.index(algo)
+    return integer(algo, f"{kernel} algorithm", minimum=0, maximum=len(names) - 1)

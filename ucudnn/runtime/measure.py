@@ -41,7 +41,7 @@ def measure_plan(
     handle: Handle, work: Sequence[Work], warmup: int = 3, repeats: int = 10
 ) -> list[KernelTiming]:
     """Time every kernel of `work` with the handle's plan and with its baseline."""
-    timer = Timer(handle.cudnn.stream)
+    timer = Timer(handle.stream)
     return [
         _time_kernel(handle, timer, item, pointers, warmup, repeats)
         for item, pointers in _with_buffers(handle, work)
@@ -53,7 +53,7 @@ def run_once(handle: Handle, work: Sequence[Work]) -> None:
     for item, pointers in _with_buffers(handle, work):
         tensors = [pointers[t] for t in ROLES[item.kernel]]
         getattr(handle, item.kernel)(*tensors, item.problem, layer=item.layer)
-    _cuda.stream_synchronize(handle.cudnn.stream)
+    _cuda.stream_synchronize(handle.stream)
 
 
 def _with_buffers(handle: Handle, work: Sequence[Work]) -> Iterator[tuple[Work, dict[str, int]]]:
@@ -64,7 +64,7 @@ def _with_buffers(handle: Handle, work: Sequence[Work]) -> Iterator[tuple[Work, 
     for item in work:
         handle.register(item.problem, [item.kernel], layer=item.layer)
     handle.finalize()
-    stream = handle.cudnn.stream
+    stream = handle.stream
     for problem in dict.fromkeys(item.problem for item in work):
         buffers = ProblemBuffers(problem, stream)
         try:

@@ -1,0 +1,191 @@
+"""The Handle's arguments: checked and normalised on the CPU, before any device work."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from ucudnn.runtime.benchmark import BenchmarkSettings
+from ucudnn.runtime.options import HandleOptions, layer_option, policy_option, scalar_option
+
+MiB = 1 << 20
+
+
+def resolve(environ: dict[str, str] | None = None, **arguments) -> HandleOptions:
+    return HandleOptions.resolve(environ=environ or {}, **arguments)
+
+
+@pytest.mark.parametrize(
+    ("arguments", "environ", "expected"),
+    [
+        ({}, {}, ("wr", 64 * MiB)),
+        ({"workspace_limit": np.int64(5)}, {}, ("wr", 5)),
+        ({"workspace_limit": np.uint32(0)}, {}, ("wr", 0)),
+        ({"workspace_limit": "8MiB"}, {}, ("wr", 8 * MiB)),
+        ({"total_workspace": "1.5 KiB"}, {}, ("wd", 1536)),
+        ({}, {"UCUDNN_TOTAL_WORKSPACE_SIZE": "1GiB"}, ("wd", 1 << 30)),
+        ({"workspace_limit": MiB}, {"UCUDNN_TOTAL_WORKSPACE_SIZE": "1GiB"}, ("wr", MiB)),
+        ({}, {"UCUDNN_DEFAULT_WORKSPACE_LIMIT": "2MiB"}, ("wr", 2 * MiB)),
+    ],
+)
+def test_limits_take_any_integer_or_a_size(arguments, environ, expected) -> None:
+    options = resolve(environ, **arguments)
+    assert (options.mode, options.limit) == expected
+    assert type(options.limit) is int
+
+
+@pytest.mark.parametrize(
+    ("value", "error", "message"),
+    [
+        (float("nan"), TypeError, "workspace_limit must be a number of bytes"),
+        (float("inf"), TypeError, "workspace_limit must be a number of bytes"),
+        (1.5, TypeError, "workspace_limit must be a number of bytes"),
+        (True, TypeError, "workspace_limit must be a number of bytes"),
+        (-1, ValueError, "workspace_limit must be >= 0, got -1"),
+        (np.int8(-3), ValueError, "workspace_limit must be >= 0, got -3"),
+        ("-1MiB", ValueError, "workspace_limit='-1MiB' is not a size"),
+        (2**70, ValueError, "workspace_limit must be <= "),
+    ],
+)
+def test_bad_limits_name_the_argument(value, error, message) -> None:
+    with pytest.raises(error, match=message):
+        resolve(workspace_limit=value)
+
+
+@pytest.mark.parametrize(
+    ("policy", "expected"),
+    [
+        ("powerOfTwo", "powerOfTwo"),
+        ("UNDIVIDED", "undivided"),
+        ("32, 8,1", (1, 8, 32)),
+        ([32, 8, 8, 1], (1, 8, 32)),
+        (np.array([4, 2]), (2, 4)),
+        (range(1, 4), (1, 2, 3)),
+        ([1, 4096], (1, 4096)),  # above any batch: the planner leaves it out for that batch
+    ],
+)
+def test_policies_are_normalised(policy, expected) -> None:
+    assert policy_option(policy) == expected
+    assert resolve(policy=policy).policy == expected
+
+
+@pytest.mark.parametrize(
+    ("policy", "error", "message"),
+    [
+        ([], ValueError, "at least one micro-batch size"),
+        ([4, 0], ValueError, "policy size must be >= 1, got 0"),
+        ([1.5], TypeError, "policy size must be an integer"),
+        ([True], TypeError, "policy size must be an integer"),
+        (8, TypeError, "policy must be a policy name or an iterable"),
+        (b"1,2", TypeError, "policy must be a policy name or an iterable"),
+        ("often", ValueError, "policy='often' is not a policy"),
+        ("1,-2", ValueError, "policy='1,-2' is not a policy"),
+    ],
+)
+def test_bad_policies_are_refused(policy, error, message) -> None:
+    with pytest.raises(error, match=message):
+        resolve(policy=policy)
+
+
+def test_the_policy_comes_from_the_environment_when_not_given() -> None:
+    assert resolve({"UCUDNN_BATCH_SIZE_POLICY": "all"}).policy == "all"
+    assert resolve({"UCUDNN_BATCH_SIZE_POLICY": "all"}, policy=[2]).policy == (2,)
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        *[(word, True) for word in ("1", "TRUE", "yes", "on", " 1 ")],
+        *[(word, False) for word in ("0", "false", "no", "Off", "")],
+    ],
+)
+def test_the_check_variable_is_a_yes_no_value(value, expected) -> None:
+    assert resolve({"UCUDNN_CHECK": value}).check is expected
+
+
+@pytest.mark.parametrize("value", ["maybe", "2", "enabled"])
+def test_other_check_values_are_refused(value) -> None:
+    with pytest.raises(ValueError, match=f"UCUDNN_CHECK={value!r} is not a yes/no value"):
+        resolve({"UCUDNN_CHECK": value})
+
+
+def test_the_check_argument_beats_the_variable() -> None:
+    assert resolve({"UCUDNN_CHECK": "1"}, check=False).check is False
+    assert resolve({"UCUDNN_CHECK": "maybe"}, check=True).check is True
+
+
+@pytest.mark.parametrize(
+    ("arguments", "error", "message"),
+    [
+        ({"stream": -1}, ValueError, "stream must be >= 0"),
+        ({"stream": 2**64}, ValueError, "stream must be <= "),
+        ({"stream": 1.0}, TypeError, "stream must be an integer"),
+        ({"stream": True}, TypeError, "stream must be an integer"),
+        ({"check": 1}, TypeError, "check must be True or False"),
+        ({"deterministic": "no"}, TypeError, "deterministic must be True or False"),
+        ({"use_cache": None}, TypeError, "use_cache must be True or False"),
+        ({"database": 7}, TypeError, "database must be a path"),
+        ({"database": ""}, ValueError, "database must be a path, got an empty string"),
+        ({"benchmark": {"warmup": 1}}, TypeError, "benchmark must be a BenchmarkSettings"),
+    ],
+)
+def test_other_bad_arguments_name_themselves(arguments, error, message) -> None:
+    with pytest.raises(error, match=message):
+        resolve(**arguments)
+
+
+def test_stream_database_and_benchmark_settings(tmp_path: Path) -> None:
+    settings = BenchmarkSettings(warmup=0)
+    options = resolve(stream=np.uint64(0x7F00), database=tmp_path / "db", benchmark=settings)
+    assert (options.stream, options.database, options.benchmark) == (
+        0x7F00,
+        tmp_path / "db",
+        settings,
+    )
+    assert resolve(database=str(tmp_path / "db"), use_cache=False).database is None
+    default = resolve({"UCUDNN_DATABASE": str(tmp_path / "env.sqlite")})
+    assert default.database == tmp_path / "env.sqlite"
+    assert default.benchmark == BenchmarkSettings()
+
+
+@pytest.mark.parametrize(
+    ("layer", "error", "message"),
+    [
+        ("", ValueError, "non-empty"),
+        ("conv\n1", ValueError, "control character"),
+        ("conv\x001", ValueError, "control character"),
+        (" conv1", ValueError, "white space"),
+        (1, TypeError, "layer must be text"),
+    ],
+)
+def test_layer_names_are_refused_when_the_planner_could_not_use_them(layer, error, message):
+    with pytest.raises(error, match=message):
+        layer_option(layer)
+
+
+def test_good_layer_names_and_no_name() -> None:
+    assert layer_option("conv1/3x3 #2") == "conv1/3x3 #2"
+    assert layer_option(None) is None
+
+
+@pytest.mark.parametrize(
+    ("value", "error", "message"),
+    [
+        ("1", TypeError, "alpha must be a real number"),
+        (True, TypeError, "alpha must be a real number"),
+        (1j, TypeError, "alpha must be a real number"),
+        (float("nan"), ValueError, "alpha must be finite"),
+        (float("-inf"), ValueError, "alpha must be finite"),
+    ],
+)
+def test_scalars_must_be_finite_real_numbers(value, error, message) -> None:
+    with pytest.raises(error, match=message):
+        scalar_option(value, "alpha")
+
+
+def test_scalars_take_numpy_numbers() -> None:
+    assert scalar_option(np.float32(0.5), "beta") == 0.5
+    assert scalar_option(np.int64(2), "beta") == 2.0
+    assert type(scalar_option(np.float16(1), "beta")) is float

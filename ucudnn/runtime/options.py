@@ -1,0 +1,146 @@
+"""The Handle's arguments, checked and normalised before any device work.
+
+No device access, so every refusal can be tested on a CPU. Errors name the argument (or the
+environment variable) and what it accepts.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import numbers
+import os
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+from ucudnn.core.checks import integer
+from ucudnn.core.problem import MAX_DIM
+from ucudnn.planner.config import Config, byte_count, parse_bool, parse_policy
+from ucudnn.planner.policies import Policy
+from ucudnn.planner.tables import layer_name
+from ucudnn.runtime.benchmark import BenchmarkSettings
+
+# A cudaStream_t travels as an address.
+MAX_STREAM = 2**64 - 1
+
+
+@dataclasses.dataclass(frozen=True)
+class HandleOptions:
+    """What a Handle was asked for, every value checked."""
+
+    mode: str  # "wr": `limit` bytes per kernel; "wd": `limit` bytes for the whole network
+    limit: int
+    policy: Policy  # a policy name, or the micro-batch sizes ascending
+    stream: int
+    deterministic: bool
+    check: bool
+    database: Path | None  # None: no benchmark cache
+    benchmark: BenchmarkSettings
+
+    @classmethod
+    def resolve(
+        cls,
+        *,
+        workspace_limit: object = None,
+        total_workspace: object = None,
+        policy: object = None,
+        database: object = None,
+        use_cache: object = True,
+        stream: object = 0,
+        deterministic: object = False,
+        check: object = None,
+        benchmark: object = None,
+        environ: Mapping[str, str] = os.environ,
+    ) -> HandleOptions:
+        """Arguments as the Handle takes them; unset ones come from the UCUDNN_* variables."""
+        config = Config.from_env(environ)
+        mode, limit = workspace_option(workspace_limit, total_workspace, config)
+        return cls(
+            mode=mode,
+            limit=limit,
+            policy=config.batch_size_policy if policy is None else policy_option(policy),
+            stream=integer(stream, "stream", minimum=0, maximum=MAX_STREAM),
+            deterministic=flag_option(deterministic, "deterministic"),
+            check=check_option(check, environ),
+            database=database_option(database, flag_option(use_cache, "use_cache"), config),
+            benchmark=benchmark_option(benchmark),
+        )
+
+
+def workspace_option(
+    workspace_limit: object, total_workspace: object, config: Config
+) -> tuple[str, int]:
+    """(mode, bytes): WR with a limit per kernel, or WD with a budget for the whole network."""
+    if workspace_limit is not None and total_workspace is not None:
+        raise ValueError("give workspace_limit (WR) or total_workspace (WD), not both")
+    if workspace_limit is not None:
+        return "wr", byte_count(workspace_limit, "workspace_limit")
+    if total_workspace is not None:
+        return "wd", byte_count(total_workspace, "total_workspace")
+    if config.total_workspace_size is not None:
+        return "wd", config.total_workspace_size
+    return "wr", config.default_workspace_limit
+
+
+def policy_option(policy: object) -> Policy:
+    """A policy name or "1,8,32" text (as the environment spells it), or an iterable of
+    positive sizes, which comes back sorted without repeats. Sizes above a layer's batch are
+    allowed: the planner leaves them out for that batch."""
+    if isinstance(policy, str):
+        return parse_policy(policy, "policy")
+    if isinstance(policy, (bytes, bytearray)) or not isinstance(policy, Iterable):
+        raise TypeError(
+            f"policy must be a policy name or an iterable of micro-batch sizes, got {policy!r}"
+        )
+    sizes = {integer(size, "policy size", minimum=1, maximum=MAX_DIM) for size in policy}
+    if not sizes:
+        raise ValueError("policy must list at least one micro-batch size")
+    return tuple(sorted(sizes))
+
+
+def flag_option(value: object, name: str) -> bool:
+    if not isinstance(value, bool):
+        raise TypeError(f"{name} must be True or False, got {value!r}")
+    return value
+
+
+def check_option(check: object, environ: Mapping[str, str]) -> bool:
+    """`check` itself, or UCUDNN_CHECK as a yes/no value (unset or empty: no)."""
+    if check is not None:
+        return flag_option(check, "check")
+    text = environ.get("UCUDNN_CHECK", "").strip()
+    return parse_bool(text, "UCUDNN_CHECK") if text else False
+
+
+def database_option(database: object, use_cache: bool, config: Config) -> Path | None:
+    if database is not None and not isinstance(database, (str, os.PathLike)):
+        raise TypeError(f"database must be a path, got {database!r}")
+    if database == "":
+        raise ValueError("database must be a path, got an empty string")
+    if not use_cache:
+        return None
+    return Path(os.fspath(database)) if database is not None else config.database
+
+
+def benchmark_option(benchmark: object) -> BenchmarkSettings:
+    if benchmark is None:
+        return BenchmarkSettings()
+    if not isinstance(benchmark, BenchmarkSettings):
+        raise TypeError(f"benchmark must be a BenchmarkSettings, got {benchmark!r}")
+    return benchmark
+
+
+def layer_option(layer: object) -> str | None:
+    """A layer name as the planner takes it (non-empty text without control characters), or
+    None for an unnamed layer."""
+    return None if layer is None else layer_name(layer, "layer")
+
+
+def scalar_option(value: object, name: str) -> float:
+    """alpha or beta: a finite real number (numpy's too, not bool)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a real number, got {value!r}")
+    number = float(value)
+    if not math.isfinite(number):
+        raise ValueError(f"{name} must be finite, got {number}")
+    return number
