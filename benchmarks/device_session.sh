@@ -3,17 +3,18 @@
 # benchmark (benchmarks/gpu_compare.py) within what is left of a 10-minute command.
 #
 # Once, on the machine without a GPU, from the repository root (downloads into .whl/):
-#   bash ../shared/device/fetch-wheels.sh tqdm hypothesis attrs sortedcontainers matplotlib \
-#     contourpy cycler fonttools kiwisolver pillow pyparsing python-dateutil six packaging
-# (the machine lacks mip/highspy/cffi/frontend, and also tqdm, which ucudnn imports, hypothesis,
-# which the test modules import, and matplotlib for the plots). Then, through the device tool:
+#   bash ../shared/device/fetch-wheels.sh
+# which fetches what the GPU machine lacks: mip, cffi, pycparser (cffi cannot import without
+# it), highspy and nvidia-cudnn-frontend. Then, through the device tool:
 #   run(command="UCUDNN_COMMIT=<git rev-parse HEAD> bash benchmarks/device_session.sh",
 #       carry=[".whl"], timeout_s=600)
 # Arguments after the script replace the benchmark's defaults, for example
 #   ... bash benchmarks/device_session.sh --networks deepbench --limits 8MiB --dtypes float32
 # SKIP_TESTS=1 skips the test suite (a second call on a warm machine); SESSION_SECONDS (570)
-# is the time the whole script may take. Results come back from $OUT: session.log,
-# gpu-tests.txt and results/<run-id>.{json,md}, -tables.zip and two PNGs (7 files).
+# is the time the whole script may take, TEST_SECONDS (240) the tests' share, TEST_TIMEOUT
+# (120) the seconds one test may take. Results come back from $OUT: session.log, gpu-tests.log
+# (pytest's whole report: each failure and error in full, then the counts) and
+# results/<run-id>.{json,md}, -tables.zip and two PNGs (7 files).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/benchmarks/results/session}
@@ -37,18 +38,27 @@ if ! PIP_BREAK_SYSTEM_PACKAGES=1 python3 -m pip install --no-build-isolation --n
   tail -n 30 "$log"
   exit 1
 fi
+# Without these every gpu test would be skipped (or the planner would fail): stop here instead
+# of reporting a run that tested nothing.
+if ! python3 -c "import ucudnn, mip, highspy; import ucudnn._cudnn" >>"$log" 2>&1; then
+  say "SET-UP BROKEN: ucudnn, its native module, mip or highspy does not import; last lines:"
+  tail -n 15 "$log"
+  exit 2
+fi
 python3 -m ucudnn.faces.cli info 2>&1 | tee -a "$log"
 
 if [ "${SKIP_TESTS:-0}" != 1 ]; then
   say "running the gpu-marked tests"
-  # A module that fails to import must not stop the others from running.
-  timeout 240 python3 -m pytest -m gpu -q -p no:cacheprovider --continue-on-collection-errors \
-    >"$OUT/gpu-tests.log" 2>&1
-  say "pytest exit status $?"
-  tail -n 1 "$OUT/gpu-tests.log" | tee "$OUT/gpu-tests.txt"
-  # Failures and errors, with pytest's short summary, stay in the log; only its tail is kept.
-  tail -n 200 "$OUT/gpu-tests.log" >>"$log"
-  rm -f "$OUT/gpu-tests.log"
+  # UCUDNN_REQUIRE_GPU turns "no usable GPU" skips into failures. Each test has its own
+  # timeout (pytest-timeout), so one hang costs one test; SIGINT at the tests' share of the
+  # budget still lets pytest print its report and counts. A module that fails to import must
+  # not stop the others from running.
+  UCUDNN_REQUIRE_GPU=1 timeout -s INT -k 30 "${TEST_SECONDS:-240}" \
+    python3 -m pytest -m gpu -q -p no:cacheprovider --continue-on-collection-errors \
+    --timeout "${TEST_TIMEOUT:-120}" -rfE >"$OUT/gpu-tests.log" 2>&1
+  status=$?
+  say "pytest exit status $status$([ "$status" = 137 ] && echo ' (killed: no counts)')"
+  tail -n 1 "$OUT/gpu-tests.log" | tee -a "$log"
 fi
 
 left=$((budget - SECONDS - 20))
@@ -56,9 +66,11 @@ if [ "$left" -lt 60 ]; then
   say "no time left for the benchmark"
   exit 0
 fi
-say "benchmark with $left s left"
+# Fractional minutes: whole ones would round 60..89 seconds down to 0.
+minutes=$(awk -v seconds="$((left - 30))" 'BEGIN { printf "%.2f", seconds / 60 }')
+say "benchmark with $left s left (--max-minutes $minutes)"
 # SIGINT after the budget: the script writes what it has and exits cleanly.
 timeout -s INT "$left" python3 benchmarks/gpu_compare.py --out "$OUT/results" \
-  --max-minutes "$(((left - 30) / 60))" "$@" 2>>"$log" | tail -n 60
+  --max-minutes "$minutes" "$@" 2>>"$log" | tail -n 60
 say "gpu_compare exit status ${PIPESTATUS[0]}"
 ls -la "$OUT" "$OUT/results" | tee -a "$log"

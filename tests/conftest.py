@@ -1,10 +1,18 @@
-"""Shared test set-up: the `gpu` marker skips cleanly, with the reason, when no device is usable."""
+"""Shared test set-up: the `gpu` marker skips cleanly, with the reason, when no device is usable.
+
+On the GPU machine the session script sets UCUDNN_REQUIRE_GPU=1: there a missing device or
+native module fails every gpu test instead of skipping it, so a broken set-up cannot pass for
+a green run.
+"""
 
 from __future__ import annotations
 
 import functools
+import os
 
 import pytest
+
+from ucudnn.planner.config import parse_bool
 
 
 @functools.cache
@@ -25,9 +33,15 @@ def gpu_available() -> tuple[bool, str]:
     return True, ""
 
 
+def gpu_required() -> bool:
+    """UCUDNN_REQUIRE_GPU as a yes/no value (unset or empty: no)."""
+    text = os.environ.get("UCUDNN_REQUIRE_GPU", "").strip()
+    return parse_bool(text, "UCUDNN_REQUIRE_GPU") if text else False
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     del config
-    if not any("gpu" in item.keywords for item in items):
+    if gpu_required() or not any("gpu" in item.keywords for item in items):
         return
     ok, reason = gpu_available()
     if ok:
@@ -36,3 +50,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if "gpu" in item.keywords:
             item.add_marker(skip)
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    if "gpu" not in item.keywords or not gpu_required():
+        return
+    ok, reason = gpu_available()
+    if not ok:
+        pytest.fail(f"UCUDNN_REQUIRE_GPU is set, but {reason}", pytrace=False)
