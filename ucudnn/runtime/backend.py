@@ -52,6 +52,22 @@ class ProblemDescriptors:
         return tuple(named[role] for role in ROLES[check_kernel(kernel)])  # type: ignore[return-value]
 
 
+# How much each math type lets cuDNN lower precision: FMA none, default and tensor-op TF32 for
+# float32 inputs (tensor cores for half types), allow-conversion even float32 -> float16.
+_MATH_LICENCE = {"fma": 0, "default": 1, "tensor_op": 1, "tensor_op_allow_conversion": 2}
+
+
+def candidate_math_type(requested: str, reported: str) -> str:
+    """The math type to run a variant Find reported under `reported` with, for a problem that
+    asked for `requested`: never one that allows less precise arithmetic than asked for (Find
+    may report tensor-op or converting variants even under FMA or default math). A math type
+    these headers do not name counts as the most permissive."""
+    unknown = max(_MATH_LICENCE.values()) + 1
+    if _MATH_LICENCE.get(reported, unknown) > _MATH_LICENCE[requested]:
+        return requested
+    return reported
+
+
 def _pointers(kernel: str, x: int, w: int, y: int) -> tuple[int, int, int]:
     named = {"x": x, "w": w, "y": y}
     first, second, out = ROLES[kernel]

@@ -180,9 +180,9 @@ class Benchmarker:
         )
         results = {}
         for perf in perfs:
-            # Find may report a tensor-op variant even when asked for FMA math; a caller who
-            # turned TF32 off must never get it, so FMA requests stay FMA.
-            math_type = "fma" if problem.math_type == "fma" else perf.math_type
+            # A caller who turned TF32 off (FMA) must never get a tensor-op variant, nor one
+            # who allowed TF32 a float16 conversion.
+            math_type = backend.candidate_math_type(problem.math_type, perf.math_type)
             known = results.get((perf.algo, math_type))
             if known is not None and (known.ok or perf.status != 0):
                 continue  # a run that worked beats one that failed, and counts once
