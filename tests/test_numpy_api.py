@@ -49,6 +49,8 @@ def _w(k: int, c: int) -> np.ndarray:
             "share one dtype",
         ),
         (lambda: ucudnn.conv_backward_data(W, DY, 4), TypeError, "x_shape must be a sequence"),
+        (lambda: ucudnn.conv_forward(X.astype(">f4"), W), TypeError, "x has non-native byte"),
+        (lambda: ucudnn.conv_forward(np.ma.masked_array(X), W), TypeError, "got MaskedArray"),
         (lambda: ucudnn.conv_backward_filter(X, DY, (6, 4.0, 3, 3)), TypeError, r"w_shape\[1\]"),
     ],
 )

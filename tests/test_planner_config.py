@@ -237,6 +237,7 @@ def test_config_from_python_takes_what_the_environment_takes(tmp_path: Path) -> 
         ("batch_size_policy", [0, 4], ValueError, "batch_size_policy micro-batch size"),
         ("database", 5, TypeError, "database must be a path"),
         ("database", "a\0b", ValueError, "database must be a path"),
+        ("database", "", ValueError, "database must be a path, got an empty one"),
     ],
 )
 def test_config_from_python_names_a_bad_field(field, value, error, message) -> None:

@@ -103,6 +103,10 @@ def test_byte_extents_and_sample_offsets() -> None:
     padded = dataclasses.replace(p, x_strides=(100, 25, 5, 1))  # a gap after each sample
     assert padded.nbytes("x") == (3 * 100 + 2 * 25 + 4 * 5 + 4 + 1) * 2
     assert p.with_batch(0).nbytes("x") == 0
+    with pytest.raises(ValueError, match="tensor must be one of x, w, y, got 'dy'"):
+        p.nbytes("dy")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="tensor must be one of x, y, got 'w'"):
+        p.sample_offset_bytes("w", 1)  # type: ignore[arg-type]
 
 
 def test_numpy_integers_are_stored_as_plain_ints() -> None:

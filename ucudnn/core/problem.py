@@ -113,6 +113,11 @@ def _per_dimension(value: object, rank: int, name: str) -> tuple[object, ...]:
     return values
 
 
+def _check_tensor(tensor: object, known: tuple[str, ...]) -> None:
+    if tensor not in known:
+        raise ValueError(f"tensor must be one of {', '.join(known)}, got {tensor!r}")
+
+
 def _span(dims: tuple[int, ...], strides: tuple[int, ...]) -> int:
     """Elements from a tensor's first to its last, gaps included (dims all >= 1)."""
     return 1 + sum((d - 1) * s for d, s in zip(dims, strides, strict=True))
@@ -354,6 +359,7 @@ class ConvProblem:
 
     def nbytes(self, tensor: Literal["x", "w", "y"]) -> int:
         """Bytes spanned by x, w or y (strided tensors span up to their last element)."""
+        _check_tensor(tensor, ("x", "w", "y"))
         if tensor == "w":
             return math.prod(self.w_dims) * self.itemsize
         dims, strides = (
@@ -365,6 +371,7 @@ class ConvProblem:
 
     def sample_offset_bytes(self, tensor: Literal["x", "y"], first_sample: int) -> int:
         """Byte offset of sample `first_sample` in x or y: how micro-batches slice the batch."""
+        _check_tensor(tensor, ("x", "y"))
         strides = self.x_strides if tensor == "x" else self.y_strides
         return first_sample * strides[0] * self.itemsize
 

@@ -94,12 +94,19 @@ def _check_options(options: dict) -> None:
 def _check_arrays(**arrays: object) -> None:
     dtypes = {}
     for name, array in arrays.items():
-        if not isinstance(array, np.ndarray):
+        if not isinstance(array, np.ndarray) or isinstance(array, np.ma.MaskedArray):
+            # A masked array's mask would be ignored on the device.
             raise TypeError(f"{name} must be a numpy.ndarray, got {type(array).__name__}")
         if array.dtype.name not in _DTYPES:
             raise TypeError(
                 f"{name} has dtype {array.dtype.name}; supported: {', '.join(_DTYPES)} "
                 "(bfloat16 as ml_dtypes.bfloat16)"
+            )
+        if not array.dtype.isnative:
+            # Its bytes would be copied to the device as they are, and read as garbage.
+            raise TypeError(
+                f"{name} has non-native byte order ({array.dtype.str}); pass "
+                f"{name}.astype({name}.dtype.newbyteorder('='))"
             )
         if array.ndim not in (4, 5):
             raise ValueError(f"{name} must have rank 4 (2D) or 5 (3D), got shape {array.shape}")

@@ -136,10 +136,12 @@ def file_path(value: object, name: str) -> Path:
     """A path passed from Python (str or os.PathLike); errors name `name`, the argument."""
     if not isinstance(value, (str, os.PathLike)):
         raise TypeError(f"{name} must be a path (str or os.PathLike), got {value!r}")
-    path = Path(value)
-    if "\0" in str(path):
+    text = os.fsdecode(value)
+    if not text:  # Path("") would quietly mean the current directory
+        raise ValueError(f"{name} must be a path, got an empty one")
+    if "\0" in text:
         raise ValueError(f"{name} must be a path, got {value!r} with a NUL character")
-    return path
+    return Path(text)
 
 
 def _user_path(text: str, name: str) -> Path:
