@@ -4,6 +4,9 @@ Sizes accept a plain byte count ("67108864") or a number with a unit ("64MiB", "
 "1.5GiB", "8M"). Units are case-insensitive. IEC units (KiB, MiB, GiB, TiB) and bare letters
 (K, M, G, T, as in most GPU tools) are binary; SI units (KB, MB, GB, TB) are decimal. A
 fractional result is rounded down to whole bytes, so a limit is never exceeded.
+
+The same checks serve values passed from Python (`byte_count`, `micro_batch_policy`,
+`file_path`), so a `Config` built directly is held to what the environment is held to.
 """
 
 from __future__ import annotations
