@@ -55,8 +55,10 @@ class Handle:
     network, WD), as integers or text such as "64MiB"; unset values come from UCUDNN_*
     variables (see `ucudnn.planner.config`). `policy` is a policy name or micro-batch sizes;
     `stream` is a cudaStream_t as an int (0: the legacy default stream). Every argument is
-    checked before any device work. Work is enqueued on `stream` and nothing here waits for
-    it: order your own stream after it (or synchronise) before reading the outputs.
+    checked before any device work. Arrays' pending work on their own streams is ordered
+    before `stream` (DLPack's and __cuda_array_interface__'s stream protocols). The work is
+    enqueued on `stream` and nothing here waits for it: keep the arrays alive, and order your
+    own stream after it (or synchronise), until it is done.
     """
 
     def __init__(
