@@ -13,18 +13,19 @@ import dataclasses
 import functools
 import json
 import math
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping
 from typing import TypeVar
 
 from ucudnn.core.checks import integer
 from ucudnn.core.facts import DeviceFacts
 from ucudnn.core.problem import check_kernel
+from ucudnn.planner.config import micro_batch_policy
 from ucudnn.planner.documents import line_of, read_document
 from ucudnn.planner.dp import eligible_candidates
 from ucudnn.planner.errors import InfeasibleError
 from ucudnn.planner.files import FieldError, field_errors, located_error
 from ucudnn.planner.pareto import desirable_set
-from ucudnn.planner.policies import DEFAULT_POLICY, Policy, policy_text, sizes_for_policy
+from ucudnn.planner.policies import DEFAULT_POLICY, Policy, policy_text
 from ucudnn.planner.tables import (
     Candidate,
     KernelId,
@@ -228,7 +229,7 @@ class Plan:
         with field_errors("field 'limit_bytes'"):
             set_field("limit_bytes", integer(self.limit_bytes, "limit_bytes", minimum=0))
         with field_errors("field 'policy'"):
-            set_field("policy", _policy(self.policy))
+            set_field("policy", micro_batch_policy(self.policy, "policy"))
         with field_errors("field 'kernels'"):
             set_field("kernels", tuple(self.kernels))
             if not all(isinstance(k, KernelPlan) for k in self.kernels):
@@ -416,16 +417,6 @@ def _baseline_cells(baseline_ms: float | None, time_ms: float) -> list[str]:
         return ["none fits", ""]
     ratio = speedup(baseline_ms, time_ms)
     return [f"{baseline_ms:.3f}", "—" if ratio is None else f"{ratio:.2f}x"]
-
-
-def _policy(policy: object) -> Policy:
-    """A policy name or a tuple of sizes, checked as `sizes_for_policy` checks it."""
-    if isinstance(policy, Sequence) and not isinstance(policy, str):
-        policy = tuple(integer(s, "micro-batch size", minimum=1) for s in policy)
-    elif not isinstance(policy, str):
-        raise TypeError(f"must be a policy name or a list of sizes, got {policy!r}")
-    sizes_for_policy(policy, 1)
-    return policy
 
 
 def _device(data: object) -> DeviceFacts | None:
