@@ -50,19 +50,25 @@ _TRUE = ("1", "true", "yes", "on")
 _FALSE = ("0", "false", "no", "off")
 
 
+def _setting(name: str, text: str) -> str:
+    """ "NAME='value'" for an error, the value cut short: a pasted megabyte is no message."""
+    shown = repr(text) if len(text) <= 80 else f"{text[:60]!r}... ({len(text)} characters)"
+    return f"{name}={shown}"
+
+
 def parse_size(text: str, name: str) -> int:
     """Bytes in `text`; `name` (e.g. the environment variable) is named in the error."""
     match = _SIZE.fullmatch(text)
     unit = _UNITS.get(match.group(2).lower()) if match else None
     if unit is None:
-        raise ValueError(f"{name}={text!r} is not a size; expected {_SIZE_HELP}")
+        raise ValueError(f"{_setting(name, text)} is not a size; expected {_SIZE_HELP}")
     number = match.group(1)
     # Exact: the product has at most the digits of both factors; Decimal's default precision
     # (28 digits) would round 1.99999...9 bytes up to 2, past the limit the user gave.
     with localcontext(prec=len(number) + len(str(unit))):
         nbytes = int(Decimal(number) * unit)
     if nbytes > MAX_BYTES:
-        raise ValueError(f"{name}={text!r} is larger than any memory ({MAX_BYTES} bytes)")
+        raise ValueError(f"{_setting(name, text)} is larger than any memory ({MAX_BYTES} bytes)")
     return nbytes
 
 
@@ -88,7 +94,7 @@ def parse_bool(text: str, name: str) -> bool:
     if word in _FALSE:
         return False
     raise ValueError(
-        f"{name}={text!r} is not a yes/no value; expected one of {', '.join(_TRUE + _FALSE)}"
+        f"{_setting(name, text)} is not a yes/no value; expected one of {', '.join(_TRUE + _FALSE)}"
     )
 
 
@@ -101,7 +107,7 @@ def parse_policy(text: str, name: str) -> str | tuple[int, ...]:
     sizes = [int(p) for p in parts if _POLICY_SIZE.fullmatch(p)]
     if len(sizes) == len(parts) and max(sizes) <= MAX_DIM:
         return tuple(sorted(set(sizes)))
-    raise ValueError(f"{name}={text!r} is not a policy; expected {_POLICY_HELP}")
+    raise ValueError(f"{_setting(name, text)} is not a policy; expected {_POLICY_HELP}")
 
 
 def micro_batch_policy(value: object, name: str) -> str | tuple[int, ...]:
@@ -152,7 +158,9 @@ def _user_path(text: str, name: str) -> Path:
     try:
         return Path(text).expanduser()
     except RuntimeError:  # ~user of no known user, or no home directory
-        raise ValueError(f"{name}={text!r}: cannot expand ~ (no such user or home)") from None
+        raise ValueError(
+            f"{_setting(name, text)}: cannot expand ~ (no such user or home)"
+        ) from None
 
 
 def default_database(environ: Mapping[str, str] = os.environ) -> Path:
