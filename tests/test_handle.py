@@ -34,7 +34,7 @@ MiB = 1 << 20
         ({"total_workspace": 1.5}, TypeError, "total_workspace must be a number"),
         ({"workspace_limit": True}, TypeError, "workspace_limit must be a number"),
         ({"workspace_limit": "lots"}, ValueError, "workspace_limit='lots' is not a size"),
-        ({"policy": [4, 0]}, ValueError, "policy size must be >= 1"),
+        ({"policy": [4, 0]}, ValueError, "policy micro-batch size must be >= 1"),
         ({"policy": "sometimes"}, ValueError, "policy='sometimes' is not a policy"),
         ({"stream": -1}, ValueError, "stream must be >= 0"),
         ({"stream": 1.0}, TypeError, "stream must be an integer"),

@@ -280,4 +280,4 @@ def test_matches_reference(case, dtype, channels_last, kernel) -> None:
         )
     assert result.dtype == np.dtype(dtype)
     logical = np.moveaxis(result, -1, 1) if channels_last else result
-    assert normalised_l2(logical, expected) <= tolerance(problem)
+    assert normalised_l2(logical, expected) <= tolerance(problem, same_algorithm=False)

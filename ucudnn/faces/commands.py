@@ -19,6 +19,7 @@ from ucudnn.planner.cli import limit_from_args, mode_from_args, plan_tables, pol
 from ucudnn.planner.config import Config, parse_size
 from ucudnn.planner.errors import InfeasibleError, SolverError
 from ucudnn.planner.networks import load_network
+from ucudnn.planner.policies import policy_text
 from ucudnn.planner.units import format_size
 
 MODEL_NOTE = "MODEL timings (built-in cost model, NOT measurements)"
@@ -204,7 +205,8 @@ def run(args: argparse.Namespace) -> int:
         benchmark=BenchmarkSettings(progress=_progress(args)),
     ) as handle:
         timings = measure_plan(handle, work, repeats=args.repeats)
-        print(f"{args.network}: {mode.upper()} at {format_size(limit)}, policy {handle.policy}")
+        policy = policy_text(handle.policy)
+        print(f"{args.network}: {mode.upper()} at {format_size(limit)}, policy {policy}")
         print(timing_report(timings))
         if args.check:
             handle.check = EquivalenceCheck()

@@ -10,12 +10,11 @@ import dataclasses
 import math
 import numbers
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 
 from ucudnn.core.checks import integer
-from ucudnn.core.problem import MAX_DIM
-from ucudnn.planner.config import Config, byte_count, parse_bool, parse_policy
+from ucudnn.planner.config import Config, byte_count, file_path, micro_batch_policy, parse_bool
 from ucudnn.planner.policies import Policy
 from ucudnn.planner.tables import layer_name
 from ucudnn.runtime.benchmark import BenchmarkSettings
@@ -58,7 +57,9 @@ class HandleOptions:
         return cls(
             mode=mode,
             limit=limit,
-            policy=config.batch_size_policy if policy is None else policy_option(policy),
+            policy=config.batch_size_policy
+            if policy is None
+            else micro_batch_policy(policy, "policy"),
             stream=integer(stream, "stream", minimum=0, maximum=MAX_STREAM),
             deterministic=flag_option(deterministic, "deterministic"),
             check=check_option(check, environ),
@@ -82,22 +83,6 @@ def workspace_option(
     return "wr", config.default_workspace_limit
 
 
-def policy_option(policy: object) -> Policy:
-    """A policy name or "1,8,32" text (as the environment spells it), or an iterable of
-    positive sizes, which comes back sorted without repeats. Sizes above a layer's batch are
-    allowed: the planner leaves them out for that batch."""
-    if isinstance(policy, str):
-        return parse_policy(policy, "policy")
-    if isinstance(policy, (bytes, bytearray)) or not isinstance(policy, Iterable):
-        raise TypeError(
-            f"policy must be a policy name or an iterable of micro-batch sizes, got {policy!r}"
-        )
-    sizes = {integer(size, "policy size", minimum=1, maximum=MAX_DIM) for size in policy}
-    if not sizes:
-        raise ValueError("policy must list at least one micro-batch size")
-    return tuple(sorted(sizes))
-
-
 def flag_option(value: object, name: str) -> bool:
     if not isinstance(value, bool):
         raise TypeError(f"{name} must be True or False, got {value!r}")
@@ -113,13 +98,11 @@ def check_option(check: object, environ: Mapping[str, str]) -> bool:
 
 
 def database_option(database: object, use_cache: bool, config: Config) -> Path | None:
-    if database is not None and not isinstance(database, (str, os.PathLike)):
-        raise TypeError(f"database must be a path, got {database!r}")
-    if database == "":
-        raise ValueError("database must be a path, got an empty string")
+    if database is not None:
+        database = file_path(database, "database")
     if not use_cache:
         return None
-    return Path(os.fspath(database)) if database is not None else config.database
+    return database if database is not None else config.database
 
 
 def benchmark_option(benchmark: object) -> BenchmarkSettings:
