@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 
 from ucudnn.core.facts import DeviceFacts
@@ -283,3 +284,15 @@ def test_device_facts_are_checked(fields: dict, message: str) -> None:
     with pytest.raises(ValueError, match="exactly the fields"):
         DeviceFacts.from_dict({**FACTS.to_dict(), "extra": 1})
     assert DeviceFacts.from_dict(FACTS.to_dict()) == FACTS
+
+
+def test_limits_are_taken_as_python_users_pass_them() -> None:
+    table = KernelTable("c", "forward", 8, [Candidate(8, 0, 1.0, 0), Candidate(4, 1, 0.2, 100)])
+    tables = TimingTables([table])
+    assert make_plan_wr(tables, np.int64(100)).limit_bytes == 100
+    assert make_plan_wd(tables, "1KiB").limit_bytes == 1024
+    for make, name in ((make_plan_wr, "workspace limit"), (make_plan_wd, "total workspace budget")):
+        with pytest.raises(TypeError, match=f"{name} must be a number of bytes"):
+            make(tables, float("nan"))
+        with pytest.raises(ValueError, match=f"{name} must be >= 0"):
+            make(tables, -1)

@@ -19,7 +19,7 @@ from typing import TypeVar
 from ucudnn.core.checks import integer
 from ucudnn.core.facts import DeviceFacts
 from ucudnn.core.problem import check_kernel
-from ucudnn.planner.config import micro_batch_policy
+from ucudnn.planner.config import byte_count, micro_batch_policy
 from ucudnn.planner.documents import line_of, read_document
 from ucudnn.planner.dp import eligible_candidates
 from ucudnn.planner.errors import InfeasibleError
@@ -453,7 +453,9 @@ def make_plan_wr(
     device: DeviceFacts | None = None,
     timings_source: str = "",
 ) -> Plan:
-    """WR for every kernel in `tables`: each gets the fastest schedule within `limit_bytes`."""
+    """WR for every kernel in `tables`: each gets the fastest schedule within `limit_bytes`
+    (bytes, or text such as "64MiB")."""
+    limit_bytes = byte_count(limit_bytes, "workspace limit")
     schedules = _per_content(tables, lambda t: plan_wr(t, limit_bytes, policy, deterministic_only))
     baselines = {k: baseline(t, limit_bytes, deterministic_only) for k, t in tables.items()}
     return _plan(
@@ -481,7 +483,9 @@ def make_plan_wd(
     time_limit_s: float = DEFAULT_TIME_LIMIT_S,
 ) -> Plan:
     """WD over every kernel in `tables`: the fastest set of schedules whose aligned
-    workspaces fit together in `budget_bytes` (each solve stops after `time_limit_s`)."""
+    workspaces fit together in `budget_bytes` (bytes, or text such as "512MiB"); each solve
+    stops after `time_limit_s`."""
+    budget_bytes = byte_count(budget_bytes, "total workspace budget")
 
     def options(table: KernelTable) -> list[Schedule]:
         # A kernel with nothing under the budget brings its smallest schedule, so that plan_wd
@@ -499,10 +503,9 @@ def make_plan_wd(
         plan_wd, solver=solver, alignment=alignment, time_limit_s=time_limit_s
     )
     solution = solve(sets, budget_bytes)
-    undivided = {
-        k: desirable_set(t, budget_bytes, "undivided", deterministic_only)
-        for k, t in tables.items()
-    }
+    undivided = _per_content(
+        tables, lambda t: desirable_set(t, budget_bytes, "undivided", deterministic_only)
+    )
     try:
         chosen = solve(undivided, budget_bytes).choices
         baselines = {k: s.parts[0] for k, s in chosen.items()}
