@@ -498,19 +498,21 @@ def make_plan_wd(
             raise kernel_infeasible(table, budget_bytes, policy, deterministic_only)
         return found
 
-    sets = _per_content(tables, options)
     solve = functools.partial(
         plan_wd, solver=solver, alignment=alignment, time_limit_s=time_limit_s
     )
-    solution = solve(sets, budget_bytes)
-    undivided = _per_content(
-        tables, lambda t: desirable_set(t, budget_bytes, "undivided", deterministic_only)
-    )
-    try:
-        chosen = solve(undivided, budget_bytes).choices
-        baselines = {k: s.parts[0] for k, s in chosen.items()}
-    except InfeasibleError:
-        baselines = {}
+
+    def baselines() -> dict[KernelId, Candidate]:
+        undivided = _per_content(
+            tables, lambda t: desirable_set(t, budget_bytes, "undivided", deterministic_only)
+        )
+        try:
+            chosen = solve(undivided, budget_bytes).choices
+        except InfeasibleError:
+            return {}
+        return {k: s.parts[0] for k, s in chosen.items()}
+
+    solution = solve(_per_content(tables, options), budget_bytes)
     return _plan(
         "wd",
         tables,
@@ -518,7 +520,7 @@ def make_plan_wd(
         policy,
         deterministic_only,
         solution.choices,
-        baselines,
+        baselines(),
         offsets=solution.offsets,
         solver=solution.solver,
         solver_status=solution.status,

@@ -12,8 +12,8 @@ reductions that keep it small:
   reduced cost; an option for which that exceeds the cost of a known solution (the integer
   greedy) is in no optimal solution and is dropped. When the known solution meets the bound, it
   is optimal and no solver runs.
-- What is left goes to the solver, which runs in a worker thread under a time limit, so that
-  Ctrl-C is answered at once.
+- What is left goes to the solver, which runs in a background thread under a time limit, so
+  that Ctrl-C is answered at once.
 
 The chosen workspaces are laid out back to back in one arena, each at an offset that is a
 multiple of `alignment`. The budget therefore constrains the *aligned* sizes (each rounded up
@@ -25,10 +25,10 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import math
-import threading
 from collections.abc import Mapping, Sequence
 
 from ucudnn.core.checks import integer
+from ucudnn.planner.background import Background
 from ucudnn.planner.config import byte_count
 from ucudnn.planner.errors import InfeasibleError, SolverError
 from ucudnn.planner.pareto import pareto_front
@@ -297,20 +297,8 @@ def _solve(
 
 
 def _optimize(model, solver: str, time_limit_s: float):
-    """model.optimize in a worker thread: the solver holds no Python lock while it runs, so the
-    main thread keeps waiting in short steps and Ctrl-C interrupts at once."""
-    outcome: dict[str, object] = {}
-
-    def run() -> None:
-        try:
-            outcome["status"] = model.optimize(max_seconds=time_limit_s)
-        except Exception as exc:  # reported in the caller's thread
-            outcome["error"] = exc
-
-    worker = threading.Thread(target=run, name="ucudnn-wd-solver", daemon=True)
-    worker.start()
-    while worker.is_alive():
-        worker.join(0.05)
-    if "error" in outcome:
-        raise SolverError(f"the {solver} solver failed: {outcome['error']}") from outcome["error"]
-    return outcome["status"]
+    """model.optimize in the background, so that Ctrl-C interrupts the wait at once."""
+    try:
+        return Background(lambda: model.optimize(max_seconds=time_limit_s), solver).result()
+    except Exception as exc:  # python-mip raises plain exceptions for solver faults
+        raise SolverError(f"the {solver} solver failed: {exc}") from exc
