@@ -133,6 +133,12 @@ def test_database_expands_user() -> None:
         ("UCUDNN_DEFAULT_WORKSPACE_LIMIT", "-5", "byte count"),
         ("UCUDNN_TOTAL_WORKSPACE_SIZE", "lots", "64MiB"),
         ("UCUDNN_TOTAL_WORKSPACE_SIZE", "1e9", "byte count"),
+        # past the bounds
+        ("UCUDNN_BATCH_SIZE_POLICY", "1,4294967296", "up to 2147483647"),
+        ("UCUDNN_BATCH_SIZE_POLICY", "9" * 5000, "up to 2147483647"),
+        ("UCUDNN_DEFAULT_WORKSPACE_LIMIT", "9" * 5000, "larger than any memory"),
+        ("UCUDNN_TOTAL_WORKSPACE_SIZE", "9000000TiB", "larger than any memory"),
+        ("UCUDNN_DATABASE", "~no-such-user-here/b.sqlite", "cannot expand ~"),
     ],
 )
 def test_bad_values_name_the_variable(variable: str, value: str, accepts: str) -> None:
@@ -243,23 +249,6 @@ def test_config_from_python_takes_what_the_environment_takes(tmp_path: Path) -> 
 def test_config_from_python_names_a_bad_field(field, value, error, message) -> None:
     with pytest.raises(error, match=re.escape(message)):
         Config(**{field: value})
-
-
-@pytest.mark.parametrize(
-    ("variable", "value", "accepts"),
-    [
-        ("UCUDNN_BATCH_SIZE_POLICY", "1,4294967296", "up to 2147483647"),
-        ("UCUDNN_BATCH_SIZE_POLICY", "9" * 5000, "up to 2147483647"),
-        ("UCUDNN_DEFAULT_WORKSPACE_LIMIT", "9" * 5000, "larger than any memory"),
-        ("UCUDNN_TOTAL_WORKSPACE_SIZE", "9000000TiB", "larger than any memory"),
-        ("UCUDNN_DATABASE", "~no-such-user-here/b.sqlite", "cannot expand ~"),
-    ],
-)
-def test_values_past_the_bounds_name_the_variable(variable: str, value: str, accepts: str) -> None:
-    with pytest.raises(ValueError) as info:
-        Config.from_env({variable: value})
-    assert f"{variable}={value[:60]!r}" in str(info.value)
-    assert accepts in str(info.value)
 
 
 def test_errors_show_a_long_value_cut_short() -> None:
