@@ -20,8 +20,21 @@ def test_named_policies() -> None:
 def test_explicit_sizes_always_include_the_batch() -> None:
     assert sizes_for_policy([32, 8, 8], 100) == [8, 32, 100]
     assert sizes_for_policy((100,), 100) == [100]
-    assert sizes_for_policy([], 7) == [7]
     assert sizes_for_policy(np.array([2, 4]), 8) == [2, 4, 8]
+
+
+def test_policies_are_taken_in_every_form_config_takes() -> None:
+    assert sizes_for_policy("POWEROFTWO", 8) == [1, 2, 4, 8]
+    assert list(sizes_for_policy("All", 3)) == [1, 2, 3]
+    assert sizes_for_policy("32, 8", 100) == [8, 32, 100]
+
+
+def test_sizes_below_a_65536th_of_the_batch_are_left_out() -> None:
+    # One cuDNN call per part: no schedule may need more than 65536 of them.
+    assert sizes_for_policy("powerOfTwo", 2**20)[:2] == [16, 32]
+    assert sizes_for_policy([1, 15, 16, 17], 2**20) == [16, 17, 2**20]
+    assert sizes_for_policy("all", 2**20)[0] == 16
+    assert sizes_for_policy("powerOfTwo", 65536)[0] == 1
 
 
 def test_sizes_above_the_batch_are_left_out_for_that_batch() -> None:
@@ -33,10 +46,11 @@ def test_sizes_above_the_batch_are_left_out_for_that_batch() -> None:
 @pytest.mark.parametrize(
     ("policy", "batch", "message"),
     [
-        ("poweroftwo", 8, "unknown micro-batch policy 'poweroftwo'; expected one of undivided"),
-        ([0, 4], 8, "micro-batch size must be >= 1, got 0"),
-        ([2.0], 8, "micro-batch size must be an integer, got 2.0"),
-        ([True], 8, "micro-batch size must be an integer, got True"),
+        ("sometimes", 8, "policy='sometimes' is not a policy; expected one of undivided"),
+        ([], 8, "policy names no micro-batch size"),
+        ([0, 4], 8, "policy micro-batch size must be >= 1, got 0"),
+        ([2.0], 8, "policy micro-batch size must be an integer, got 2.0"),
+        ([True], 8, "policy micro-batch size must be an integer, got True"),
         ("all", 0, "batch must be >= 1, got 0"),
         ("all", 2**31, "batch must be <= 2147483647"),
         ("all", 8.0, "batch must be an integer"),

@@ -4,8 +4,8 @@ A schedule of a batch N is a multiset of micro-batch sizes adding up to N, each 
 fastest candidate offered at its size. Its time is the sum of the parts' times; equal times go
 to the smaller workspace (the largest part's), so the answer is never dominated; remaining ties
 go to the undivided run, then to a fixed choice (fewer parts, in the closed form), so equal
-inputs always give equal schedules. Parts are at least batch / MAX_PARTS samples, so that a
-schedule never makes more than MAX_PARTS cuDNN calls (this matters only above 65536 samples).
+inputs always give equal schedules. The policy keeps parts at least batch / MAX_PARTS samples
+(see `ucudnn.planner.policies`), so a schedule never makes more than MAX_PARTS cuDNN calls.
 
 Two exact solvers find it; which one runs depends only on the sizes offered:
 
@@ -39,23 +39,19 @@ from ucudnn.planner.tables import Candidate, KernelTable, Schedule
 
 # The general program's inner loop runs at most this often per solve (a few seconds).
 MAX_DP_STEPS = 20_000_000
-# A schedule is one cuDNN call per part, so micro-batches are at least batch / MAX_PARTS.
-MAX_PARTS = 1 << 16
 
 
 def eligible_candidates(
     table: KernelTable, limit_bytes: int | None, policy: Policy, deterministic_only: bool
 ) -> list[Candidate]:
-    """The candidates a schedule may use: at a policy size of at least batch / MAX_PARTS (so
-    no schedule has more parts), within the limit (None: any)."""
+    """The candidates a schedule may use: at a policy size, within the limit (None: any)."""
     if limit_bytes is not None:
         limit_bytes = byte_count(limit_bytes, "workspace limit")
     allowed = sizes_for_policy(policy, table.batch)
-    smallest = -(-table.batch // MAX_PARTS)
     return [
         c
         for b in table.micro_batches()
-        if b >= smallest and b in allowed
+        if b in allowed
         for c in table.candidates[b]
         if (limit_bytes is None or c.workspace_bytes <= limit_bytes)
         and (c.deterministic or not deterministic_only)
@@ -70,11 +66,6 @@ class _Way(NamedTuple):
     workspace_bytes: int
     parts: int
     counts: dict[int, int]
-
-
-def _preference(way: _Way) -> tuple[float, int, int]:
-    """Faster, then smaller, then fewer parts."""
-    return (way.time_ms, way.workspace_bytes, way.parts)
 
 
 def _is_divisor_chain(sizes: list[int]) -> bool:

@@ -8,6 +8,9 @@
 
 N is always in the set, also for an explicit list that leaves it out: the undivided run stays a
 candidate, so a plan is never slower than the best single algorithm that fits the same limit.
+Sizes below N / MAX_PARTS are left out, so that no schedule makes more than MAX_PARTS cuDNN
+calls (this matters only above 65,536 samples). A policy is taken in any form that
+`config.micro_batch_policy` takes ("ALL", "1,8,32", a list of numpy integers).
 """
 
 from __future__ import annotations
@@ -16,32 +19,30 @@ from collections.abc import Sequence
 
 from ucudnn.core.checks import integer
 from ucudnn.core.problem import MAX_DIM
-from ucudnn.planner.config import POLICY_NAMES
+from ucudnn.planner.config import micro_batch_policy
 
 Policy = str | Sequence[int]
 
 DEFAULT_POLICY = "powerOfTwo"
 # Each size is benchmarked (or modelled) for every kernel: beyond this many it never ends.
 MAX_MEASURED_SIZES = 4096
+# A schedule is one cuDNN call per part, so micro-batches are at least batch / MAX_PARTS.
+MAX_PARTS = 1 << 16
 
 
 def sizes_for_policy(policy: Policy, batch: int) -> Sequence[int]:
     """The micro-batch sizes `policy` allows at mini-batch `batch`, ascending (a range for
     "all", so that a huge batch costs no memory)."""
     batch = integer(batch, "batch", minimum=1, maximum=MAX_DIM)
-    if isinstance(policy, str):
-        if policy == "undivided":
-            return [batch]
-        if policy == "powerOfTwo":
-            return sorted({1 << i for i in range(batch.bit_length())} | {batch})
-        if policy == "all":
-            return range(1, batch + 1)
-        raise ValueError(
-            f"unknown micro-batch policy {policy!r}; expected one of {', '.join(POLICY_NAMES)} "
-            "or a list of sizes"
-        )
-    sizes = {integer(s, "micro-batch size", minimum=1) for s in policy}
-    return sorted({s for s in sizes if s < batch} | {batch})
+    policy = micro_batch_policy(policy, "policy")
+    smallest = -(-batch // MAX_PARTS)
+    if policy == "undivided":
+        return [batch]
+    if policy == "all":
+        return range(smallest, batch + 1)
+    powers = {1 << i for i in range(batch.bit_length())}
+    sizes = powers if policy == "powerOfTwo" else set(policy)
+    return sorted({s for s in sizes if smallest <= s < batch} | {batch})
 
 
 def sizes_to_measure(policy: Policy, batch: int) -> list[int]:
