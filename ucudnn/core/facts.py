@@ -36,6 +36,8 @@ class DeviceFacts:
     @classmethod
     def from_dict(cls, data: dict[str, object]) -> DeviceFacts:
         names = {f.name for f in dataclasses.fields(cls)}
-        if set(data) != names:
-            raise ValueError(f"device facts need exactly the fields {', '.join(sorted(names))}")
+        if missing := sorted(names - set(data)):
+            raise ValueError(f"device facts lack {', '.join(missing)}")
+        if unknown := sorted(map(str, set(data) - names)):
+            raise ValueError(f"device facts have unknown field(s) {', '.join(unknown)}")
         return cls(**data)  # type: ignore[arg-type]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from ucudnn.planner.dp import SplitDP, eligible_candidates
 from ucudnn.planner.errors import InfeasibleError
 from ucudnn.planner.pareto import smallest_workspace
-from ucudnn.planner.policies import DEFAULT_POLICY, Policy
+from ucudnn.planner.policies import DEFAULT_POLICY, Policy, policy_text
 from ucudnn.planner.tables import KernelTable, Schedule
 from ucudnn.planner.units import bytes_text
 
@@ -34,7 +34,7 @@ def kernel_infeasible(
     table: KernelTable, limit_bytes: int, policy: Policy, deterministic_only: bool
 ) -> InfeasibleError:
     """The error for a kernel with no schedule within `limit_bytes`."""
-    what = f"{table.layer}/{table.kernel} (batch {table.batch}, policy {policy!r}" + (
+    what = f"{table.layer}/{table.kernel} (batch {table.batch}, policy {policy_text(policy)}" + (
         ", deterministic algorithms only)" if deterministic_only else ")"
     )
     needed = smallest_workspace(table, policy, deterministic_only)
