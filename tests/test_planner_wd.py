@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.planner_oracles import best_wd, kernel_tables
-from ucudnn.planner.errors import InfeasibleError, SolverError
+from ucudnn.planner.errors import InfeasibleError
 from ucudnn.planner.networks import builtin_network
 from ucudnn.planner.pareto import desirable_set
 from ucudnn.planner.synthetic import model_tables
@@ -156,14 +156,12 @@ def test_identical_kernels_share_variables_and_still_get_one_schedule_each() -> 
     check_layout(solution, 9 * 256, 256)
 
 
-def test_a_solver_stopped_by_its_time_limit_gives_a_plan_or_says_so() -> None:
-    try:
-        solution = plan_wd(knapsack_the_greedy_gets_wrong(), 4 * 256, time_limit_s=1e-9)
-    except SolverError as exc:
-        assert "no plan was found" in str(exc)
-    else:
-        assert solution.status in ("optimal", "feasible")
-        check_layout(solution, 4 * 256, 256)
+def test_a_solver_stopped_by_its_time_limit_still_gives_a_plan() -> None:
+    # The solver starts from the greedy solution, so even no time at all leaves a plan.
+    solution = plan_wd(knapsack_the_greedy_gets_wrong(), 4 * 256, time_limit_s=1e-9)
+    assert solution.status in ("optimal", "feasible") and solution.solver == "highs"
+    assert solution.time_ms in (22.0, 24.0)  # the optimum, or the greedy it started from
+    check_layout(solution, 4 * 256, 256)
 
 
 def test_budget_counts_aligned_sizes() -> None:
@@ -192,6 +190,9 @@ def test_bad_arguments() -> None:
         plan_wd(sets, 0, solver="glpk")
     with pytest.raises(ValueError, match="time_limit_s must be a positive number"):
         plan_wd(sets, 0, time_limit_s=float("nan"))
+    for limit in (True, "5"):
+        with pytest.raises(TypeError, match="time_limit_s must be a number of seconds"):
+            plan_wd(sets, 0, time_limit_s=limit)
     with pytest.raises(InfeasibleError, match="a/forward has no schedules"):
         plan_wd({("a", "forward"): []}, 0)
     assert plan_wd({}, 0).choices == {}

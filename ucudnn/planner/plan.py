@@ -13,16 +13,18 @@ import dataclasses
 import functools
 import json
 import math
+import time
 from collections.abc import Callable, Collection, Mapping
 from typing import TypeVar
 
+from ucudnn.core.arena import CUDNN_ALIGNMENT
 from ucudnn.core.checks import integer
 from ucudnn.core.facts import DeviceFacts
 from ucudnn.core.problem import check_kernel
 from ucudnn.planner.config import byte_count, micro_batch_policy
 from ucudnn.planner.documents import line_of, read_document
 from ucudnn.planner.dp import eligible_candidates
-from ucudnn.planner.errors import InfeasibleError
+from ucudnn.planner.errors import InfeasibleError, SolverError
 from ucudnn.planner.files import FieldError, field_errors, located_error
 from ucudnn.planner.pareto import desirable_set
 from ucudnn.planner.policies import DEFAULT_POLICY, Policy, policy_text
@@ -38,7 +40,7 @@ from ucudnn.planner.tables import (
 )
 from ucudnn.planner.textable import render_table
 from ucudnn.planner.units import format_size
-from ucudnn.planner.wd import DEFAULT_TIME_LIMIT_S, plan_wd
+from ucudnn.planner.wd import DEFAULT_TIME_LIMIT_S, WDSolution, check_solver, plan_wd
 from ucudnn.planner.wr import kernel_infeasible, plan_wr
 
 T = TypeVar("T")
@@ -46,6 +48,7 @@ T = TypeVar("T")
 JSON_FORMAT = "ucudnn-plan"
 JSON_VERSION = 1
 MODES = ("wr", "wd")
+_LEAST_SOLVE_S = 0.001
 
 # The fields of a plan's JSON objects that are read back; the others are derived (times,
 # texts, totals) and recomputed.
@@ -453,6 +456,7 @@ def make_plan_wr(
     """WR for every kernel in `tables`: each gets the fastest schedule within `limit_bytes`
     (bytes, or text such as "64MiB")."""
     limit_bytes = byte_count(limit_bytes, "workspace limit")
+    policy = micro_batch_policy(policy, "policy")
     schedules = _per_content(tables, lambda t: plan_wr(t, limit_bytes, policy, deterministic_only))
     baselines = {k: baseline(t, limit_bytes, deterministic_only) for k, t in tables.items()}
     return _plan(
@@ -474,15 +478,22 @@ def make_plan_wd(
     policy: Policy = DEFAULT_POLICY,
     deterministic_only: bool = False,
     solver: str = "highs",
-    alignment: int = 256,
+    alignment: int = CUDNN_ALIGNMENT,
     device: DeviceFacts | None = None,
     timings_source: str = "",
     time_limit_s: float = DEFAULT_TIME_LIMIT_S,
 ) -> Plan:
     """WD over every kernel in `tables`: the fastest set of schedules whose aligned
-    workspaces fit together in `budget_bytes` (bytes, or text such as "512MiB"); each solve
-    stops after `time_limit_s`."""
+    workspaces fit together in `budget_bytes` (bytes, or text such as "512MiB").
+
+    `time_limit_s` bounds the two solves together: the plan's, then its baseline's. The plan's
+    solver_status is "optimal" only when both were proven optimal; a baseline the solver
+    fails on is left out rather than failing the plan.
+    """
     budget_bytes = byte_count(budget_bytes, "total workspace budget")
+    solver, time_limit_s = check_solver(solver, time_limit_s)
+    policy = micro_batch_policy(policy, "policy")
+    deadline = time.monotonic() + time_limit_s
 
     def options(table: KernelTable) -> list[Schedule]:
         # A kernel with nothing under the budget brings its smallest schedule, so that plan_wd
@@ -495,21 +506,23 @@ def make_plan_wd(
             raise kernel_infeasible(table, budget_bytes, policy, deterministic_only)
         return found
 
-    solve = functools.partial(
-        plan_wd, solver=solver, alignment=alignment, time_limit_s=time_limit_s
+    def solve(sets: Mapping[KernelId, list[Schedule]]) -> WDSolution:
+        # Past the deadline a solve still gets a moment: it returns the solution it starts from.
+        left = max(deadline - time.monotonic(), _LEAST_SOLVE_S)
+        return plan_wd(sets, budget_bytes, solver, alignment, time_limit_s=left)
+
+    solution = solve(_per_content(tables, options))
+    undivided = _per_content(
+        tables, lambda t: desirable_set(t, budget_bytes, "undivided", deterministic_only)
     )
-
-    def baselines() -> dict[KernelId, Candidate]:
-        undivided = _per_content(
-            tables, lambda t: desirable_set(t, budget_bytes, "undivided", deterministic_only)
-        )
-        try:
-            chosen = solve(undivided, budget_bytes).choices
-        except InfeasibleError:
-            return {}
-        return {k: s.parts[0] for k, s in chosen.items()}
-
-    solution = solve(_per_content(tables, options), budget_bytes)
+    try:
+        baseline_solution = solve(undivided)
+    except (InfeasibleError, SolverError):  # no undivided plan fits, or none was found
+        baseline_solution = None
+    baselines = (
+        {k: s.parts[0] for k, s in baseline_solution.choices.items()} if baseline_solution else {}
+    )
+    statuses = {solution.status, baseline_solution.status if baseline_solution else "optimal"}
     return _plan(
         "wd",
         tables,
@@ -517,10 +530,10 @@ def make_plan_wd(
         policy,
         deterministic_only,
         solution.choices,
-        baselines(),
+        baselines,
         offsets=solution.offsets,
         solver=solution.solver,
-        solver_status=solution.status,
+        solver_status="optimal" if statuses == {"optimal"} else "feasible",
         alignment=alignment,
         device=device,
         timings_source=timings_source,

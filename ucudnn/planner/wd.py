@@ -25,8 +25,10 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import math
+import numbers
 from collections.abc import Mapping, Sequence
 
+from ucudnn.core.arena import CUDNN_ALIGNMENT
 from ucudnn.core.checks import integer
 from ucudnn.planner.background import Background
 from ucudnn.planner.config import byte_count
@@ -73,11 +75,23 @@ class _Group:
         self.allowed = sorted(self.counts)
 
 
+def check_solver(solver: object, time_limit_s: object) -> tuple[str, float]:
+    """The solver's name and time limit, checked: a known name and a positive, finite number
+    of seconds."""
+    if solver not in SOLVERS:
+        raise ValueError(f"unknown solver {solver!r}; expected one of {', '.join(SOLVERS)}")
+    if isinstance(time_limit_s, bool) or not isinstance(time_limit_s, numbers.Real):
+        raise TypeError(f"time_limit_s must be a number of seconds, got {time_limit_s!r}")
+    if not 0 < time_limit_s < math.inf:
+        raise ValueError(f"time_limit_s must be a positive number of seconds, got {time_limit_s}")
+    return str(solver), float(time_limit_s)
+
+
 def plan_wd(
     sets: Mapping[KernelId, Sequence[Schedule]],
     budget_bytes: int,
     solver: str = "highs",
-    alignment: int = 256,
+    alignment: int = CUDNN_ALIGNMENT,
     time_limit_s: float = DEFAULT_TIME_LIMIT_S,
 ) -> WDSolution:
     """Pick one schedule from each kernel's set so that the aligned workspaces fit
@@ -86,14 +100,13 @@ def plan_wd(
     Determinism filters belong to the sets (see `desirable_set`): filtering a front afterwards
     would lose deterministic schedules that a faster non-deterministic one dominated.
     Raises InfeasibleError with the minimum feasible budget when even the smallest schedules
-    do not fit, and SolverError when the solver fails or finds nothing within `time_limit_s`.
+    do not fit, and SolverError when the solver fails. A solver stopped by `time_limit_s`
+    returns its best plan with status "feasible" (it starts from a known one). Ctrl-C stops the
+    wait at once, but the solver thread runs on, in the background, until its time limit.
     """
     budget_bytes = byte_count(budget_bytes, "total workspace budget")
     alignment = integer(alignment, "alignment", minimum=1)
-    if solver not in SOLVERS:
-        raise ValueError(f"unknown solver {solver!r}; expected one of {', '.join(SOLVERS)}")
-    if not 0 < time_limit_s < math.inf:
-        raise ValueError(f"time_limit_s must be a positive number of seconds, got {time_limit_s}")
+    solver, time_limit_s = check_solver(solver, time_limit_s)
     groups = _groups(sets, alignment)
     need = sum(len(g.kernels) * g.units[0] for g in groups) * alignment
     if need > budget_bytes:
@@ -212,8 +225,9 @@ def _prove_greedy_or_prune(groups: list[_Group], budget: int) -> list[dict[int, 
             g.settle(counts)
         return None
     # A solution using option i costs at least bound + (priced[i] - min(priced)); the margin
-    # keeps options whose bound exceeds the greedy's cost by rounding alone.
-    margin = 1e-12 * max(1.0, abs(greedy_ms))
+    # keeps options whose bound exceeds the greedy's cost by rounding alone, which grows with
+    # the largest term of the bound.
+    margin = 1e-12 * max(1.0, abs(greedy_ms), multiplier * budget)
     for g, p in zip(groups, priced, strict=True):
         g.allowed = [i for i in g.allowed if bound + p[i] - min(p) <= greedy_ms + margin]
         if len(g.allowed) == 1:
