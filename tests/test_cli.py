@@ -87,7 +87,8 @@ def test_plan_wd_from_the_model_says_so(capsys) -> None:
     ("argv", "status", "message"),
     [
         (["plan"], 2, "give --timings"),
-        (["plan", "alexnet", "--model", "--batch", "0"], 2, "--batch must be between 1 and"),
+        (["plan", "alexnet", "--model", "--batch", "0"], 2, "--batch: batch must be >= 1, got 0"),
+        (["demo", "--batch", "0"], 2, "--batch: batch must be >= 1"),
         (["plan", "alexnet", "--model", "--batch", str(2**31)], 2, "32-bit"),
         (["plan", "nonet", "--model"], 2, "nonet"),
         (["plan", "alexnet", "--model", "--workspace-limit", "lots"], 2, "--workspace-limit"),
@@ -125,6 +126,14 @@ def test_plot_writes_pngs(capsys, timings, tmp_path) -> None:
         data = (out / name).read_bytes()
         assert data.startswith(b"\x89PNG") and len(data) > 1000
     assert str(out / "breakdown.png") in capsys.readouterr().out
+
+
+def test_plot_without_matplotlib_says_how_to_get_it(capsys, timings, tmp_path, monkeypatch) -> None:
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # as if it were not installed
+    argv = ["plot", "--timings", str(timings), "--out", str(tmp_path / "plots")]
+    assert main(argv) == 1
+    err = capsys.readouterr().err
+    assert err == "ucudnn plot: plots need matplotlib: pip install 'ucudnn[plot]'\n"
 
 
 def test_demo_without_gpu_plans_from_the_model_and_says_so(capsys, no_gpu) -> None:

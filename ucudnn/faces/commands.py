@@ -12,7 +12,6 @@ import sys
 import time
 from pathlib import Path
 
-from ucudnn.core.problem import MAX_DIM
 from ucudnn.errors import UcudnnError
 from ucudnn.faces.info import info_text, unusable_reason
 from ucudnn.planner.cli import limit_from_args, mode_from_args, plan_tables, policy_from_args
@@ -20,6 +19,7 @@ from ucudnn.planner.config import Config, parse_size
 from ucudnn.planner.errors import InfeasibleError, SolverError
 from ucudnn.planner.networks import load_network
 from ucudnn.planner.policies import policy_text
+from ucudnn.planner.tables import check_batch
 from ucudnn.planner.units import format_size
 
 MODEL_NOTE = "MODEL timings (built-in cost model, NOT measurements)"
@@ -59,12 +59,15 @@ def _command(func):
 
 # -- shared argument handling -------------------------------------------------------------
 def _network(args: argparse.Namespace):
-    if args.batch is not None and not 1 <= args.batch <= MAX_DIM:
-        raise CommandError(
-            f"--batch must be between 1 and {MAX_DIM} (cuDNN's dimensions are 32-bit), "
-            f"got {args.batch}"
-        )
-    return load_network(args.network, args.batch, args.dtype, args.layout)
+    return load_network(args.network, _batch(args), args.dtype, args.layout)
+
+
+def _batch(args: argparse.Namespace) -> int | None:
+    """--batch, checked as cuDNN takes a batch (1 to 2**31 - 1); None: the network's own."""
+    try:
+        return None if args.batch is None else check_batch(args.batch)
+    except ValueError as exc:
+        raise CommandError(f"--batch: {exc} (cuDNN's dimensions are 32-bit)") from None
 
 
 def _require_gpu() -> None:
@@ -224,7 +227,10 @@ def plot(args: argparse.Namespace) -> int:
 
     tables = TimingTables.read_csv(args.timings)
     result = plan_tables(tables, args, f"timings file {args.timings}")
-    written = plots.write_plots(tables, result, args.out, layer=args.layer)
+    try:
+        written = plots.write_plots(tables, result, args.out, layer=args.layer)
+    except plots.PlottingUnavailable as exc:
+        raise CommandError(str(exc), status=1) from None
     for path in written:
         print(path)
     return 0
@@ -235,16 +241,16 @@ def demo(args: argparse.Namespace) -> int:
     """The main job: on a GPU, measure and run a network; without one, plan and say so."""
     from ucudnn.planner.plan import make_plan_wd, make_plan_wr
 
+    limit = parse_size(args.workspace_limit, "--workspace-limit")
+    graph = load_network(args.network, _batch(args))  # bad arguments first, before any output
     print(info_text())
     print()
-    limit = parse_size(args.workspace_limit, "--workspace-limit")
     reason = unusable_reason()
     if not reason:
         return _demo_gpu(args, limit)
     print(f"No usable GPU ({reason}), so nothing can be measured or run here.")
     print(f"Planning {args.network} at batch {args.batch} from {MODEL_NOTE}.")
     print("On a GPU this command measures, plans and runs the network instead.\n")
-    graph = load_network(args.network, args.batch)
     tables = _model_tables_for(graph)
     wr = make_plan_wr(tables, limit, timings_source=MODEL_NOTE)
     print(wr.report())

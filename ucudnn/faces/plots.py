@@ -13,11 +13,15 @@ from ucudnn.planner.tables import TimingTables
 _MIB = 1 << 20
 
 
+class PlottingUnavailable(RuntimeError):
+    """matplotlib, an optional dependency, is not installed."""
+
+
 def _pyplot():
     try:
         import matplotlib
     except ImportError:
-        raise RuntimeError("plots need matplotlib: pip install 'ucudnn[plot]'") from None
+        raise PlottingUnavailable("plots need matplotlib: pip install 'ucudnn[plot]'") from None
     matplotlib.use("Agg")  # files only; never needs a display
     import matplotlib.pyplot as plt
 
