@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 
+import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -63,11 +64,32 @@ def test_claim_checks_alignment_and_bounds_and_tracks_peak() -> None:
         (lambda: ArenaLayout(1.5), TypeError),
         (lambda: ArenaLayout(10).reserve(-1), ValueError),
         (lambda: ArenaLayout(10).claim(0, "8"), TypeError),
+        (lambda: ArenaLayout(True), TypeError),  # not a capacity of 1 byte
+        (lambda: ArenaLayout(10, alignment=True), TypeError),
+        (lambda: ArenaLayout(10).reserve(False), TypeError),
+        (lambda: GrowingArena().ensure(True), TypeError),
     ],
 )
 def test_bad_arguments(call, error: type[Exception]) -> None:
     with pytest.raises(error):
         call()
+
+
+def test_sizes_of_any_integral_type_are_plain_ints() -> None:
+    layout = ArenaLayout(np.uint32(1024), np.int64(256))
+    assert (type(layout.capacity), type(layout.alignment)) == (int, int)
+    assert layout.reserve(np.int16(10)) == 0 and layout.reserve(np.uint8(1)) == 256
+    layout.claim(np.int64(512), np.int64(512))
+    assert layout.peak == 1024
+
+
+def test_bad_arguments_name_themselves() -> None:
+    with pytest.raises(TypeError, match="capacity must be an integer, got True"):
+        ArenaLayout(True)
+    with pytest.raises(ValueError, match="alignment must be >= 1, got 0"):
+        ArenaLayout(10, alignment=0)
+    with pytest.raises(ValueError, match="offset must be >= 0, got -256"):
+        ArenaLayout(10).claim(-256, 0)
 
 
 @given(
@@ -190,8 +212,6 @@ def test_growing_arena_of_zero_bytes_needs_no_device() -> None:
 @pytest.mark.gpu
 @pytest.mark.parametrize("alignment", [256, 4096])
 def test_device_arena_offsets_are_aligned_addresses(alignment: int) -> None:
-    import numpy as np
-
     from ucudnn import _cuda
 
     with Arena(10_000, alignment) as arena:

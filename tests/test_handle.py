@@ -303,6 +303,23 @@ def test_many_planned_calls_do_not_grow_memory(tmp_path) -> None:
 
 
 @pytest.mark.gpu
+def test_layers_seen_with_several_problems_get_their_own_names(tmp_path) -> None:
+    """Unnamed layers are conv0, conv1, ... by order of first sight; a name already taken
+    (a layer at a second batch size, a user's name that clashes) gets "#2", "#3", ..."""
+    from ucudnn.runtime.handle import Handle
+
+    small = ConvProblem.create(2, 4, 8, (8, 8), 3, padding=1)
+    with Handle(workspace_limit=MiB, database=tmp_path / "db.sqlite") as handle:
+        handle.register(small, "forward")
+        handle.register(small.with_batch(4), "forward", layer="conv0")
+        handle.register(small.with_batch(3), "forward", layer="conv0")
+        handle.register(small.with_batch(4), "forward")
+        handle.register(small, "forward")  # seen already: no new name
+        names = [kernel_plan.layer for kernel_plan in handle.finalize().kernels]
+    assert sorted(names) == ["conv0", "conv0#2", "conv0#3", "conv3"]
+
+
+@pytest.mark.gpu
 def test_second_benchmark_is_served_from_the_cache(tmp_path) -> None:
     from ucudnn.planner.networks import builtin_network
     from ucudnn.runtime.session import open_benchmarker

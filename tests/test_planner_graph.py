@@ -6,7 +6,7 @@ import networkx as nx
 import pytest
 
 from ucudnn.core.problem import KERNELS, ConvProblem
-from ucudnn.planner.graph import LayerGraph
+from ucudnn.planner.graph import LayerGraph, free_name
 
 A = ConvProblem.create(8, 3, 16, (32, 32), 3, padding=1)
 B = ConvProblem.create(8, 16, 16, (32, 32), 3, padding=1)
@@ -103,6 +103,29 @@ def test_from_csv_chains_rows_and_renames_repeated_labels() -> None:
 def test_repeated_labels_get_free_names(labels: list[str], names: list[str]) -> None:
     graph = LayerGraph.from_layers((label, A) for label in labels)
     assert graph.layers() == names
+
+
+@pytest.mark.parametrize(
+    ("base", "taken", "name"),
+    [
+        ("a", set(), "a"),
+        ("a", {"b", "a#2"}, "a"),  # a free name is kept as it is
+        ("a", {"a"}, "a#2"),
+        ("a", {"a", "a#2", "a#4"}, "a#3"),  # the first free copy number
+        ("a#2", {"a#2"}, "a#2#2"),
+        # The Handle's unnamed layers: conv3 taken by a layer the user named so.
+        ("conv3", {"conv0", "conv1", "conv2", "conv3"}, "conv3#2"),
+    ],
+)
+def test_free_name(base: str, taken: set[str], name: str) -> None:
+    assert free_name(base, taken) == name
+
+
+def test_free_names_count_up_as_they_are_taken() -> None:
+    taken: set[str] = set()
+    for _ in range(4):
+        taken.add(free_name("conv", taken))
+    assert taken == {"conv", "conv#2", "conv#3", "conv#4"}
 
 
 def test_from_layers_of_a_list_whose_labels_clash_with_generated_names() -> None:

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from ucudnn.core.arena import CUDNN_ALIGNMENT
 from ucudnn.core.problem import ConvProblem
 from ucudnn.planner.tables import Candidate
 from ucudnn.runtime.steps import (
-    FULL_ALIGNMENT,
     alignment_step,
     benchmark_first_sample,
     benchmark_samples,
@@ -72,7 +72,7 @@ def _partitions(n: int, largest: int | None = None):
 
 def _alignment(offset_bytes: int) -> int:
     """The alignment an offset from a 256-byte aligned base keeps, up to 256 bytes."""
-    return FULL_ALIGNMENT if offset_bytes % FULL_ALIGNMENT == 0 else offset_bytes & -offset_bytes
+    return CUDNN_ALIGNMENT if offset_bytes % CUDNN_ALIGNMENT == 0 else offset_bytes & -offset_bytes
 
 
 # A 3x227x227 float32 input (618,348 bytes a sample, 4-byte aligned), a channels-last float16

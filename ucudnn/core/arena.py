@@ -11,9 +11,12 @@ workspace, benchmarking's workspace), since every free waits for the device.
 from __future__ import annotations
 
 import math
-import operator
 
-CUDNN_ALIGNMENT = 256  # bytes; cudaMalloc returns at least this alignment
+from ucudnn.core.checks import integer
+
+# Bytes: cudaMalloc's alignment, what cuDNN usually needs of a workspace, and the alignment
+# beyond which no kernel gains anything. The one place this number is written.
+CUDNN_ALIGNMENT = 256
 
 
 def align_up(n: int, alignment: int) -> int:
@@ -21,16 +24,6 @@ def align_up(n: int, alignment: int) -> int:
     if alignment < 1:
         raise ValueError(f"alignment must be >= 1, got {alignment}")
     return -(-n // alignment) * alignment
-
-
-def _non_negative(value: object, what: str) -> int:
-    try:
-        n = operator.index(value)
-    except TypeError:
-        raise TypeError(f"{what} must be an int, got {value!r}") from None
-    if n < 0:
-        raise ValueError(f"{what} must be >= 0, got {n}")
-    return n
 
 
 class ArenaLayout:
@@ -41,16 +34,14 @@ class ArenaLayout:
     """
 
     def __init__(self, capacity: int, alignment: int = CUDNN_ALIGNMENT) -> None:
-        self.capacity = _non_negative(capacity, "capacity")
-        self.alignment = _non_negative(alignment, "alignment")
-        if self.alignment < 1:
-            raise ValueError("alignment must be >= 1")
+        self.capacity = integer(capacity, "capacity", minimum=0)
+        self.alignment = integer(alignment, "alignment", minimum=1)
         self.in_use = 0
         self.peak = 0
 
     def reserve(self, nbytes: int) -> int:
         """The offset of a new aligned piece of nbytes after the previous ones."""
-        nbytes = _non_negative(nbytes, "nbytes")
+        nbytes = integer(nbytes, "nbytes", minimum=0)
         offset = align_up(self.in_use, self.alignment)
         if offset + nbytes > self.capacity:
             raise ValueError(
@@ -63,8 +54,8 @@ class ArenaLayout:
 
     def claim(self, offset: int, nbytes: int) -> None:
         """Check a piece a plan placed itself: aligned and inside the arena."""
-        offset = _non_negative(offset, "offset")
-        nbytes = _non_negative(nbytes, "nbytes")
+        offset = integer(offset, "offset", minimum=0)
+        nbytes = integer(nbytes, "nbytes", minimum=0)
         if offset % self.alignment:
             raise ValueError(f"offset {offset} is not a multiple of {self.alignment}")
         if offset + nbytes > self.capacity:
@@ -184,7 +175,7 @@ class GrowingArena:
 
     def ensure(self, nbytes: int) -> Arena:
         """An arena of at least `nbytes`: the one held, or a new one in its place."""
-        nbytes = _non_negative(nbytes, "nbytes")
+        nbytes = integer(nbytes, "nbytes", minimum=0)
         if self._arena is None or self._arena.capacity < nbytes:
             self.release()
             self._arena = Arena(nbytes, self.alignment)

@@ -8,18 +8,26 @@ name, run undivided). Integers may be of any integral type (numpy's too), never 
 
 Every argument is checked before any device work, so bad input raises ValueError or
 TypeError naming the argument even on a machine without a GPU.
+
+Each configuration (workspace limit, policy, database) runs on its own Handle, kept between
+calls so that its plans and workspace are reused. Only the handles of the 4 most recently used
+configurations are kept: an older one is closed, its device workspace freed, so sweeping limits
+in a loop does not pile up GPU memory (coming back to a closed configuration plans it again,
+from the database when one is given). These functions are not for concurrent use from several
+threads.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import functools
 import math
+from collections import OrderedDict
+from collections.abc import Callable, Hashable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
-from ucudnn.core.checks import integer
 from ucudnn.core.problem import MAX_DIM, ConvProblem
 from ucudnn.planner.config import Config, byte_count, file_path, micro_batch_policy
 from ucudnn.runtime.steps import ROLES
@@ -163,6 +171,9 @@ def _run_options(kernel: str, options: dict) -> _RunOptions:
     run = {**_RUN_OPTIONS, **{k: v for k, v in options.items() if k in _RUN_OPTIONS}}
     limit, policy, database, algo = (run[name] for name in _RUN_OPTIONS)
     config = Config.from_env()
+    # Imported here, so that `import ucudnn` loads no native module (loading it needs no GPU).
+    from ucudnn.runtime.backend import algorithm_number
+
     return _RunOptions(
         workspace_limit=(
             config.default_workspace_limit
@@ -173,22 +184,8 @@ def _run_options(kernel: str, options: dict) -> _RunOptions:
             config.batch_size_policy if policy is None else micro_batch_policy(policy, "policy")
         ),
         database=None if database is None else file_path(database, "database"),
-        algo=None if algo is None else _algorithm(kernel, algo),
+        algo=None if algo is None else algorithm_number(kernel, algo),
     )
-
-
-def _algorithm(kernel: str, algo: object) -> int:
-    """cuDNN's number for `algo`, given as that number or as its name."""
-    from ucudnn import _cudnn  # here, so that `import ucudnn` loads no native module
-
-    names = _cudnn.ALGORITHMS[kernel]
-    if isinstance(algo, str):
-        if algo not in names:
-            raise ValueError(
-                f"algo {algo!r} is not a {kernel} algorithm; known: {', '.join(names)}"
-            )
-        return names.index(algo)
-    return integer(algo, f"algo (a {kernel} algorithm)", minimum=0, maximum=len(names) - 1)
 
 
 def _output_shape(kernel: str, problem: ConvProblem) -> tuple[int, ...]:
@@ -223,9 +220,41 @@ def _execute(kernel: str, problem: ConvProblem, inputs: dict, options: dict) -> 
     return result.view(dtype) if problem.dtype == "bfloat16" else result
 
 
-@functools.cache
-def _default_handle(workspace_limit: int, policy: str | tuple[int, ...], database: Path | None):
-    """One WR handle per configuration, reused so plans and workspaces persist across calls."""
+class _RecentHandles:
+    """The handles of the `size` most recently used configurations, made by `make(*key)`.
+
+    Using a configuration makes it the most recent; a new one beyond `size` closes the least
+    recent handle (its workspace and cache connection) and forgets it, so its cuDNN handle and
+    descriptors are freed with it.
+    """
+
+    def __init__(self, size: int, make: Callable[..., Any]) -> None:
+        self.size = size
+        self._make = make
+        self._handles: OrderedDict[Hashable, Any] = OrderedDict()  # least recent first
+
+    def get(self, *key: Hashable) -> Any:
+        handle = self._handles.pop(key, None)
+        if handle is None:
+            handle = self._make(*key)
+        self._handles[key] = handle
+        while len(self._handles) > self.size:
+            _, oldest = self._handles.popitem(last=False)
+            oldest.close()
+        return handle
+
+
+def _new_handle(workspace_limit: int, policy: str | tuple[int, ...], database: Path | None):
     from ucudnn.runtime.handle import Handle
 
     return Handle(workspace_limit=workspace_limit, policy=policy, database=database)
+
+
+# Enough for a program that alternates between a few configurations, while a sweep over many
+# limits holds at most this many workspaces.
+_HANDLES = _RecentHandles(4, _new_handle)
+
+
+def _default_handle(workspace_limit: int, policy: str | tuple[int, ...], database: Path | None):
+    """The WR handle of this configuration, reused so plans and workspaces persist across calls."""
+    return _HANDLES.get(workspace_limit, policy, database)

@@ -7,7 +7,7 @@ keeps its own (layer, kernel) schedule slot (`kernel_ids`).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Container, Iterable, Iterator, Sequence
 
 import networkx as nx
 
@@ -17,13 +17,17 @@ from ucudnn.planner.layerlist import Layer, read_layer_list
 from ucudnn.planner.tables import layer_name
 
 
-def _free_name(label: str, taken: set[str], copies: dict[str, int]) -> str:
-    """The next "label#n" not in `taken`; `copies` remembers where each label's count is."""
-    n = copies.get(label, 1) + 1
-    while f"{label}#{n}" in taken:
-        n += 1
-    copies[label] = n
-    return f"{label}#{n}"
+def free_name(base: str, taken: Container[str]) -> str:
+    """`base` if it is not in `taken`, else the first of "base#2", "base#3", ... that is not.
+
+    The one rule for telling apart layers that share a name: repeated rows of a layer list
+    here, and a Handle's layers seen with several problems.
+    """
+    name, copy = base, 1
+    while name in taken:
+        copy += 1
+        name = f"{base}#{copy}"
+    return name
 
 
 class LayerGraph:
@@ -61,11 +65,12 @@ class LayerGraph:
         that another row already uses as its label is skipped."""
         layers = [Layer(*layer) for layer in layers]
         graph = cls()
+        # Every row's label is reserved up front, so a generated name never takes a label
+        # that a later row brings.
         taken = {label for label, _ in layers}
-        copies: dict[str, int] = {}
         previous: list[str] = []
         for label, problem in layers:
-            name = label if label not in graph else _free_name(label, taken, copies)
+            name = label if label not in graph else free_name(label, taken)
             taken.add(name)
             graph.add_layer(name, problem, after=previous)
             previous = [name]

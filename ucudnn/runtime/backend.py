@@ -9,6 +9,7 @@ module, keeping the same methods.
 from __future__ import annotations
 
 from ucudnn import _cudnn
+from ucudnn.core.checks import integer
 from ucudnn.core.problem import KERNELS, ConvProblem, check_kernel
 from ucudnn.runtime.steps import ROLES
 
@@ -18,6 +19,24 @@ _RUN = {k: getattr(_cudnn, f"convolution_{k}") for k in KERNELS}
 _FIND = {k: getattr(_cudnn, f"find_{k}_algorithm_ex") for k in KERNELS}
 _WORKSPACE = {k: getattr(_cudnn, f"{k}_workspace_size") for k in KERNELS}
 _MAX_COUNT = {k: getattr(_cudnn, f"{k}_algorithm_max_count") for k in KERNELS}
+
+
+def algorithm_number(kernel: str, algo: object) -> int:
+    """cuDNN's enum value for the `algo` argument, an algorithm of `kernel` given as that value
+    (any integral type, not bool) or as its name; every refusal names the valid values."""
+    names = _cudnn.ALGORITHMS[check_kernel(kernel)]
+    valid = f"algo must be a {kernel} algorithm, 0..{len(names) - 1} or one of {', '.join(names)}"
+    if isinstance(algo, str):
+        if algo not in names:
+            raise ValueError(f"{valid}; got {algo!r}")
+        return names.index(algo)
+    try:
+        number = integer(algo, "algo")
+    except TypeError:
+        raise TypeError(f"{valid}; got {algo!r} ({type(algo).__name__})") from None
+    if not 0 <= number < len(names):
+        raise ValueError(f"{valid}; got {number}")
+    return number
 
 
 class ProblemDescriptors:

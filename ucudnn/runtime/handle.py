@@ -14,12 +14,12 @@ from collections.abc import Iterable
 
 from ucudnn import _cuda, _cudnn
 from ucudnn.core.arena import GrowingArena
-from ucudnn.core.checks import integer
 from ucudnn.core.device import device_facts
 from ucudnn.core.problem import KERNELS, ConvProblem, check_kernel
 from ucudnn.errors import CudaOutOfMemoryError
 from ucudnn.planner.cache import BenchmarkCache
 from ucudnn.planner.config import byte_count
+from ucudnn.planner.graph import free_name
 from ucudnn.planner.plan import KernelPlan, Plan
 from ucudnn.planner.tables import Candidate, Schedule
 from ucudnn.runtime import backend, executor
@@ -124,7 +124,7 @@ class Handle:
         `tensors` are in the kernel's argument order (as for `forward` and the others).
         """
         check_kernel(kernel)
-        algo = _algorithm_number(kernel, algo)
+        algo = backend.algorithm_number(kernel, algo)
         alpha, beta = scalar_option(alpha, "alpha"), scalar_option(beta, "beta")
         pointers = self._pointers(kernel, problem, tensors)
         if problem.batch == 0:
@@ -218,11 +218,7 @@ class Handle:
             # Every (layer, problem) pair gets its own name: a layer seen at two batch sizes
             # (train and test nets) must not share a schedule.
             base = layer or f"conv{len(self._names)}"
-            taken = set(self._names.values())
-            name, copy = base, 1
-            while name in taken:
-                copy += 1
-                name = f"{base}#{copy}"
+            name = free_name(base, set(self._names.values()))
             self._names[identity] = name
         key = (name, kernel)
         if key not in self._slots:
@@ -358,13 +354,3 @@ class Handle:
 def _check_problem(problem: object) -> None:
     if not isinstance(problem, ConvProblem):
         raise TypeError(f"problem must be a ConvProblem, got {problem!r}")
-
-
-def _algorithm_number(kernel: str, algo: object) -> int:
-    """An algorithm of `kernel` given by its name or enum value, as its enum value."""
-    names = _cudnn.ALGORITHMS[kernel]
-    if isinstance(algo, str):
-        if algo not in names:
-            raise ValueError(f"unknown {kernel} algorithm {algo!r}; known: {', '.join(names)}")
-        return names.index(algo)
-    return integer(algo, f"{kernel} algorithm", minimum=0, maximum=len(names) - 1)

@@ -25,7 +25,7 @@ a larger batch could run it. The benchmark buffers hold up to `benchmark_samples
 that, a few more than N only for small batches whose samples are not 256-byte multiples.
 
 This assumes the caller's tensors start 256-byte aligned, as cudaMalloc and the CuPy and
-PyTorch allocators give; beyond 256 bytes no kernel gains anything.
+PyTorch allocators give; beyond 256 bytes (`CUDNN_ALIGNMENT`) no kernel gains anything.
 """
 
 from __future__ import annotations
@@ -33,11 +33,9 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable, Sequence
 
+from ucudnn.core.arena import CUDNN_ALIGNMENT
 from ucudnn.core.problem import ConvProblem, check_kernel
 from ucudnn.planner.tables import Candidate
-
-# Alignment in bytes beyond which no kernel gains anything (cudaMalloc's own).
-FULL_ALIGNMENT = 256
 
 # (first input, second input, output) of each kernel among the problem's x, w and y, in
 # cuDNN's argument order: forward reads x, w and writes y; backward-data reads w, dy and writes
@@ -87,7 +85,7 @@ def benchmark_first_sample(problem: ConvProblem, micro_batch: int) -> int:
     start a part of that size can have in any batch (see the module's notes)."""
     step = alignment_step(micro_batch)
     offsets = (problem.sample_offset_bytes("x", step), problem.sample_offset_bytes("y", step))
-    return step if any(offset % FULL_ALIGNMENT for offset in offsets) else 0
+    return step if any(offset % CUDNN_ALIGNMENT for offset in offsets) else 0
 
 
 def benchmark_samples(problem: ConvProblem, micro_batches: Iterable[int]) -> int:
