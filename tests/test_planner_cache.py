@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 
 from ucudnn.core.facts import DeviceFacts
-from ucudnn.core.problem import KERNELS, ConvProblem
+from ucudnn.core.problem import KERNELS, MAX_DIM, ConvProblem
 from ucudnn.errors import CacheError
 from ucudnn.planner import cache as cache_module
 from ucudnn.planner.cache import APPLICATION_ID, SCHEMA_VERSION, BenchmarkCache, Measurement
-from ucudnn.planner.tables import Candidate
+from ucudnn.planner.tables import MAX_TIME_MS, MAX_WORKSPACE_BYTES, Candidate
 
 FACTS = DeviceFacts("NVIDIA H100 80GB HBM3", "9.0", 92800, 13000)
 PROBLEM = ConvProblem.create(8, 4, 8, (9, 9), 3, padding=1)
@@ -190,6 +190,13 @@ def test_bad_arguments(db: BenchmarkCache) -> None:
         ({"algo": 0, "time_ms": 1.0, "min_ms": 2.0, "workspace_bytes": 0}, "min <= median"),
         ({"algo": 0, "time_ms": 1.0, "workspace_bytes": -1}, "workspace_bytes must be"),
         ({"algo": 0, "status": "x", "repeats": -1}, "repeats must be"),
+        # Candidate's bounds: what the cache stores must read back as a Candidate.
+        ({"algo": 0, "time_ms": 2e9, "workspace_bytes": 0}, "times must be between 0 and 1e"),
+        ({"algo": 0, "time_ms": 1.0, "max_ms": 2e9, "workspace_bytes": 0}, "between 0 and"),
+        ({"algo": 0, "time_ms": float("inf"), "workspace_bytes": 0}, "between 0 and"),
+        ({"algo": 0, "time_ms": 1.0, "workspace_bytes": 2**50 + 1}, "workspace_bytes must be <="),
+        ({"algo": 2**31, "status": "x"}, "algo must be <="),
+        ({"micro_batch": 2**31, "algo": 0, "status": "x"}, "micro_batch must be <="),
     ],
 )
 def test_measurement_validation(kwargs: dict[str, object], message: str) -> None:
@@ -211,6 +218,13 @@ def test_measurement_validation(kwargs: dict[str, object], message: str) -> None
 def test_measurement_refuses_wrong_types(kwargs: dict[str, object], message: str) -> None:
     with pytest.raises(TypeError, match=message):
         Measurement(**{"micro_batch": 1, **kwargs})  # type: ignore[arg-type]
+
+
+def test_measurement_at_the_bounds_is_a_candidate() -> None:
+    largest = Measurement(
+        MAX_DIM, MAX_DIM, time_ms=MAX_TIME_MS, workspace_bytes=MAX_WORKSPACE_BYTES
+    )
+    assert largest.candidate == Candidate(MAX_DIM, MAX_DIM, MAX_TIME_MS, MAX_WORKSPACE_BYTES)
 
 
 def test_measurement_takes_numpy_integers() -> None:
@@ -275,6 +289,10 @@ def test_unreadable_path_falls_back_to_memory(tmp_path: Path) -> None:
         "median_ms = 'fast'",
         "min_ms = X'00'",
         "workspace_bytes = 1e30",
+        # Past Candidate's bounds: a row no Measurement would store.
+        "median_ms = 2e9, max_ms = 2e9",
+        f"workspace_bytes = {2**50 + 1}",
+        f"algo = {2**31}",
     ],
 )
 def test_tampered_row_is_a_miss_not_a_wrong_plan(db: BenchmarkCache, change: str) -> None:

@@ -61,14 +61,16 @@ def header_only(path: Path) -> None:
     path.write_bytes(b"SQLite format 3\x00" + bytes(20))
 
 
+# Told apart from the header alone, so an old cache of ours reads as any other program's.
+UNMARKED = (
+    "an SQLite database without ucudnn's application_id, as is a cache written by ucudnn "
+    "before schema version 2: delete such a cache, it can be measured again"
+)
 FOREIGN: dict[str, tuple[Callable[[Path], None], str]] = {
     "text": (text_file, "not an SQLite database"),
     "truncated": (header_only, "not an SQLite database"),
-    "measurements": (
-        measurements_of_another_program,
-        "an SQLite database without ucudnn's application_id",
-    ),
-    "version 1": (cache_of_schema_version_1, "an SQLite database without ucudnn's application_id"),
+    "measurements": (measurements_of_another_program, UNMARKED),
+    "version 1": (cache_of_schema_version_1, UNMARKED),
     "application": (
         another_application,
         "an SQLite database with application_id 0x12345678, not ucudnn's 0x7543444e",
@@ -107,6 +109,23 @@ def test_inspect_reports_a_foreign_file(tmp_path: Path, kind: str) -> None:
     assert report.stats is None
     assert report.describe() == f"{path}: not a ucudnn benchmark cache ({reason}); left as is"
     assert snapshot(tmp_path) == before
+
+
+def test_inspect_ignores_bad_settings_of_anything_but_the_cache(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("UCUDNN_BATCH_SIZE_POLICY", "foo")
+    monkeypatch.setenv("UCUDNN_DEFAULT_WORKSPACE_LIMIT", "lots")
+    monkeypatch.setenv("UCUDNN_CHECK", "maybe")
+    monkeypatch.delenv("UCUDNN_DATABASE", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    path = tmp_path / "ucudnn" / "benchmarks.sqlite"
+    assert inspect_cache().describe() == f"{path} (not created yet)"
+    with BenchmarkCache() as cache:
+        assert cache.path == str(path)
+        cache.store(PROBLEM, "forward", 4, FACTS, [ok(4, 0)])
+    report = inspect_cache()
+    assert report.stats is not None and report.stats.sets == 1
 
 
 def _die_mid_transaction(path: str) -> None:

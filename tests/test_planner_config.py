@@ -9,6 +9,7 @@ import pytest
 from ucudnn.planner.config import (
     MAX_BYTES,
     Config,
+    database_from_env,
     default_database,
     micro_batch_policy,
     parse_policy,
@@ -81,6 +82,7 @@ def test_defaults() -> None:
     assert config.total_workspace_size is None
     assert not config.workspace_division
     assert config.database == Path("/cache/ucudnn/benchmarks.sqlite")
+    assert config.check is False
 
 
 def test_default_database_ignores_relative_xdg() -> None:
@@ -97,6 +99,7 @@ def test_from_env_reads_every_variable(tmp_path: Path) -> None:
             "UCUDNN_DEFAULT_WORKSPACE_LIMIT": "8MiB",
             "UCUDNN_TOTAL_WORKSPACE_SIZE": "1GiB",
             "UCUDNN_DATABASE": str(tmp_path / "db.sqlite"),
+            "UCUDNN_CHECK": "on",
         }
     )
     assert config == Config(
@@ -104,13 +107,14 @@ def test_from_env_reads_every_variable(tmp_path: Path) -> None:
         default_workspace_limit=8 * MiB,
         total_workspace_size=1024**3,
         database=tmp_path / "db.sqlite",
+        check=True,
     )
     assert config.workspace_division
 
 
 def test_empty_variables_keep_defaults() -> None:
     names = ["UCUDNN_BATCH_SIZE_POLICY", "UCUDNN_DEFAULT_WORKSPACE_LIMIT"]
-    names += ["UCUDNN_TOTAL_WORKSPACE_SIZE", "UCUDNN_DATABASE"]
+    names += ["UCUDNN_TOTAL_WORKSPACE_SIZE", "UCUDNN_DATABASE", "UCUDNN_CHECK"]
     assert Config.from_env(dict.fromkeys(names, " ")) == Config.from_env({})
 
 
@@ -121,6 +125,40 @@ def test_zero_total_workspace_keeps_division_off() -> None:
 def test_database_expands_user() -> None:
     config = Config.from_env({"UCUDNN_DATABASE": "~/b.sqlite"})
     assert config.database == Path.home() / "b.sqlite"
+
+
+@pytest.mark.parametrize(
+    ("environ", "expected"),
+    [
+        ({"UCUDNN_DATABASE": " /data/b.sqlite "}, Path("/data/b.sqlite")),
+        ({"UCUDNN_DATABASE": "~/b.sqlite"}, Path.home() / "b.sqlite"),
+        ({"UCUDNN_DATABASE": "", "XDG_CACHE_HOME": "/xdg"}, Path("/xdg/ucudnn/benchmarks.sqlite")),
+        ({"XDG_CACHE_HOME": "/xdg"}, Path("/xdg/ucudnn/benchmarks.sqlite")),
+    ],
+)
+def test_database_from_env_is_what_config_reads(environ, expected) -> None:
+    assert database_from_env(environ) == expected
+    assert Config.from_env(environ).database == expected
+
+
+def test_database_from_env_reads_only_the_cache_variables() -> None:
+    environ = {
+        "UCUDNN_DATABASE": "/data/b.sqlite",
+        "UCUDNN_BATCH_SIZE_POLICY": "foo",
+        "UCUDNN_DEFAULT_WORKSPACE_LIMIT": "lots",
+        "UCUDNN_CHECK": "maybe",
+    }
+    assert database_from_env(environ) == Path("/data/b.sqlite")
+    with pytest.raises(ValueError, match="UCUDNN_DATABASE='~no-such-user-here/b': cannot expand ~"):
+        database_from_env({"UCUDNN_DATABASE": "~no-such-user-here/b"})
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [("1", True), ("Yes", True), (" on ", True), ("0", False), ("OFF", False), (" ", False)],
+)
+def test_check_is_a_yes_no_variable(value: str, expected: bool) -> None:
+    assert Config.from_env({"UCUDNN_CHECK": value}).check is expected
 
 
 @pytest.mark.parametrize(
@@ -139,6 +177,8 @@ def test_database_expands_user() -> None:
         ("UCUDNN_DEFAULT_WORKSPACE_LIMIT", "9" * 5000, "larger than any memory"),
         ("UCUDNN_TOTAL_WORKSPACE_SIZE", "9000000TiB", "larger than any memory"),
         ("UCUDNN_DATABASE", "~no-such-user-here/b.sqlite", "cannot expand ~"),
+        ("UCUDNN_CHECK", "maybe", "not a yes/no value; expected one of 1, true"),
+        ("UCUDNN_CHECK", "2", "not a yes/no value"),
     ],
 )
 def test_bad_values_name_the_variable(variable: str, value: str, accepts: str) -> None:
@@ -244,6 +284,9 @@ def test_config_from_python_takes_what_the_environment_takes(tmp_path: Path) -> 
         ("database", 5, TypeError, "database must be a path"),
         ("database", "a\0b", ValueError, "database must be a path"),
         ("database", "", ValueError, "database must be a path, got an empty one"),
+        ("check", 1, TypeError, "check must be True or False, got 1"),
+        ("check", "yes", TypeError, "check must be True or False, got 'yes'"),
+        ("check", None, TypeError, "check must be True or False, got None"),
     ],
 )
 def test_config_from_python_names_a_bad_field(field, value, error, message) -> None:

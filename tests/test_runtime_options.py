@@ -112,7 +112,10 @@ def test_other_check_values_are_refused(value) -> None:
 
 def test_the_check_argument_beats_the_variable() -> None:
     assert resolve({"UCUDNN_CHECK": "1"}, check=False).check is False
-    assert resolve({"UCUDNN_CHECK": "maybe"}, check=True).check is True
+    assert resolve({"UCUDNN_CHECK": "0"}, check=True).check is True
+    # A bad value is an error even then, as for every other variable.
+    with pytest.raises(ValueError, match="UCUDNN_CHECK='maybe' is not a yes/no value"):
+        resolve({"UCUDNN_CHECK": "maybe"}, check=True)
 
 
 @pytest.mark.parametrize(

@@ -69,7 +69,6 @@ import contextlib
 import dataclasses
 import datetime
 import fcntl
-import math
 import numbers
 import os
 import sqlite3
@@ -77,16 +76,17 @@ import stat
 import threading
 import time
 import warnings
+import weakref
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TypeVar
 
 from ucudnn.core.checks import integer
 from ucudnn.core.facts import DeviceFacts
-from ucudnn.core.problem import MATH_TYPES, ConvProblem, check_kernel
+from ucudnn.core.problem import MATH_TYPES, MAX_DIM, ConvProblem, check_kernel
 from ucudnn.errors import CacheError
-from ucudnn.planner.config import Config
-from ucudnn.planner.tables import Candidate
+from ucudnn.planner.config import database_from_env
+from ucudnn.planner.tables import MAX_TIME_MS, MAX_WORKSPACE_BYTES, Candidate
 from ucudnn.planner.units import format_size
 
 # 2: the file carries APPLICATION_ID and a rollback journal. Version-1 files carry no mark, so
@@ -173,7 +173,8 @@ def _cannot_write(exc: sqlite3.Error) -> bool:
 @dataclasses.dataclass(frozen=True)
 class Measurement:
     """The outcome of benchmarking one algorithm at one micro-batch: timings if it ran
-    (status "ok"), else why not (e.g. cuDNN's status name)."""
+    (status "ok"), else why not (e.g. cuDNN's status name). Held to Candidate's bounds, so that
+    every successful measurement the cache stores can be read back as a Candidate."""
 
     micro_batch: int
     algo: int
@@ -189,11 +190,11 @@ class Measurement:
     def __post_init__(self) -> None:
         if not self.status:
             raise ValueError("status must be 'ok' or say why the algorithm did not run")
-        self._set_integer("micro_batch", minimum=1)
-        self._set_integer("algo", minimum=0)
+        self._set_integer("micro_batch", minimum=1, maximum=MAX_DIM)
+        self._set_integer("algo", minimum=0, maximum=MAX_DIM)
         self._set_integer("repeats", minimum=0)
         if self.workspace_bytes is not None:
-            self._set_integer("workspace_bytes", minimum=0)
+            self._set_integer("workspace_bytes", minimum=0, maximum=MAX_WORKSPACE_BYTES)
         if self.math_type not in MATH_TYPES:
             raise ValueError(f"math_type {self.math_type!r} is not one of {', '.join(MATH_TYPES)}")
         if self.ok and (self.time_ms is None or self.workspace_bytes is None):
@@ -208,15 +209,16 @@ class Measurement:
                 f"algo {self.algo}: times must be numbers, "
                 f"got {self.min_ms!r}, {self.time_ms!r}, {self.max_ms!r}"
             )
-        if any(not math.isfinite(t) or t < 0 for t in times) or times != sorted(times):
+        if not all(0 <= t <= MAX_TIME_MS for t in times) or times != sorted(times):  # NaN too
             raise ValueError(
-                f"algo {self.algo}: times must be finite, >= 0 and min <= median <= max, "
-                f"got {self.min_ms}, {self.time_ms}, {self.max_ms}"
+                f"algo {self.algo}: times must be between 0 and {MAX_TIME_MS:g} ms and "
+                f"min <= median <= max, got {self.min_ms}, {self.time_ms}, {self.max_ms}"
             )
 
-    def _set_integer(self, name: str, minimum: int) -> None:
+    def _set_integer(self, name: str, minimum: int, maximum: int | None = None) -> None:
         # Any integral type (numpy's too) becomes an int; a float, text or bool is refused.
-        object.__setattr__(self, name, integer(getattr(self, name), name, minimum=minimum))
+        value = integer(getattr(self, name), name, minimum=minimum, maximum=maximum)
+        object.__setattr__(self, name, value)
 
     @classmethod
     def timed(cls, candidate: Candidate, times_ms: Sequence[float]) -> Measurement:
@@ -286,7 +288,8 @@ class CacheReport:
 
 
 class BenchmarkCache:
-    """Measurement sets in an SQLite file; `path=None` uses Config.from_env().database.
+    """Measurement sets in an SQLite file; `path=None` uses `database_from_env()`, which reads
+    only the cache's own variables.
 
     `read_only=True` never creates, migrates, recovers or writes anything: its stores are kept
     in memory. A foreign file raises CacheError in either mode; see the module's docstring for
@@ -296,7 +299,7 @@ class BenchmarkCache:
     def __init__(
         self, path: str | os.PathLike[str] | None = None, *, read_only: bool = False
     ) -> None:
-        self.path = str(Config.from_env().database if path is None else path)
+        self.path = str(database_from_env() if path is None else path)
         self.read_only = read_only
         self._lock = threading.Lock()  # the connections are used by any thread of this process
         self._memory = _connect_memory()  # measurements that no file holds
@@ -412,9 +415,11 @@ class BenchmarkCache:
             return file.run(lambda conn: _stats(conn, file.path))
 
     def close(self) -> None:
+        """Idempotent: a Handle closes its cache on every close() of its own."""
         with self._lock:
             if self._file is not None:
                 self._file.close()
+                self._file = None
             self._memory.close()
 
     def __enter__(self) -> BenchmarkCache:
@@ -433,9 +438,10 @@ class BenchmarkCache:
 
 
 def inspect_cache(path: str | os.PathLike[str] | None = None) -> CacheReport:
-    """What is at the cache path (default: Config.from_env().database), read as it is: creates,
-    migrates, recovers and writes nothing, and reports a foreign file instead of raising."""
-    path = str(Config.from_env().database if path is None else path)
+    """What is at the cache path (default: `database_from_env()`), read as it is: creates,
+    migrates, recovers and writes nothing, and reports a foreign file instead of raising. Only
+    a bad UCUDNN_DATABASE (a ~user that does not exist) raises: there is no path to report on."""
+    path = str(database_from_env() if path is None else path)
     try:
         file = _CacheFile.open(path, writable=False)
         if file is None:
@@ -583,6 +589,9 @@ class _FileLock:
     def __init__(self, main: int, gate: int) -> None:
         self._main = main
         self._gate = gate
+        # Closes both once, on close() or when an unclosed cache is collected; it must not
+        # refer to self, or self would never be collected.
+        self._release = weakref.finalize(self, _close_descriptors, main, gate)
 
     @classmethod
     def beside(cls, path: str, create: bool) -> _FileLock | None:
@@ -630,8 +639,15 @@ class _FileLock:
             fcntl.flock(self._gate, fcntl.LOCK_UN)
 
     def close(self) -> None:
-        os.close(self._main)
-        os.close(self._gate)
+        """Idempotent. The numbers are forgotten: once closed they may name another file of
+        this process, which a later flock must fail on (-1) rather than lock."""
+        self._release()
+        self._main = self._gate = -1
+
+
+def _close_descriptors(*fds: int) -> None:
+    for fd in fds:
+        os.close(fd)
 
 
 def _holds_cache(path: str) -> bool:
@@ -666,7 +682,10 @@ def _read_header(path: str) -> bytes | None:
 
 def _stranger(owner: int) -> str:
     if owner == 0:
-        return "an SQLite database without ucudnn's application_id"
+        return (
+            "an SQLite database without ucudnn's application_id, as is a cache written by "
+            "ucudnn before schema version 2: delete such a cache, it can be measured again"
+        )
     return (
         f"an SQLite database with application_id {owner:#010x}, not ucudnn's {APPLICATION_ID:#010x}"
     )

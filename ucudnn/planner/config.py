@@ -6,7 +6,7 @@ Sizes accept a plain byte count ("67108864") or a number with a unit ("64MiB", "
 fractional result is rounded down to whole bytes, so a limit is never exceeded.
 
 The same checks serve values passed from Python (`byte_count`, `micro_batch_policy`,
-`file_path`), so a `Config` built directly is held to what the environment is held to.
+`file_path`, `boolean`), so a `Config` built directly is held to what the environment is held to.
 """
 
 from __future__ import annotations
@@ -98,6 +98,14 @@ def parse_bool(text: str, name: str) -> bool:
     )
 
 
+def boolean(value: object, name: str) -> bool:
+    """A yes/no value passed from Python: True or False only (1 or "no" are likelier slips
+    than intent); errors name `name`, the argument."""
+    if not isinstance(value, bool):
+        raise TypeError(f"{name} must be True or False, got {value!r}")
+    return value
+
+
 def parse_policy(text: str, name: str) -> str | tuple[int, ...]:
     """A policy name (any letter case) or a comma list of positive micro-batch sizes."""
     by_lower = {p.lower(): p for p in POLICY_NAMES}
@@ -171,6 +179,13 @@ def default_database(environ: Mapping[str, str] = os.environ) -> Path:
     return root / "ucudnn" / "benchmarks.sqlite"
 
 
+def database_from_env(environ: Mapping[str, str] = os.environ) -> Path:
+    """The benchmark cache's path: UCUDNN_DATABASE (~ expanded) if set and not empty, else
+    `default_database`. Reads no other setting, so a bad one elsewhere cannot hide the cache."""
+    text = environ.get("UCUDNN_DATABASE", "").strip()
+    return _user_path(text, "UCUDNN_DATABASE") if text else default_database(environ)
+
+
 @dataclasses.dataclass(frozen=True)
 class Config:
     """What the planner does when the caller does not say otherwise."""
@@ -179,6 +194,7 @@ class Config:
     default_workspace_limit: int = 64 * 1024**2
     total_workspace_size: int | None = None  # set (> 0): plan the whole network at once (WD)
     database: Path = dataclasses.field(default_factory=default_database)
+    check: bool = False  # compare every call with the undivided convolution
 
     def __post_init__(self) -> None:
         # Built from Python as well as from the environment: both are checked here.
@@ -189,6 +205,7 @@ class Config:
             ),
             "total_workspace_size": _budget(self.total_workspace_size, "total_workspace_size"),
             "database": file_path(self.database, "database"),
+            "check": boolean(self.check, "check"),
         }
         for name, value in checked.items():
             object.__setattr__(self, name, value)
@@ -205,13 +222,13 @@ class Config:
             value = environ.get(name, "").strip()
             return value or None
 
-        fields: dict[str, object] = {"database": default_database(environ)}
+        fields: dict[str, object] = {"database": database_from_env(environ)}
         if (text := get("UCUDNN_BATCH_SIZE_POLICY")) is not None:
             fields["batch_size_policy"] = parse_policy(text, "UCUDNN_BATCH_SIZE_POLICY")
         if (text := get("UCUDNN_DEFAULT_WORKSPACE_LIMIT")) is not None:
             fields["default_workspace_limit"] = parse_size(text, "UCUDNN_DEFAULT_WORKSPACE_LIMIT")
         if (text := get("UCUDNN_TOTAL_WORKSPACE_SIZE")) is not None:
             fields["total_workspace_size"] = parse_size(text, "UCUDNN_TOTAL_WORKSPACE_SIZE")
-        if (text := get("UCUDNN_DATABASE")) is not None:
-            fields["database"] = _user_path(text, "UCUDNN_DATABASE")
+        if (text := get("UCUDNN_CHECK")) is not None:
+            fields["check"] = parse_bool(text, "UCUDNN_CHECK")
         return cls(**fields)  # type: ignore[arg-type]

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from ucudnn.core.checks import integer
-from ucudnn.planner.config import Config, byte_count, file_path, micro_batch_policy, parse_bool
+from ucudnn.planner.config import Config, boolean, byte_count, file_path, micro_batch_policy
 from ucudnn.planner.policies import Policy
 from ucudnn.planner.tables import layer_name
 from ucudnn.runtime.benchmark import BenchmarkSettings
@@ -61,9 +61,9 @@ class HandleOptions:
             if policy is None
             else micro_batch_policy(policy, "policy"),
             stream=integer(stream, "stream", minimum=0, maximum=MAX_STREAM),
-            deterministic=flag_option(deterministic, "deterministic"),
-            check=check_option(check, environ),
-            database=database_option(database, flag_option(use_cache, "use_cache"), config),
+            deterministic=boolean(deterministic, "deterministic"),
+            check=check_option(check, config),
+            database=database_option(database, boolean(use_cache, "use_cache"), config),
             benchmark=benchmark_option(benchmark),
         )
 
@@ -83,18 +83,9 @@ def workspace_option(
     return "wr", config.default_workspace_limit
 
 
-def flag_option(value: object, name: str) -> bool:
-    if not isinstance(value, bool):
-        raise TypeError(f"{name} must be True or False, got {value!r}")
-    return value
-
-
-def check_option(check: object, environ: Mapping[str, str]) -> bool:
-    """`check` itself, or UCUDNN_CHECK as a yes/no value (unset or empty: no)."""
-    if check is not None:
-        return flag_option(check, "check")
-    text = environ.get("UCUDNN_CHECK", "").strip()
-    return parse_bool(text, "UCUDNN_CHECK") if text else False
+def check_option(check: object, config: Config) -> bool:
+    """`check` itself, else UCUDNN_CHECK as the configuration read it."""
+    return config.check if check is None else boolean(check, "check")
 
 
 def database_option(database: object, use_cache: bool, config: Config) -> Path | None:
