@@ -62,11 +62,18 @@ def test_info_reads_a_foreign_file_and_changes_nothing(capsys, tmp_path) -> None
 def test_info_reports_bad_settings_as_warnings(capsys, tmp_path, monkeypatch) -> None:
     monkeypatch.setenv("UCUDNN_BATCH_SIZE_POLICY", "sometimes")
     monkeypatch.setenv("UCUDNN_DEFAULT_WORKSPACE_LIMIT", "lots")
-    assert main(["info", "--database", str(tmp_path / "none.sqlite")]) == 0
+    monkeypatch.setenv("UCUDNN_CHECK", "maybe")
+    monkeypatch.setenv("UCUDNN_DATABASE", "~no-such-user-here/b.sqlite")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    assert main(["info"]) == 0
     out = capsys.readouterr().out
     assert "warning: UCUDNN_BATCH_SIZE_POLICY='sometimes' is not a policy" in out
     assert "warning: UCUDNN_DEFAULT_WORKSPACE_LIMIT='lots' is not a size" in out
-    assert "cache: " in out
+    assert "warning: UCUDNN_CHECK='maybe' is not a yes/no value" in out
+    assert "warning: UCUDNN_DATABASE='~no-such-user-here/b.sqlite': cannot expand ~" in out
+    # The cache it reports is the default one, which it does not create.
+    assert f"cache: {tmp_path / 'ucudnn' / 'benchmarks.sqlite'} (not created yet)" in out
+    assert not any(tmp_path.iterdir())
 
 
 def test_plan_from_a_timings_file(capsys, timings) -> None:

@@ -15,7 +15,7 @@ from pathlib import Path
 from ucudnn.errors import UcudnnError
 from ucudnn.faces.info import info_text, unusable_reason
 from ucudnn.planner.cli import limit_from_args, mode_from_args, plan_tables, policy_from_args
-from ucudnn.planner.config import Config, parse_size
+from ucudnn.planner.config import Config, database_from_env, default_database, parse_size
 from ucudnn.planner.errors import InfeasibleError, SolverError
 from ucudnn.planner.networks import load_network
 from ucudnn.planner.policies import policy_text
@@ -97,11 +97,12 @@ def _configuration_problems() -> list[str]:
     return problems
 
 
-def _cache_config() -> Config:
-    """The configuration of the cache alone: a bad setting elsewhere must not hide it."""
-    return Config.from_env(
-        {k: v for k, v in os.environ.items() if k in ("UCUDNN_DATABASE", "XDG_CACHE_HOME")}
-    )
+def _database_or_default() -> Path:
+    """UCUDNN_DATABASE, or the default when it cannot be read (reported as a warning above)."""
+    try:
+        return database_from_env()
+    except ValueError:
+        return default_database()
 
 
 # -- commands ------------------------------------------------------------------------------
@@ -114,7 +115,7 @@ def info(args: argparse.Namespace) -> int:
     print(info_text())
     for problem in _configuration_problems():
         print(f"warning: {problem}")
-    path = Path(args.database) if args.database else _cache_config().database
+    path = Path(args.database) if args.database else _database_or_default()
     print(f"cache: {inspect_cache(path).describe()}")
     return 0
 
