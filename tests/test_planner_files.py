@@ -87,6 +87,12 @@ def test_records_refuse_repeated_columns_and_ragged_rows() -> None:
         list(_records("a,b\n1,2\n3\n"))
     with pytest.raises(ValueError, match=r"^<csv>, line 1: empty file"):
         _records("")
+    long = "c" * 100_000
+    with pytest.raises(ValueError) as caught:
+        _records(f"{long},{long}\n")
+    assert str(caught.value) == (
+        f"<csv>, line 1, column {'c' * 60!r}... (100000 characters): the column is repeated"
+    )
 
 
 def test_csv_library_errors_become_located_value_errors() -> None:

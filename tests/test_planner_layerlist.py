@@ -150,7 +150,11 @@ def test_write_rejects_what_csv_cannot_hold() -> None:
         ("a,8,8,3,0,4,3,3,1,1,1,1", "line 3, layer 'a', column 'N': N must be >= 1, got 0"),
         (
             "a,8,8,3,9223372036854775808,4,3,3,1,1,1,1",
-            "line 3, layer 'a', column 'N': N must be <= 2147483647",
+            r"line 3, layer 'a', column 'N': N has 19 digits, more than any allowed value \(at",
+        ),
+        (
+            f"a,8,8,3,{'9' * 5000},4,3,3,1,1,1,1",
+            r"line 3, layer 'a', column 'N': N has 5000 digits, more than any allowed value \(at",
         ),
         (
             "a,8,8,3,2147483648,4,3,3,1,1,1,1",
@@ -186,6 +190,41 @@ def test_malformed_rows_name_the_line_layer_and_column(row: str, message: str) -
     text = HEADER_2D + "ok,8,8,3,256,4,3,3,1,1,1,1\n" + row + "\n"
     with pytest.raises(ValueError, match=r"^<layer list>, " + message):
         read_text(text)
+
+
+def test_leading_zeros_are_no_digits_of_a_value() -> None:
+    text = HEADER_2D + f"a,8,8,3,{'0' * 5000}256,4,3,3,+00,1,1,1\n"
+    assert read_text(text) == [Layer("a", ConvProblem.create(256, 3, 4, (8, 8), 3, (1, 0)))]
+
+
+@pytest.mark.parametrize(
+    ("column", "place"),
+    [
+        ("stride_h", "layer 'a', column 'stride_h': stride_h must be an integer"),
+        ("source", r"column 'source': label .* control character"),
+        ("dtype", "layer 'a': dtype .* is not one of"),
+    ],
+)
+def test_long_cells_are_shown_cut_short(column: str, place: str) -> None:
+    header = [*HEADER_2D.rstrip("\n").split(","), "dtype"]
+    good = "a,8,8,3,256,4,3,3,1,1,1,1,float32"
+    cells = dict(zip(header, good.split(","), strict=True))
+    cells[column] = "x" * 100_000 + "\x00"
+    with pytest.raises(ValueError, match=f"^<layer list>, line 2, {place}") as caught:
+        read_text(",".join(header) + "\n" + ",".join(cells.values()) + "\n")
+    assert len(str(caught.value)) < 300 and "(100001 characters)" in str(caught.value)
+    assert "\x00" not in str(caught.value)
+
+
+def test_long_unknown_columns_and_labels_are_shown_cut_short() -> None:
+    with pytest.raises(ValueError, match=r"unknown column\(s\) 'yyyy.*\(100000 characters\);"):
+        read_text(HEADER_2D.rstrip("\n") + "," + "y" * 100_000 + "\n")
+    label = "L" * 100_000
+    with pytest.raises(
+        ValueError, match=r"^<layer list>, line 2, layer 'LLL.*\(100000 ch"
+    ) as caught:
+        read_text(HEADER_2D + label + ",8,8,3,256,4,3,3,1,1,1,x\n")
+    assert len(str(caught.value)) < 300
 
 
 def test_bad_text_field_names_the_line() -> None:

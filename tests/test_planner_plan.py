@@ -241,6 +241,28 @@ def test_from_json_refuses_kernels_that_clash() -> None:
         Plan.from_json(text)
 
 
+@pytest.mark.parametrize("digits", [101, 5000])
+def test_long_integers_in_a_plan_are_located_at_their_value(digits: int) -> None:
+    text = json.dumps(_document("wr"), indent=2)
+    line = text.splitlines().index('  "limit_bytes": 4096,') + 1
+    text = text.replace('"limit_bytes": 4096', f'"limit_bytes": {"9" * digits}')
+    with pytest.raises(ValueError) as caught:
+        Plan.from_json(text, "p.json")
+    assert str(caught.value) == (
+        f"p.json, line {line}, column 18: the integer has {digits} digits, more than any value "
+        "a document holds (at most 100)"
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "where"),
+    [("9" * 5000, "line 1, column 1"), ("[1, 2,\n -" + "9" * 200 + "]", "line 2, column 2")],
+)
+def test_long_integers_outside_objects_are_located_too(text: str, where: str) -> None:
+    with pytest.raises(ValueError, match=rf"^p.json, {where}: the integer has \d+ digits, more"):
+        Plan.from_json(text, "p.json")
+
+
 def test_a_plan_that_takes_no_time_has_no_speedup() -> None:
     table = KernelTable("z", "forward", 2, [Candidate(2, 0, 1.0, 0), Candidate(1, 1, -0.0, 0)])
     plan = make_plan_wr(TimingTables([table]), 0)

@@ -169,9 +169,14 @@ def test_csv_and_json_round_trip(tmp_path) -> None:
             "workspace_bytes must be >= 0",
         ),
         (
-            ["conv1,forward,4,4,1,2.5,260000000000000000"],
+            ["conv1,forward,4,4,1,2.5,2600000000000000"],
             "line 2, column 'workspace_bytes'",
             "workspace_bytes must be <= 1125899906842624",
+        ),
+        (
+            ["conv1,forward,4,4,1,2.5,00260000000000000000"],
+            "line 2, column 'workspace_bytes'",
+            r"workspace_bytes has 18 digits, more than any allowed value \(at most 1125899",
         ),
         (
             ["conv1,forward,4,8,1,2.5,0"],
@@ -187,7 +192,7 @@ def test_csv_and_json_round_trip(tmp_path) -> None:
         (
             ["conv1,forward,9223372036854775808,1,1,2.5,0"],
             "line 2, column 'batch'",
-            "batch must be <= 2147483647",
+            r"batch has 19 digits, more than any allowed value \(at most 2147483647\)",
         ),
         (
             ["conv1,forward,four,4,1,2.5,0"],
@@ -255,6 +260,7 @@ def test_csv_errors_name_the_line_and_column(rows: list[str], where: str, messag
     [
         ("layer,kernel,batch,micro_batch,algo,time_ms", "line 1: missing column.*workspace_bytes"),
         (HEADER + ",speed", "line 1: unknown column.*'speed'"),
+        (HEADER + "," + "s" * 100_000, r"line 1: unknown column\(s\) 's{60}'\.\.\. \(100000 char"),
         (HEADER + ",workspace_bytes", "line 1, column 'workspace_bytes': the column is repeated"),
         (HEADER + ", layer ", "line 1, column 'layer': the column is repeated"),
         ("", "line 1: empty file"),
@@ -265,11 +271,53 @@ def test_csv_header_errors(header: str, message: str) -> None:
         read(header + ("\n" if header else ""))
 
 
+@pytest.mark.parametrize("digits", [11, 5000, 100_000])
+def test_long_numbers_are_refused_at_their_cell_before_converting(digits: int) -> None:
+    with pytest.raises(ValueError) as caught:
+        read(f"{HEADER}\nconv1,forward,4,4,{'9' * digits},2.5,0\n")
+    assert str(caught.value) == (
+        f"t.csv, line 2, column 'algo': algo has {digits} digits, more than any allowed value "
+        "(at most 2147483647)"
+    )
+
+
+def test_leading_zeros_and_signs_are_no_digits_of_a_value() -> None:
+    table = read(f"{HEADER}\nconv1,forward,{'0' * 5000}4,+0004,-0,2.5,{'0' * 20}\n")
+    assert list(table["conv1", "forward"]) == [Candidate(4, 0, 2.5, 0)]
+
+
+@pytest.mark.parametrize(
+    ("column", "bad"),
+    [("layer", "x" * 100_000 + "\x00"), ("batch", "x" * 100_000), ("time_ms", "1" * 100_000 + "x"),
+     ("kernel", "f" * 100_000), ("math_type", "t" * 100_000), ("deterministic", "y" * 100_000)],
+)  # fmt: skip
+def test_long_cells_are_shown_cut_short(column: str, bad: str) -> None:
+    row = dict.fromkeys(["layer", "kernel", "batch", "micro_batch", "algo", "time_ms",
+                         "workspace_bytes", "math_type", "deterministic"], "")  # fmt: skip
+    row |= {"layer": "c", "kernel": "forward", "batch": "1", "micro_batch": "1", "algo": "0",
+            "time_ms": "1", "workspace_bytes": "0", column: bad}  # fmt: skip
+    with pytest.raises(ValueError, match=rf"^t.csv, line 2, column '{column}': ") as caught:
+        read(",".join(row) + "\n" + ",".join(row.values()) + "\n")
+    assert len(str(caught.value)) < 300 and f"({len(bad)} characters)" in str(caught.value)
+
+
 def test_optional_column_values_are_checked() -> None:
-    with pytest.raises(ValueError, match="line 2, column 'deterministic': deterministic must be"):
+    with pytest.raises(
+        ValueError, match="line 2, column 'deterministic': deterministic='maybe' is not a yes/no"
+    ):
         read(HEADER + ",deterministic\nconv1,forward,1,1,1,2.5,0,maybe\n")
     with pytest.raises(ValueError, match="line 2, column 'math_type': math_type 'turbo' is not"):
         read(HEADER + ",math_type\nconv1,forward,1,1,1,2.5,0,turbo\n")
+
+
+@pytest.mark.parametrize(
+    ("word", "value"),
+    [("true", True), ("YES", True), ("1", True), ("On", True), ("", False),
+     ("false", False), ("no", False), ("0", False), ("OFF", False)],
+)  # fmt: skip
+def test_deterministic_takes_the_yes_no_words_settings_take(word: str, value: bool) -> None:
+    table = read(HEADER + f",deterministic\nconv1,forward,1,1,1,2.5,0,{word}\n")
+    assert [c.deterministic for c in table["conv1", "forward"]] == [value]
 
 
 def test_rows_and_json_errors_name_the_row() -> None:
@@ -294,6 +342,8 @@ def test_rows_and_json_errors_name_the_row() -> None:
         TimingTables.from_json(json.dumps({**doc, "version": 9}))
     with pytest.raises(ValueError, match="version True is not supported"):
         TimingTables.from_json(json.dumps({**doc, "version": True}))
+    with pytest.raises(ValueError, match=r"version 'vvvv.*'\.\.\. \(100000 characters\) is not"):
+        TimingTables.from_json(json.dumps({**doc, "version": "v" * 100_000}))
     with pytest.raises(ValueError, match="line 1, field 'rows': must be a list of objects"):
         TimingTables.from_json(json.dumps({**doc, "rows": [1]}))
 
@@ -366,8 +416,13 @@ def test_a_table_has_one_order_whatever_order_its_rows_came_in() -> None:
 
 def test_candidates_check_their_flags() -> None:
     assert Candidate(1, 0, 1.0, 0, deterministic=1).deterministic is True
-    with pytest.raises(TypeError, match="deterministic must be true or false"):
-        Candidate(1, 0, 1.0, 0, deterministic="no")
+    assert Candidate(1, 0, 1.0, 0, deterministic=np.uint8(0)).deterministic is False
+    compared = np.float32(2.0) > 1  # numpy comparisons give numpy bools
+    assert Candidate(1, 0, 1.0, 0, deterministic=compared).deterministic is True
+    assert Candidate(1, 0, 1.0, 0, deterministic=np.False_).deterministic is False
+    for bad in ("no", 2, np.int64(-1), 1.0, np.array([True, False])):
+        with pytest.raises(TypeError, match="deterministic must be true or false"):
+            Candidate(1, 0, 1.0, 0, deterministic=bad)
     with pytest.raises(TypeError, match="a kernel table holds Candidates"):
         KernelTable("c", "forward", 1).add((1, 0, 1.0, 0))
 
@@ -399,11 +454,46 @@ def test_json_output_is_strict() -> None:
     assert TimingTables.from_json(text.encode()) == tables
 
 
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        (
+            "9" * 100,
+            "line 2, row 1, column 'workspace_bytes': workspace_bytes must be <= "
+            "1125899906842624, got an integer of 100 digits",
+        ),
+        (
+            "-" + "9" * 101,
+            "line 3, column 36: the integer has 101 digits, more than any value "
+            "a document holds (at most 100)",
+        ),
+        (
+            "9" * 5000,
+            "line 3, column 36: the integer has 5000 digits, more than any value "
+            "a document holds (at most 100)",
+        ),
+    ],
+)
+def test_json_integers_are_bounded_before_they_are_converted(value: str, message: str) -> None:
+    text = (
+        '{"format": "ucudnn-timings", "version": 1, "rows": [\n'
+        '{"layer": "c", "kernel": "forward", "batch": 1, "micro_batch": 1, "algo": 0,\n'
+        f'"time_ms": 1.0, "workspace_bytes": {value}}}]}}'
+    )
+    with pytest.raises(ValueError) as caught:
+        TimingTables.from_json(text, "t.json")
+    assert str(caught.value) == f"t.json, {message}"
+
+
 def test_json_repeated_keys_and_syntax_errors_are_located() -> None:
     text = '{"format": "ucudnn-timings", "version": 1, "rows": [\n{"layer": "a", "layer": "b"}]}'
     with pytest.raises(
         ValueError, match=r"^t.json, line 2, column 1: the key 'layer' appears twice"
     ):
+        TimingTables.from_json(text, "t.json")
+    key = "k" * 100_000
+    text = f'{{"format": "ucudnn-timings", "rows": [\n{{"{key}": 1, "{key}": 2}}]}}'
+    with pytest.raises(ValueError, match=r"^t.json, line 2, column 1: the key 'kkk.*\(100000 ch"):
         TimingTables.from_json(text, "t.json")
     with pytest.raises(ValueError, match=r"^t.json, line 2, column 5: malformed JSON: Expecting"):
         TimingTables.from_json('{"format": "ucudnn-timings",\n"a" "b"}', "t.json")

@@ -8,6 +8,7 @@ import json
 import numpy as np
 import pytest
 
+from ucudnn.core.checks import integer, shown
 from ucudnn.core.problem import (
     MAX_DIM,
     ConvProblem,
@@ -176,8 +177,10 @@ def test_constructor_names_the_field(name: str, value: object, message: str) -> 
         dataclasses.replace(BASE, **{name: value})
 
 
-def test_a_batch_beyond_one_descriptor_is_a_problem_micro_batches_can_run() -> None:
-    # 2**31 - 1 samples of 64x64x64: far beyond one cuDNN descriptor, but each sample fits.
+def test_a_batch_beyond_one_descriptor_is_accepted_when_each_sample_fits() -> None:
+    # 2**31 - 1 samples of 64x64x64: far beyond one cuDNN descriptor, but each sample fits, so
+    # the planner takes it (running it would need the runtime to benchmark only sizes that fit
+    # one descriptor, which it does not arrange yet).
     p = ConvProblem.create(MAX_DIM, 64, 64, (64, 64), 3, padding=1)
     assert p.batch == MAX_DIM and p.x_dims[0] * p.x_strides[0] > MAX_DIM
     assert p.with_batch(1).x_strides[0] == 64 * 64 * 64
@@ -206,3 +209,43 @@ def test_a_sample_beyond_one_descriptor_is_refused(make, message: str) -> None:
     with pytest.raises(ValueError, match=message) as info:
         make()
     assert "2**31 - 1" in str(info.value) and "no micro-batch can run it" in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        ("conv1", "'conv1'"),
+        ("a\x00b", r"'a\x00b'"),
+        ("x" * 80, repr("x" * 80)),
+        ("x" * 81, repr("x" * 60) + "... (81 characters)"),
+        ("\u2028" * 100_000, repr("\u2028" * 60) + "... (100000 characters)"),
+        (10**79, str(10**79)),
+        (-(10**80), "an integer of 81 digits"),
+        (10**5000, "an integer of 5001 digits"),  # past Python's own limit on str(int)
+        (
+            (1,) * 100,
+            "(1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,... (300 characters)",
+        ),
+    ],
+    ids=lambda value: type(value).__name__,  # str() of 10**5000 would fail
+)
+def test_values_in_errors_are_shown_cut_short(value: object, expected: str) -> None:
+    assert shown(value) == expected
+
+
+def test_integer_errors_show_huge_values_cut_short() -> None:
+    with pytest.raises(ValueError, match=r"^batch must be <= 2147483647, got an integer of 5001 d"):
+        integer(10**5000, "batch", maximum=MAX_DIM)
+    with pytest.raises(TypeError, match=r"^batch must be an integer, got 'xxx.*\(100000 charac"):
+        integer("x" * 100_000, "batch")
+
+
+@pytest.mark.parametrize("field", ["dtype", "layout", "filter_layout", "math_type", "mode"])
+def test_long_text_fields_are_shown_cut_short(field: str) -> None:
+    with pytest.raises(
+        ValueError, match=rf"^{field} 'xxx.*'\.\.\. \(100000 characters\) is not"
+    ) as caught:
+        dataclasses.replace(BASE, **{field: "x" * 100_000})
+    assert len(str(caught.value)) < 200
+    with pytest.raises(ValueError, match=r"unknown problem fields: 'yyy.*\(100000 characters\)"):
+        ConvProblem.from_dict({**BASE.to_dict(), "y" * 100_000: 1})

@@ -1,4 +1,5 @@
-"""Argument checks shared by every layer: integers as Python users pass them.
+"""Argument checks shared by every layer: integers as Python users pass them, and values shown
+in errors.
 
 Python callers pass numpy integers (shapes, limits) as often as ints, so any integral type is
 accepted through `operator.index`; bools are refused, since True is almost never meant as 1.
@@ -6,7 +7,34 @@ accepted through `operator.index`; bools are refused, since True is almost never
 
 from __future__ import annotations
 
+import math
 import operator
+
+# A value an error shows whole has at most this many characters; of a longer one it shows the
+# first _KEPT and the length.
+_SHOWN = 80
+_KEPT = 60
+
+
+def shown(value: object) -> str:
+    """`value` as an error message shows it: its repr, cut short past 80 characters with the
+    full length said ("'xxx...'... (131072 characters)"), so that a pasted megabyte still
+    makes a short message."""
+    if isinstance(value, int) and abs(value) >= 10**_SHOWN:
+        # str() of a huge int is slow, and Python refuses it past sys.get_int_max_str_digits().
+        return f"an integer of {_digit_count(value)} digits"
+    text = value if isinstance(value, str) else repr(value)
+    if len(text) <= _SHOWN:
+        return repr(value)
+    start = repr(text[:_KEPT]) if isinstance(value, str) else text[:_KEPT]
+    return f"{start}... ({len(text)} characters)"
+
+
+def _digit_count(number: int) -> int:
+    """Decimal digits of `number`, without converting it to text."""
+    number = max(abs(number), 1)  # 0 has one digit too
+    at_least = int(number.bit_length() * math.log10(2))  # the count, or one less
+    return at_least + (number >= 10**at_least)
 
 
 def integer(
@@ -19,10 +47,10 @@ def integer(
         number = operator.index(value)  # type: ignore[arg-type]
     except TypeError:
         raise TypeError(
-            f"{name} must be an integer, got {value!r} ({type(value).__name__})"
+            f"{name} must be an integer, got {shown(value)} ({type(value).__name__})"
         ) from None
     if minimum is not None and number < minimum:
-        raise ValueError(f"{name} must be >= {minimum}, got {number}")
+        raise ValueError(f"{name} must be >= {minimum}, got {shown(number)}")
     if maximum is not None and number > maximum:
-        raise ValueError(f"{name} must be <= {maximum}, got {number}")
+        raise ValueError(f"{name} must be <= {maximum}, got {shown(number)}")
     return number

@@ -11,7 +11,7 @@ import json
 import math
 from typing import Literal
 
-from ucudnn.core.checks import integer
+from ucudnn.core.checks import integer, shown
 
 Kernel = Literal["forward", "backward_data", "backward_filter"]
 KERNELS: tuple[Kernel, ...] = ("forward", "backward_data", "backward_filter")
@@ -31,12 +31,13 @@ _MINIMUM = {
     "filter_size": 1, "padding": 0, "stride": 1, "dilation": 1, "x_strides": 1, "y_strides": 1,
 }  # fmt: skip
 _TUPLE_FIELDS = ("input_size", "filter_size", "padding", "stride", "dilation")
-_TEXT_FIELDS = ("layout", "filter_layout", "dtype", "compute_dtype", "math_type", "mode")
+# The text fields, in the order they are checked (and layer lists write their columns).
+TEXT_FIELDS = ("layout", "filter_layout", "dtype", "compute_dtype", "math_type", "mode")
 
 
 def check_kernel(kernel: str) -> Kernel:
     if kernel not in KERNELS:
-        raise ValueError(f"unknown kernel {kernel!r}; expected one of {', '.join(KERNELS)}")
+        raise ValueError(f"unknown kernel {shown(kernel)}; expected one of {', '.join(KERNELS)}")
     return kernel  # type: ignore[return-value]
 
 
@@ -84,7 +85,7 @@ def _dimensions(value: object, name: str) -> tuple[int, ...]:
     try:
         values = tuple(value)  # type: ignore[arg-type]
     except TypeError:
-        raise TypeError(f"{name} must be a sequence of integers, got {value!r}") from None
+        raise TypeError(f"{name} must be a sequence of integers, got {shown(value)}") from None
     low = _MINIMUM.get(name, 0)
     if all(type(v) is int and low <= v <= MAX_DIM for v in values):
         return values  # the usual case, without building a name for every entry
@@ -98,7 +99,7 @@ def _text(value: object, name: str) -> str:
     if value is None:
         return ""
     if not isinstance(value, str):
-        raise TypeError(f"{name} must be a string, got {value!r} ({type(value).__name__})")
+        raise TypeError(f"{name} must be a string, got {shown(value)} ({type(value).__name__})")
     return str(value)
 
 
@@ -109,13 +110,13 @@ def _per_dimension(value: object, rank: int, name: str) -> tuple[object, ...]:
     except TypeError:  # not a sequence (numpy's 0-d arrays included): one integer for all
         return (integer(value, name),) * rank
     if len(values) != rank:
-        raise ValueError(f"{name} must be an int or {rank} ints, got {values!r}")
+        raise ValueError(f"{name} must be an int or {rank} ints, got {shown(values)}")
     return values
 
 
 def _check_tensor(tensor: object, known: tuple[str, ...]) -> None:
     if tensor not in known:
-        raise ValueError(f"tensor must be one of {', '.join(known)}, got {tensor!r}")
+        raise ValueError(f"tensor must be one of {', '.join(known)}, got {shown(tensor)}")
 
 
 def _span(dims: tuple[int, ...], strides: tuple[int, ...]) -> int:
@@ -206,11 +207,11 @@ class ConvProblem:
         rank = len(x_shape) - 2
         layout = _text(layout, "layout") or LAYOUTS[rank][0]
         if layout not in LAYOUTS[rank]:
-            raise ValueError(f"layout {layout!r} is not one of {', '.join(LAYOUTS[rank])}")
+            raise ValueError(f"layout {shown(layout)} is not one of {', '.join(LAYOUTS[rank])}")
         filter_layout = _text(filter_layout, "filter_layout") or layout
         if filter_layout not in LAYOUTS[rank]:
             raise ValueError(
-                f"filter_layout {filter_layout!r} is not one of {', '.join(LAYOUTS[rank])}"
+                f"filter_layout {shown(filter_layout)} is not one of {', '.join(LAYOUTS[rank])}"
             )
         n, c, *spatial = to_logical(x_shape, layout)
         k, c_per_group, *filter_size = to_logical(w_shape, filter_layout)
@@ -225,7 +226,7 @@ class ConvProblem:
             if value is not None:
                 value = _dimensions(value, name)
                 if len(value) != len(x_shape):
-                    raise ValueError(f"{name} must have {len(x_shape)} entries, got {value}")
+                    raise ValueError(f"{name} must have {len(x_shape)} entries, got {shown(value)}")
                 strides[name] = to_logical(value, layout)
         return cls.create(
             n, c, k, tuple(spatial), tuple(filter_size), padding, stride, dilation,
@@ -252,7 +253,9 @@ class ConvProblem:
             object.__setattr__(self, "y_strides", packed_strides(self.y_dims, self.layout))
         for name in ("x_strides", "y_strides"):
             if len(getattr(self, name)) != rank + 2:
-                raise ValueError(f"{name} must have {rank + 2} entries, got {getattr(self, name)}")
+                raise ValueError(
+                    f"{name} must have {rank + 2} entries, got {shown(getattr(self, name))}"
+                )
         self._check_descriptor_sizes()
 
     def _normalise_types(self) -> None:
@@ -263,7 +266,7 @@ class ConvProblem:
             object.__setattr__(self, name, _dimension(getattr(self, name), name))
         for name in (*_TUPLE_FIELDS, "x_strides", "y_strides"):
             object.__setattr__(self, name, _dimensions(getattr(self, name), name))
-        for name in _TEXT_FIELDS:
+        for name in TEXT_FIELDS:
             object.__setattr__(self, name, _text(getattr(self, name), name))
 
     def _validate(self, rank: int) -> None:
@@ -285,7 +288,7 @@ class ConvProblem:
         ):
             if getattr(self, name) not in allowed:
                 raise ValueError(
-                    f"{name} {getattr(self, name)!r} is not one of {', '.join(allowed)}"
+                    f"{name} {shown(getattr(self, name))} is not one of {', '.join(allowed)}"
                 )
         if any(o < 1 for o in self.output_size):
             raise ValueError(
@@ -294,8 +297,13 @@ class ConvProblem:
             )
 
     def _check_descriptor_sizes(self) -> None:
-        """A batch too big for one cuDNN descriptor still runs in micro-batches, but a single
-        sample (or the filter) that is too big can never run."""
+        """Refuse a problem whose single sample (or filter) is too big for one cuDNN
+        descriptor: no micro-batch can run it.
+
+        A whole batch too big for one descriptor is accepted, and the planner plans it, but
+        running it needs every micro-batch size the runtime benchmarks to fit one descriptor,
+        which the runtime does not arrange yet: it benchmarks the full batch too (a descriptor
+        cuDNN refuses) and allocates buffers for the whole batch."""
         sample = {
             "one sample of x": _span((1, *self.x_dims[1:]), self.x_strides),
             "one sample of y": _span((1, *self.y_dims[1:]), self.y_strides),
@@ -388,7 +396,7 @@ class ConvProblem:
         names = {f.name for f in dataclasses.fields(cls)}
         unknown = set(data) - names
         if unknown:
-            raise ValueError(f"unknown problem fields: {', '.join(sorted(unknown))}")
+            raise ValueError(f"unknown problem fields: {', '.join(map(shown, sorted(unknown)))}")
         return cls(**data)  # type: ignore[arg-type]
 
     def key(self) -> str:

@@ -1,9 +1,10 @@
 """Our JSON documents carry a format name and a version; reading one checks both.
 
 Errors name the source with a line and column: of the syntax error in malformed JSON, of an
-object that repeats a key (json.loads would silently keep the last value), and of the
-document itself when it is not the kind asked for. Every object read remembers its line
-(`line_of`), so that the code that checks its fields can say where it is.
+object that repeats a key (json.loads would silently keep the last value), of an integer too
+long for any value of ours, and of the document itself when it is not the kind asked for.
+Every object read remembers its line (`line_of`), so that the code that checks its fields can
+say where it is.
 """
 
 from __future__ import annotations
@@ -12,7 +13,13 @@ import json
 import json.decoder
 import json.scanner
 
+from ucudnn.core.checks import shown
 from ucudnn.planner.files import decode, position
+
+# Our documents hold counts and byte sizes, all below 2**64 (20 digits). A longer integer is a
+# mistake, refused before int() reads it: int() is slow on long digit strings and refuses
+# those past sys.get_int_max_str_digits() (640 at the least) with a message about Python.
+MAX_DIGITS = 100
 
 
 class JsonObject(dict):
@@ -32,28 +39,62 @@ def line_of(value: object) -> str:
     return f"line {value.line}" if isinstance(value, JsonObject) else ""
 
 
-class _RepeatedKey(json.JSONDecodeError):
-    pass
+class _Refused(json.JSONDecodeError):
+    """Well-formed JSON that no document of ours holds: a repeated key, a huge integer."""
 
 
-def _parse_object(s_and_end, *args):  # json.decoder.JSONObject's signature
+class _LongInteger(ValueError):
+    """Raised by `_integer`, which json calls without the position; `_locating` adds it."""
+
+
+def _integer(digits: str) -> int:
+    """json's parse_int, refusing more digits than MAX_DIGITS before converting them."""
+    count = len(digits.removeprefix("-"))
+    if count > MAX_DIGITS:
+        raise _LongInteger(
+            f"the integer has {count} digits, more than any value a document holds "
+            f"(at most {MAX_DIGITS})"
+        )
+    return int(digits)
+
+
+def _locating(scan_once):
+    """json's value scanner, with a too-long integer reported where the value starts."""
+
+    def scan(text: str, index: int):
+        try:
+            return scan_once(text, index)
+        except _LongInteger as exc:
+            raise _Refused(str(exc), text, index) from None
+
+    return scan
+
+
+def _parse_object(s_and_end, strict, scan_once, *args):  # json.decoder.JSONObject's signature
     """json's object parser, with the object's line recorded and repeated keys refused."""
     text, start = s_and_end  # start is just past the "{"
-    pairs, end = json.decoder.JSONObject(s_and_end, *args)
+    pairs, end = json.decoder.JSONObject(s_and_end, strict, _locating(scan_once), *args)
     found = JsonObject(pairs)
     if len(found) < len(pairs):
         keys = [key for key, _ in pairs]
         repeated = next(key for n, key in enumerate(keys) if key in keys[:n])
-        raise _RepeatedKey(f"the key {repeated!r} appears twice in this object", text, start - 1)
+        message = f"the key {shown(repeated)} appears twice in this object"
+        raise _Refused(message, text, start - 1)
     found.text, found.start = text, start - 1
     return found, end
 
 
+def _parse_array(s_and_end, scan_once):  # json.decoder.JSONArray's signature
+    return json.decoder.JSONArray(s_and_end, _locating(scan_once))
+
+
 def _decoder() -> json.JSONDecoder:
-    # The pure-Python scanner is the one that lets the object parser be replaced.
-    decoder = json.JSONDecoder(object_pairs_hook=list)
+    # The pure-Python scanner is the one that lets the object and array parsers be replaced.
+    decoder = json.JSONDecoder(object_pairs_hook=list, parse_int=_integer)
     decoder.parse_object = _parse_object  # type: ignore[attr-defined]
-    decoder.scan_once = json.scanner.py_make_scanner(decoder)  # type: ignore[attr-defined]
+    decoder.parse_array = _parse_array  # type: ignore[attr-defined]
+    scan_once = json.scanner.py_make_scanner(decoder)
+    decoder.scan_once = _locating(scan_once)  # type: ignore[attr-defined]
     return decoder
 
 
@@ -65,7 +106,7 @@ def parse_json(text: str | bytes, source: str) -> object:
     try:
         return _decoder().decode(text)
     except json.JSONDecodeError as exc:
-        what = exc.msg if isinstance(exc, _RepeatedKey) else f"malformed JSON: {exc.msg}"
+        what = exc.msg if isinstance(exc, _Refused) else f"malformed JSON: {exc.msg}"
         raise ValueError(f"{source}, line {exc.lineno}, column {exc.colno}: {what}") from None
     except RecursionError:
         raise ValueError(f"{source}: JSON nested too deeply to read") from None
@@ -79,5 +120,7 @@ def read_document(text: str | bytes, kind: str, version: int, source: str = "<js
         raise ValueError(f"{where}: not a {kind} document")
     found = data.get("version")
     if type(found) is not int or found != version:
-        raise ValueError(f"{where}: {kind} version {found!r} is not supported (expected {version})")
+        raise ValueError(
+            f"{where}: {kind} version {shown(found)} is not supported (expected {version})"
+        )
     return data

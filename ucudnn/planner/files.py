@@ -20,6 +20,8 @@ import stat
 from collections.abc import Iterator
 from typing import IO
 
+from ucudnn.core.checks import shown
+
 Source = str | os.PathLike[str] | IO[str] | IO[bytes]
 
 
@@ -125,7 +127,9 @@ class CsvRecords:
         header = [column.strip() for column in fields]
         repeated = next((c for n, c in enumerate(header) if c in header[:n]), None)
         if repeated is not None:
-            raise ValueError(f"{self.name}, line 1, column {repeated!r}: the column is repeated")
+            raise ValueError(
+                f"{self.name}, line 1, column {shown(repeated)}: the column is repeated"
+            )
         self._line = self._reader.line_num
         return header
 

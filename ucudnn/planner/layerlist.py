@@ -7,9 +7,10 @@ filter_layout). pad_* defaults to 0 and stride_* to 1. Unknown columns are an er
 misspelt header cannot silently fall back to a default, and so is a column named twice.
 
 Integers are plain decimal digits, at least 1 (pad_* at least 0) and at most 2**31 - 1, since
-cuDNN's dimensions are 32-bit. Labels are one line of text without control characters; a
-label that is empty becomes "line<n>". Files are UTF-8 (a byte-order mark is tolerated).
-Errors name the file, the line, the layer and the column.
+cuDNN's dimensions are 32-bit (a cell of more than 10 digits, leading zeros aside, is refused
+before it is converted). Labels are one line of text without control characters; a label
+that is empty becomes "line<n>". Files are UTF-8 (a byte-order mark is tolerated). Errors
+name the file, the line, the layer and the column, and show a long cell cut short.
 """
 
 from __future__ import annotations
@@ -21,14 +22,13 @@ import os
 from collections.abc import Iterable
 from typing import IO, NamedTuple
 
-from ucudnn.core.checks import integer
-from ucudnn.core.problem import MAX_DIM, ConvProblem, packed_strides
+from ucudnn.core.checks import integer, shown
+from ucudnn.core.problem import MAX_DIM, TEXT_FIELDS, ConvProblem, packed_strides
 from ucudnn.planner.files import CsvRecords, Source, atomic_write, field_errors, located_error
 from ucudnn.planner.tables import check_batch, integer_text, layer_name
 
 # Spatial axes in the column order of the shared files (2D lists W first, 3D lists D first).
 _AXES = {2: ("w", "h"), 3: ("d", "h", "w")}
-_TEXT_FIELDS = ("dtype", "compute_dtype", "math_type", "mode", "layout", "filter_layout")
 
 
 class Layer(NamedTuple):
@@ -54,7 +54,9 @@ def _int(row: dict[str, str], column: str, default: int | None) -> int:
                 raise ValueError("the value is missing")
             return default
         minimum = 0 if column.startswith("pad_") else 1
-        return integer(integer_text(text, column), column, minimum=minimum, maximum=MAX_DIM)
+        return integer(
+            integer_text(text, column, MAX_DIM), column, minimum=minimum, maximum=MAX_DIM
+        )
 
 
 def _label(row: dict[str, str], line: int) -> str:
@@ -80,14 +82,14 @@ def _parse_row(
         "dilation": tuple(_int(row, f"dilation_{a}", 1) for a in axes),
         "groups": _int(row, "groups", 1),
     }
-    texts = {f: row[f].strip() for f in _TEXT_FIELDS if (row.get(f) or "").strip()}
+    texts = {f: row[f].strip() for f in TEXT_FIELDS if (row.get(f) or "").strip()}
     # What is left to fail involves several columns (an empty output, groups that do not
     # divide the channels) or a text field, which the message names.
     return ConvProblem(**numbers, **{**defaults, **texts})  # type: ignore[arg-type]
 
 
 def _known_columns(rank: int) -> set[str]:
-    return {*_columns(rank, dilation=True), "groups", *_TEXT_FIELDS}
+    return {*_columns(rank, dilation=True), "groups", *TEXT_FIELDS}
 
 
 def read_layer_list(
@@ -108,15 +110,15 @@ def read_layer_list(
     unknown = [h for h in records.header if h not in _known_columns(rank)]
     if unknown:
         raise ValueError(
-            f"{records.name}, line 1: unknown column(s) {', '.join(map(repr, unknown))}; "
+            f"{records.name}, line 1: unknown column(s) {', '.join(map(shown, unknown))}; "
             f"{rank}D files take {', '.join(_columns(rank, dilation=True))}, groups, "
-            f"{', '.join(_TEXT_FIELDS)}"
+            f"{', '.join(TEXT_FIELDS)}"
         )
     layers = []
     for line, row in records:
         try:
             label = _label(row, line)
-            with field_errors(f"layer {label!r}"):
+            with field_errors(f"layer {shown(label)}"):
                 layers.append(Layer(label, _parse_row(row, rank, batch, defaults)))
         except (TypeError, ValueError) as exc:
             raise located_error(exc, records.name, f"line {line}") from None
@@ -124,12 +126,13 @@ def read_layer_list(
 
 
 def _optional_fields(problems: list[ConvProblem]) -> list[str]:
-    """Text fields and groups whose value some problem would lose if its column were left out."""
-    blank = {"groups": 1, "dtype": "float32", "compute_dtype": "", "math_type": "default"}
-    blank |= {"mode": "cross_correlation", "layout": "", "filter_layout": ""}
+    """Text fields and groups whose value some problem would lose if its column were left out
+    (and so took ConvProblem's default)."""
+    optional = ("groups", *TEXT_FIELDS)
+    blank = {f.name: f.default for f in dataclasses.fields(ConvProblem) if f.name in optional}
     return [
         name
-        for name in ("groups", *_TEXT_FIELDS)
+        for name in optional
         if any(
             getattr(dataclasses.replace(p, **{name: blank[name]}), name) != getattr(p, name)
             for p in problems
@@ -144,12 +147,14 @@ def _check_writable(layer: Layer) -> None:
     try:
         check_batch(p.batch)
     except ValueError as exc:
-        raise ValueError(f"layer {label!r}: {exc}") from None
+        raise ValueError(f"layer {shown(label)}: {exc}") from None
     if (p.x_strides, p.y_strides) != (
         packed_strides(p.x_dims, p.layout),
         packed_strides(p.y_dims, p.layout),
     ):
-        raise ValueError(f"layer {label!r} has non-packed tensor strides, which CSV cannot hold")
+        raise ValueError(
+            f"layer {shown(label)} has non-packed tensor strides, which CSV cannot hold"
+        )
 
 
 def write_layer_list(

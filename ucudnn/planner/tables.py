@@ -18,14 +18,15 @@ A timings CSV has one row per measured candidate, with the header
 - ``workspace_bytes``: exact workspace the run needs, in bytes, an integer from 0 to 2**50.
 - ``math_type`` (optional, default ``default``): ``default``, ``tensor_op``,
   ``tensor_op_allow_conversion`` or ``fma``.
-- ``deterministic`` (optional, default false): ``true``/``false`` (also ``1``/``0``,
-  ``yes``/``no``).
+- ``deterministic`` (optional, default false): a yes/no word as settings take it: ``true``/
+  ``false``, ``1``/``0``, ``yes``/``no`` or ``on``/``off``, in any letter case.
 
-Integers are plain decimal digits; each column appears once in the header. Every (layer,
-kernel) must have rows at micro_batch == batch, so a table always knows what the undivided run
-costs. A candidate (micro_batch, algo, math_type) appears once per table. Errors name the file,
-the line and the column. The same rows also travel as JSON: ``{"format": "ucudnn-timings",
-"version": 1, "rows": [{column: value, ...}, ...]}``.
+Integers are plain decimal digits, no more of them (leading zeros aside) than the column's
+maximum has; each column appears once in the header. Every (layer, kernel) must have rows at
+micro_batch == batch, so a table always knows what the undivided run costs. A candidate
+(micro_batch, algo, math_type) appears once per table. Errors name the file, the line and the
+column, and show a long cell cut short. The same rows also travel as JSON:
+``{"format": "ucudnn-timings", "version": 1, "rows": [{column: value, ...}, ...]}``.
 """
 
 from __future__ import annotations
@@ -45,8 +46,11 @@ import unicodedata
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import IO
 
-from ucudnn.core.checks import integer
+import numpy as np
+
+from ucudnn.core.checks import integer, shown
 from ucudnn.core.problem import MATH_TYPES, MAX_DIM, check_kernel
+from ucudnn.planner.config import parse_bool
 from ucudnn.planner.documents import line_of, read_document
 from ucudnn.planner.files import (
     CsvRecords,
@@ -66,15 +70,21 @@ COLUMNS = REQUIRED_COLUMNS + OPTIONAL_COLUMNS
 JSON_FORMAT = "ucudnn-timings"
 JSON_VERSION = 1
 
-_TRUE = ("true", "1", "yes")
-_FALSE = ("false", "0", "no")
 _INTEGER_TEXT = re.compile(r"[+-]?[0-9]+")
-_NUMBER_TEXT = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?")
+# One way to match each text: a long cell that is no number fails in linear time.
+_NUMBER_TEXT = re.compile(r"[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+)?")
 
 # Beyond these a row is a mistake, not a measurement (a convolution of 11 days, a workspace of
 # a pebibyte), and the numbers would leave the range where the WD solver stays exact.
 MAX_TIME_MS = 1e9
 MAX_WORKSPACE_BYTES = 2**50
+
+# The largest value of each integer column: the checks refuse more, and the readers refuse a
+# cell with more digits than it has before converting the cell.
+_MAXIMUM = {
+    "batch": MAX_DIM, "micro_batch": MAX_DIM, "algo": MAX_DIM,
+    "workspace_bytes": MAX_WORKSPACE_BYTES,
+}  # fmt: skip
 
 # Characters that would break a name across lines or hide in it: C0/C1 controls (NUL, tab,
 # newline, ...) and the Unicode line and paragraph separators.
@@ -85,25 +95,25 @@ def layer_name(value: object, what: str = "layer") -> str:
     """`value` if it can name a layer: text on one line, without control characters, that
     neither starts nor ends with a space (CSV readers strip cells, so it would not come back)."""
     if not isinstance(value, str):
-        raise TypeError(f"{what} must be text, got {value!r}")
+        raise TypeError(f"{what} must be text, got {shown(value)}")
     if not value:
         raise ValueError(f"{what} must be a non-empty name, got {value!r}")
     bad = next((c for c in value if unicodedata.category(c) in _UNPRINTABLE), None)
     if bad is not None:
-        raise ValueError(f"{what} {value!r} contains the control character {bad!r}")
+        raise ValueError(f"{what} {shown(value)} contains the control character {bad!r}")
     if value != value.strip():
-        raise ValueError(f"{what} {value!r} starts or ends with white space")
+        raise ValueError(f"{what} {shown(value)} starts or ends with white space")
     return value
 
 
 def check_batch(value: object) -> int:
     """A mini-batch N as cuDNN takes it: an integer from 1 to 2**31 - 1."""
-    return integer(value, "batch", minimum=1, maximum=MAX_DIM)
+    return integer(value, "batch", minimum=1, maximum=_MAXIMUM["batch"])
 
 
 def _time_ms(value: object) -> float:
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"time_ms must be a number, got {value!r}")
+        raise TypeError(f"time_ms must be a number, got {shown(value)}")
     # -0.0 is 0: a zero time must read as zero everywhere (speedups, JSON).
     time_ms = float(value) + 0.0
     if not 0 <= time_ms <= MAX_TIME_MS:
@@ -113,25 +123,28 @@ def _time_ms(value: object) -> float:
 
 def _math_type(value: object) -> str:
     if not isinstance(value, str) or value not in MATH_TYPES:
-        raise ValueError(f"math_type {value!r} is not one of {', '.join(MATH_TYPES)}")
+        raise ValueError(f"math_type {shown(value)} is not one of {', '.join(MATH_TYPES)}")
     return value
 
 
 def flag(value: object, name: str) -> bool:
-    """`value` as a bool: True or False, or 1 or 0 as C enums and numpy integers give them."""
-    if isinstance(value, numbers.Integral) and value in (0, 1):
+    """`value` as a bool: True or False (numpy's too, as its comparisons give them), or 1 or 0
+    as C enums and numpy integers give them; other numbers are refused."""
+    if isinstance(value, np.bool_) or (isinstance(value, numbers.Integral) and value in (0, 1)):
         return bool(value)
-    raise TypeError(f"{name} must be true or false, got {value!r}")
+    raise TypeError(f"{name} must be true or false, got {shown(value)}")
 
 
 # The check of each Candidate field, shared by the constructor and the readers (which name the
 # column of a bad value).
 _CANDIDATE_CHECKS: dict[str, Callable[[object], object]] = {
-    "micro_batch": functools.partial(integer, name="micro_batch", minimum=1, maximum=MAX_DIM),
-    "algo": functools.partial(integer, name="algo", minimum=0, maximum=MAX_DIM),
+    "micro_batch": functools.partial(
+        integer, name="micro_batch", minimum=1, maximum=_MAXIMUM["micro_batch"]
+    ),
+    "algo": functools.partial(integer, name="algo", minimum=0, maximum=_MAXIMUM["algo"]),
     "time_ms": _time_ms,
     "workspace_bytes": functools.partial(
-        integer, name="workspace_bytes", minimum=0, maximum=MAX_WORKSPACE_BYTES
+        integer, name="workspace_bytes", minimum=0, maximum=_MAXIMUM["workspace_bytes"]
     ),
     "math_type": _math_type,
     "deterministic": functools.partial(flag, name="deterministic"),
@@ -454,41 +467,41 @@ def _check_columns(columns: Iterable[str]) -> None:
     unknown = [c for c in columns if c not in COLUMNS]
     if unknown:
         raise ValueError(
-            f"unknown column(s) {', '.join(map(repr, unknown))}; "
+            f"unknown column(s) {', '.join(map(shown, unknown))}; "
             f"known columns are {', '.join(COLUMNS)}"
         )
 
 
-def integer_text(text: str, column: str) -> int:
-    """The integer a cell spells in plain decimal digits (no '1_000', no '1e3')."""
+def integer_text(text: str, column: str, maximum: int) -> int:
+    """The integer a cell spells in plain decimal digits (no '1_000', no '1e3'). More digits
+    than `maximum` has are refused before converting: no allowed value has them, and int()
+    is slow on long digit strings and refuses those past Python's limit."""
     if not _INTEGER_TEXT.fullmatch(text):
-        raise ValueError(f"{column} must be an integer, got {text!r}")
-    return int(text)
+        raise ValueError(f"{column} must be an integer, got {shown(text)}")
+    # Leading zeros are no digits of the value, but Python's limit would count them.
+    digits = text.lstrip("+-").lstrip("0") or "0"
+    if len(digits) > len(str(maximum)):
+        raise ValueError(
+            f"{column} has {len(digits)} digits, more than any allowed value (at most {maximum})"
+        )
+    return -int(digits) if text.startswith("-") else int(digits)
 
 
 def _number_text(text: str, column: str) -> float:
     if not _NUMBER_TEXT.fullmatch(text):
-        raise ValueError(f"{column} must be a number, got {text!r}")
+        raise ValueError(f"{column} must be a number, got {shown(text)}")
     return float(text)
-
-
-def _bool_text(text: str, column: str) -> bool:
-    if text.lower() in _TRUE:
-        return True
-    if text.lower() in _FALSE:
-        return False
-    raise ValueError(f"{column} must be true or false, got {text!r}")
 
 
 # How a CSV cell's text becomes a value; the value is then checked as a Python argument would
 # be. Cells that are already values (rows given in Python or JSON) skip the text step.
 _FROM_TEXT: dict[str, Callable[[str, str], object]] = {
-    "batch": integer_text,
-    "micro_batch": integer_text,
-    "algo": integer_text,
-    "workspace_bytes": integer_text,
+    **{
+        column: functools.partial(integer_text, maximum=maximum)
+        for column, maximum in _MAXIMUM.items()
+    },
     "time_ms": _number_text,
-    "deterministic": _bool_text,
+    "deterministic": parse_bool,
 }
 _CHECKS: dict[str, Callable[[object], object]] = {
     "layer": layer_name,
