@@ -18,7 +18,7 @@ from collections.abc import Iterator, Mapping
 from decimal import Decimal, localcontext
 from pathlib import Path
 
-from ucudnn.core.checks import integer
+from ucudnn.core.checks import integer, shown
 from ucudnn.core.problem import MAX_DIM
 
 POLICY_NAMES = ("undivided", "powerOfTwo", "all")
@@ -52,8 +52,7 @@ _FALSE = ("0", "false", "no", "off")
 
 def _setting(name: str, text: str) -> str:
     """ "NAME='value'" for an error, the value cut short: a pasted megabyte is no message."""
-    shown = repr(text) if len(text) <= 80 else f"{text[:60]!r}... ({len(text)} characters)"
-    return f"{name}={shown}"
+    return f"{name}={shown(text)}"
 
 
 def parse_size(text: str, name: str) -> int:

@@ -18,10 +18,10 @@ from collections.abc import Callable, Collection, Mapping
 from typing import TypeVar
 
 from ucudnn.core.arena import CUDNN_ALIGNMENT
-from ucudnn.core.checks import integer
+from ucudnn.core.checks import integer, shown
 from ucudnn.core.facts import DeviceFacts
 from ucudnn.core.problem import check_kernel
-from ucudnn.planner.config import byte_count, micro_batch_policy
+from ucudnn.planner.config import MAX_BYTES, byte_count, micro_batch_policy
 from ucudnn.planner.documents import line_of, read_document
 from ucudnn.planner.dp import eligible_candidates
 from ucudnn.planner.errors import InfeasibleError, SolverError
@@ -91,7 +91,7 @@ class KernelPlan:
             set_field("batch", check_batch(self.batch))
         with field_errors("field 'parts'"):
             if not isinstance(self.schedule, Schedule):
-                raise TypeError(f"the schedule must be a Schedule, got {self.schedule!r}")
+                raise TypeError(f"the schedule must be a Schedule, got {shown(self.schedule)}")
             if self.schedule.batch != self.batch:
                 raise ValueError(
                     f"the micro-batches {self.schedule.micro_batches_text()} add up to "
@@ -104,7 +104,7 @@ class KernelPlan:
                 raise ValueError(f"must be a Candidate at the batch {self.batch} or null")
         if self.offset is not None:
             with field_errors("field 'offset'"):
-                set_field("offset", integer(self.offset, "offset", minimum=0))
+                set_field("offset", integer(self.offset, "offset", minimum=0, maximum=MAX_BYTES))
 
     @property
     def kernel_id(self) -> KernelId:
@@ -179,7 +179,7 @@ def _kernel_place(layer: object, kernel: object) -> str:
 def _check_fields(data: object, fields: Collection[str], derived: Collection[str] = ()) -> None:
     """`data` is a JSON object with every one of `fields` and nothing else but `derived`."""
     if not isinstance(data, Mapping):
-        raise TypeError(f"expected an object, got {data!r}")
+        raise TypeError(f"expected an object, got {shown(data)}")
     missing = [f for f in fields if f not in data]
     if missing:
         raise FieldError(f"field {missing[0]!r}", "is missing")
@@ -190,7 +190,7 @@ def _check_fields(data: object, fields: Collection[str], derived: Collection[str
 
 def _list(value: object) -> list:
     if not isinstance(value, list):
-        raise TypeError(f"must be a list, got {value!r}")
+        raise TypeError(f"must be a list, got {shown(value)}")
     return value
 
 
@@ -202,7 +202,7 @@ def _candidate(data: object, place: str) -> Candidate:
 
 def _text_field(value: object, field: str) -> str:
     if not isinstance(value, str):
-        raise FieldError(f"field {field!r}", f"must be text, got {value!r}")
+        raise FieldError(f"field {field!r}", f"must be text, got {shown(value)}")
     return value
 
 
@@ -227,10 +227,14 @@ class Plan:
         set_field = functools.partial(object.__setattr__, self)
         if self.mode not in MODES:
             raise FieldError(
-                "field 'mode'", f"plan mode must be one of {', '.join(MODES)}, got {self.mode!r}"
+                "field 'mode'",
+                f"plan mode must be one of {', '.join(MODES)}, got {shown(self.mode)}",
             )
         with field_errors("field 'limit_bytes'"):
-            set_field("limit_bytes", integer(self.limit_bytes, "limit_bytes", minimum=0))
+            set_field(
+                "limit_bytes",
+                integer(self.limit_bytes, "limit_bytes", minimum=0, maximum=MAX_BYTES),
+            )
         with field_errors("field 'policy'"):
             set_field("policy", micro_batch_policy(self.policy, "policy"))
         with field_errors("field 'kernels'"):
@@ -242,7 +246,9 @@ class Plan:
         for field in ("solver", "solver_status", "timings_source"):
             _text_field(getattr(self, field), field)
         if self.device is not None and not isinstance(self.device, DeviceFacts):
-            raise FieldError("field 'device'", f"must be DeviceFacts or null, got {self.device!r}")
+            raise FieldError(
+                "field 'device'", f"must be DeviceFacts or null, got {shown(self.device)}"
+            )
         self._check_kernels()
         if self.mode == "wr":
             self._check_wr()
@@ -262,11 +268,13 @@ class Plan:
 
     def _check_wr(self) -> None:
         if self.alignment is not None:
-            raise FieldError("field 'alignment'", f"WR plans have none, got {self.alignment!r}")
+            raise FieldError(
+                "field 'alignment'", f"WR plans have none, got {shown(self.alignment)}"
+            )
         for k in self.kernels:
             if k.offset is not None:
                 raise FieldError(
-                    f"{k.place}, field 'offset'", f"WR plans have none, got {k.offset}"
+                    f"{k.place}, field 'offset'", f"WR plans have none, got {shown(k.offset)}"
                 )
             if k.workspace_bytes > self.limit_bytes:
                 raise FieldError(
@@ -278,7 +286,7 @@ class Plan:
     def _check_wd(self) -> None:
         """Every workspace lies at an aligned offset inside the budget, apart from the others."""
         with field_errors("field 'alignment'"):
-            alignment = integer(self.alignment, "alignment", minimum=1)
+            alignment = integer(self.alignment, "alignment", minimum=1, maximum=MAX_BYTES)
         object.__setattr__(self, "alignment", alignment)
         end, previous = 0, ""
         for k in sorted(self.kernels, key=lambda k: (k.offset or 0, k.workspace_bytes)):

@@ -9,7 +9,7 @@ module, keeping the same methods.
 from __future__ import annotations
 
 from ucudnn import _cudnn
-from ucudnn.core.checks import integer
+from ucudnn.core.checks import integer, shown
 from ucudnn.core.problem import KERNELS, ConvProblem, check_kernel
 from ucudnn.runtime.steps import ROLES
 
@@ -28,12 +28,12 @@ def algorithm_number(kernel: str, algo: object) -> int:
     valid = f"algo must be a {kernel} algorithm, 0..{len(names) - 1} or one of {', '.join(names)}"
     if isinstance(algo, str):
         if algo not in names:
-            raise ValueError(f"{valid}; got {algo!r}")
+            raise ValueError(f"{valid}; got {shown(algo)}")
         return names.index(algo)
     try:
         number = integer(algo, "algo")
     except TypeError:
-        raise TypeError(f"{valid}; got {algo!r} ({type(algo).__name__})") from None
+        raise TypeError(f"{valid}; got {shown(algo)} ({type(algo).__name__})") from None
     if not 0 <= number < len(names):
         raise ValueError(f"{valid}; got {number}")
     return number
