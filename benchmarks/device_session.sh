@@ -3,9 +3,10 @@
 # benchmark (benchmarks/gpu_compare.py) within what is left of a 10-minute command.
 #
 # Once, on the machine without a GPU, from the repository root (downloads into .whl/):
-#   bash ../shared/device/fetch-wheels.sh
+#   bash ../shared/device/fetch-wheels.sh 'highspy<1.16'
 # which fetches what the GPU machine lacks: mip, cffi, pycparser (cffi cannot import without
-# it), highspy and nvidia-cudnn-frontend. Then, through the device tool:
+# it), highspy and nvidia-cudnn-frontend. highspy 1.16 no longer exports the C library that
+# python-mip 2.0 loads, hence the pin (as in pyproject.toml). Then, through the device tool:
 #   run(command="UCUDNN_COMMIT=<git rev-parse HEAD> bash benchmarks/device_session.sh",
 #       carry=[".whl"], timeout_s=600)
 # Arguments after the script replace the benchmark's defaults, for example
@@ -38,10 +39,11 @@ if ! PIP_BREAK_SYSTEM_PACKAGES=1 python3 -m pip install --no-build-isolation --n
   tail -n 30 "$log"
   exit 1
 fi
-# Without these every gpu test would be skipped (or the planner would fail): stop here instead
-# of reporting a run that tested nothing.
-if ! python3 -c "import ucudnn, mip, highspy; import ucudnn._cudnn" >>"$log" 2>&1; then
-  say "SET-UP BROKEN: ucudnn, its native module, mip or highspy does not import; last lines:"
+# Without these every gpu test would be skipped (or WD could not be solved: CBC is not
+# carried): stop here instead of reporting a run that tested nothing.
+if ! python3 -c "import ucudnn, mip; import ucudnn._cudnn; mip.Model(solver_name=mip.HIGHS)" \
+  >>"$log" 2>&1; then
+  say "SET-UP BROKEN: ucudnn, its native module, mip or its HiGHS does not load; last lines:"
   tail -n 15 "$log"
   exit 2
 fi

@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -196,3 +201,25 @@ def test_bad_arguments() -> None:
     with pytest.raises(InfeasibleError, match="a/forward has no schedules"):
         plan_wd({("a", "forward"): []}, 0)
     assert plan_wd({}, 0).choices == {}
+
+
+def test_without_highs_cbc_solves_and_says_so(tmp_path) -> None:
+    """python-mip finds no HiGHS library at a bogus path: WD warns and solves with CBC."""
+    probe = (
+        "import warnings\n"
+        "from tests.test_planner_wd import knapsack_the_greedy_gets_wrong\n"
+        "from ucudnn.planner.wd import plan_wd\n"
+        "with warnings.catch_warnings(record=True) as caught:\n"
+        "    warnings.simplefilter('always')\n"
+        "    solution = plan_wd(knapsack_the_greedy_gets_wrong(), 4 * 256)\n"
+        "print(solution.solver, solution.time_ms)\n"
+        "print([str(w.message) for w in caught])\n"
+    )
+    env = {**os.environ, "PMIP_HIGHS_LIBRARY": str(tmp_path / "no-libhighs.so")}
+    result = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, env=env, check=True,
+        cwd=Path(__file__).resolve().parents[1],
+    )  # fmt: skip
+    solved, warned = result.stdout.splitlines()
+    assert solved == "cbc 22.0"
+    assert "the HiGHS solver could not be loaded" in warned and "solving with CBC" in warned

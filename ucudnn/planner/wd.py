@@ -26,6 +26,7 @@ import dataclasses
 import itertools
 import math
 import numbers
+import warnings
 from collections.abc import Mapping, Sequence
 
 from ucudnn.core.arena import CUDNN_ALIGNMENT
@@ -262,9 +263,14 @@ def _model(solver: str):
     names = {"highs": mip.HIGHS, "cbc": mip.CBC}
     try:
         model = mip.Model(sense=mip.MINIMIZE, solver_name=names[solver])
-    except Exception:  # python-mip raises plain exceptions when a solver library is missing
+    except Exception as exc:  # python-mip raises plain exceptions when a library is missing
         if solver == "cbc":
             raise
+        warnings.warn(
+            f"the HiGHS solver could not be loaded ({exc}); solving with CBC instead",
+            RuntimeWarning,
+            stacklevel=4,
+        )
         model, solver = mip.Model(sense=mip.MINIMIZE, solver_name=mip.CBC), "cbc"
     model.verbose = 0
     model.max_mip_gap = 0.0
