@@ -230,7 +230,8 @@ def _prove_greedy_or_prune(groups: list[_Group], budget: int) -> list[dict[int, 
     # the largest term of the bound.
     margin = 1e-12 * max(1.0, abs(greedy_ms), multiplier * budget)
     for g, p in zip(groups, priced, strict=True):
-        g.allowed = [i for i in g.allowed if bound + p[i] - min(p) <= greedy_ms + margin]
+        lowest = min(p)
+        g.allowed = [i for i in g.allowed if bound + p[i] - lowest <= greedy_ms + margin]
         if len(g.allowed) == 1:
             g.settle({g.allowed[0]: len(g.kernels)})
     return greedy
