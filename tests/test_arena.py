@@ -6,8 +6,7 @@ import itertools
 
 import numpy as np
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
+from hypothesis import given, strategies as st
 
 from ucudnn.core.arena import Arena, ArenaLayout, GrowingArena, align_up
 

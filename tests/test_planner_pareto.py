@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import random
 
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 from tests.planner_oracles import all_schedules, clip_policy, front_points, kernel_tables, policies
 from ucudnn.planner.pareto import desirable_set, pareto_front, smallest_workspace

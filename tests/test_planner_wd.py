@@ -9,8 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 from tests.planner_oracles import best_wd, kernel_tables
 from ucudnn.planner.errors import InfeasibleError

@@ -2,39 +2,48 @@
 
 The planner (`ucudnn.planner`) is pure Python and works without a GPU; the Handle and the
 NumPy functions need the native modules and, to run, a CUDA device.
+
+Every name below loads on first use: `import ucudnn` itself loads neither numpy, the planner's
+solvers nor the native modules.
 """
 
 from __future__ import annotations
 
-from importlib.metadata import PackageNotFoundError, version
+from typing import TYPE_CHECKING
 
-from ucudnn.core.problem import KERNELS, ConvProblem
-from ucudnn.faces.numpy_api import conv_backward_data, conv_backward_filter, conv_forward
+from ucudnn.core.lazy import lazy_exports
 
-try:
-    __version__ = version("ucudnn")
-except PackageNotFoundError:  # running from a source tree that was never installed
-    __version__ = "0+unknown"
+# The one place the version is written; the build reads it from here (pyproject.toml).
+__version__ = "0.1.0"
 
-__all__ = [
-    "KERNELS",
-    "ConvProblem",
-    "Handle",
-    "conv_backward_data",
-    "conv_backward_filter",
-    "conv_forward",
-    "info",
-]
+if TYPE_CHECKING:  # the lazily loaded names, for type checkers and IDEs
+    from ucudnn.core.device import (
+        info as info,
+    )
+    from ucudnn.core.problem import (
+        KERNELS as KERNELS,
+        ConvProblem as ConvProblem,
+    )
+    from ucudnn.faces.numpy_api import (
+        conv_backward_data as conv_backward_data,
+        conv_backward_filter as conv_backward_filter,
+        conv_forward as conv_forward,
+    )
+    from ucudnn.runtime.handle import (
+        Handle as Handle,
+    )
+
+_EXPORTS = {
+    **dict.fromkeys(["KERNELS", "ConvProblem"], "ucudnn.core.problem"),
+    **dict.fromkeys(
+        ["conv_backward_data", "conv_backward_filter", "conv_forward"], "ucudnn.faces.numpy_api"
+    ),
+    "Handle": "ucudnn.runtime.handle",
+    "info": "ucudnn.core.device",
+}
+__all__ = sorted(_EXPORTS)
+__getattr__, _dir = lazy_exports(__name__, _EXPORTS)
 
 
-def __getattr__(name: str) -> object:
-    # Loaded on first use so that `import ucudnn` never touches the native modules.
-    if name == "Handle":
-        from ucudnn.runtime.handle import Handle
-
-        return Handle
-    if name == "info":
-        from ucudnn.core.device import info
-
-        return info
-    raise AttributeError(f"module 'ucudnn' has no attribute {name!r}")
+def __dir__() -> list[str]:
+    return sorted([*_dir(), "__version__"])

@@ -3,45 +3,79 @@
 Benchmark tables go in (`TimingTables`), plans come out: `make_plan_wr` (a workspace limit per
 kernel, by dynamic programming) or `make_plan_wd` (one budget for the whole network, by an
 integer linear program over desirable sets).
+
+The names below load on first use, so importing one planner module does not load them all
+(networkx, the solvers).
 """
 
-from ucudnn.planner.cache import BenchmarkCache, inspect_cache
-from ucudnn.planner.config import Config, parse_policy, parse_size
-from ucudnn.planner.errors import InfeasibleError, SolverError
-from ucudnn.planner.graph import LayerGraph
-from ucudnn.planner.networks import builtin_network
-from ucudnn.planner.pareto import desirable_set, pareto_front, smallest_workspace
-from ucudnn.planner.plan import KernelPlan, Plan, baseline, make_plan_wd, make_plan_wr
-from ucudnn.planner.policies import DEFAULT_POLICY, sizes_for_policy
-from ucudnn.planner.tables import Candidate, KernelTable, Schedule, TimingTables
-from ucudnn.planner.wd import WDSolution, plan_wd
-from ucudnn.planner.wr import plan_wr
+from __future__ import annotations
 
-__all__ = [
-    "DEFAULT_POLICY",
-    "BenchmarkCache",
-    "Candidate",
-    "Config",
-    "InfeasibleError",
-    "KernelPlan",
-    "KernelTable",
-    "LayerGraph",
-    "Plan",
-    "Schedule",
-    "SolverError",
-    "TimingTables",
-    "WDSolution",
-    "baseline",
-    "builtin_network",
-    "desirable_set",
-    "inspect_cache",
-    "make_plan_wd",
-    "make_plan_wr",
-    "pareto_front",
-    "parse_policy",
-    "parse_size",
-    "plan_wd",
-    "plan_wr",
-    "sizes_for_policy",
-    "smallest_workspace",
-]
+from typing import TYPE_CHECKING
+
+from ucudnn.core.lazy import lazy_exports
+
+if TYPE_CHECKING:  # the lazily loaded names, for type checkers and IDEs
+    from ucudnn.planner.cache import (
+        BenchmarkCache as BenchmarkCache,
+        inspect_cache as inspect_cache,
+    )
+    from ucudnn.planner.config import (
+        Config as Config,
+        parse_policy as parse_policy,
+        parse_size as parse_size,
+    )
+    from ucudnn.planner.errors import (
+        InfeasibleError as InfeasibleError,
+        SolverError as SolverError,
+    )
+    from ucudnn.planner.graph import (
+        LayerGraph as LayerGraph,
+    )
+    from ucudnn.planner.networks import (
+        builtin_network as builtin_network,
+    )
+    from ucudnn.planner.pareto import (
+        desirable_set as desirable_set,
+        pareto_front as pareto_front,
+        smallest_workspace as smallest_workspace,
+    )
+    from ucudnn.planner.plan import (
+        KernelPlan as KernelPlan,
+        Plan as Plan,
+        baseline as baseline,
+        make_plan_wd as make_plan_wd,
+        make_plan_wr as make_plan_wr,
+    )
+    from ucudnn.planner.policies import (
+        DEFAULT_POLICY as DEFAULT_POLICY,
+        sizes_for_policy as sizes_for_policy,
+    )
+    from ucudnn.planner.tables import (
+        Candidate as Candidate,
+        KernelTable as KernelTable,
+        Schedule as Schedule,
+        TimingTables as TimingTables,
+    )
+    from ucudnn.planner.wd import (
+        WDSolution as WDSolution,
+        plan_wd as plan_wd,
+    )
+    from ucudnn.planner.wr import (
+        plan_wr as plan_wr,
+    )
+
+_EXPORTS = {
+    **dict.fromkeys(["BenchmarkCache", "inspect_cache"], ".cache"),
+    **dict.fromkeys(["Config", "parse_policy", "parse_size"], ".config"),
+    **dict.fromkeys(["InfeasibleError", "SolverError"], ".errors"),
+    "LayerGraph": ".graph",
+    "builtin_network": ".networks",
+    **dict.fromkeys(["desirable_set", "pareto_front", "smallest_workspace"], ".pareto"),
+    **dict.fromkeys(["KernelPlan", "Plan", "baseline", "make_plan_wd", "make_plan_wr"], ".plan"),
+    **dict.fromkeys(["DEFAULT_POLICY", "sizes_for_policy"], ".policies"),
+    **dict.fromkeys(["Candidate", "KernelTable", "Schedule", "TimingTables"], ".tables"),
+    **dict.fromkeys(["WDSolution", "plan_wd"], ".wd"),
+    "plan_wr": ".wr",
+}
+__all__ = sorted(_EXPORTS)
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

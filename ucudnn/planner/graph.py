@@ -9,8 +9,6 @@ from __future__ import annotations
 
 from collections.abc import Container, Iterable, Iterator, Sequence
 
-import networkx as nx
-
 from ucudnn.core.problem import KERNELS, ConvProblem, check_kernel
 from ucudnn.planner.files import Source
 from ucudnn.planner.layerlist import Layer, read_layer_list
@@ -35,7 +33,9 @@ class LayerGraph:
     layer can only follow layers that already exist."""
 
     def __init__(self) -> None:
-        self.graph = nx.DiGraph()
+        import networkx  # here: importing the planner must not load networkx
+
+        self.graph = networkx.DiGraph()
 
     def add_layer(
         self,

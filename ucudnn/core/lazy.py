@@ -1,0 +1,28 @@
+"""Names a package exports but imports only when first used (PEP 562).
+
+`import ucudnn` must stay light: the planner's solvers, networkx and the native modules load
+when a name that needs them is first touched, not before.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Mapping
+
+
+def lazy_exports(
+    package: str, exports: Mapping[str, str]
+) -> tuple[Callable[[str], object], Callable[[], list[str]]]:
+    """`__getattr__` and `__dir__` for `package`, which exports each name of `exports` from
+    the module it maps to (relative to `package` when it starts with a dot)."""
+
+    def __getattr__(name: str) -> object:
+        module = exports.get(name)
+        if module is None:
+            raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        return getattr(importlib.import_module(module, package), name)
+
+    def __dir__() -> list[str]:
+        return sorted(exports)
+
+    return __getattr__, __dir__
