@@ -17,21 +17,14 @@ from ucudnn.core.lazy import lazy_exports
 __version__ = "0.1.0"
 
 if TYPE_CHECKING:  # the lazily loaded names, for type checkers and IDEs
-    from ucudnn.core.device import (
-        info as info,
-    )
-    from ucudnn.core.problem import (
-        KERNELS as KERNELS,
-        ConvProblem as ConvProblem,
-    )
+    from ucudnn.core.device import info as info
+    from ucudnn.core.problem import KERNELS as KERNELS, ConvProblem as ConvProblem
     from ucudnn.faces.numpy_api import (
         conv_backward_data as conv_backward_data,
         conv_backward_filter as conv_backward_filter,
         conv_forward as conv_forward,
     )
-    from ucudnn.runtime.handle import (
-        Handle as Handle,
-    )
+    from ucudnn.runtime.handle import Handle as Handle
 
 _EXPORTS = {
     **dict.fromkeys(["KERNELS", "ConvProblem"], "ucudnn.core.problem"),

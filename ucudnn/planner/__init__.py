@@ -24,16 +24,9 @@ if TYPE_CHECKING:  # the lazily loaded names, for type checkers and IDEs
         parse_policy as parse_policy,
         parse_size as parse_size,
     )
-    from ucudnn.planner.errors import (
-        InfeasibleError as InfeasibleError,
-        SolverError as SolverError,
-    )
-    from ucudnn.planner.graph import (
-        LayerGraph as LayerGraph,
-    )
-    from ucudnn.planner.networks import (
-        builtin_network as builtin_network,
-    )
+    from ucudnn.planner.errors import InfeasibleError as InfeasibleError, SolverError as SolverError
+    from ucudnn.planner.graph import LayerGraph as LayerGraph
+    from ucudnn.planner.networks import builtin_network as builtin_network
     from ucudnn.planner.pareto import (
         desirable_set as desirable_set,
         pareto_front as pareto_front,
@@ -56,13 +49,8 @@ if TYPE_CHECKING:  # the lazily loaded names, for type checkers and IDEs
         Schedule as Schedule,
         TimingTables as TimingTables,
     )
-    from ucudnn.planner.wd import (
-        WDSolution as WDSolution,
-        plan_wd as plan_wd,
-    )
-    from ucudnn.planner.wr import (
-        plan_wr as plan_wr,
-    )
+    from ucudnn.planner.wd import WDSolution as WDSolution, plan_wd as plan_wd
+    from ucudnn.planner.wr import plan_wr as plan_wr
 
 _EXPORTS = {
     **dict.fromkeys(["BenchmarkCache", "inspect_cache"], ".cache"),
