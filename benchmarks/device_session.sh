@@ -41,7 +41,7 @@ if ! PIP_BREAK_SYSTEM_PACKAGES=1 python3 -m pip install --no-build-isolation --n
 fi
 # Without these every gpu test would be skipped (or WD could not be solved: CBC is not
 # carried): stop here instead of reporting a run that tested nothing.
-if ! python3 -c "import ucudnn, mip; import ucudnn._cudnn; mip.Model(solver_name=mip.HIGHS)" \
+if ! python3 -c "import ucudnn, mip; import ucudnn._native._cudnn; mip.Model(solver_name=mip.HIGHS)" \
   >>"$log" 2>&1; then
   say "SET-UP BROKEN: ucudnn, its native module, mip or its HiGHS does not load; last lines:"
   tail -n 15 "$log"

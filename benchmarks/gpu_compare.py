@@ -230,7 +230,7 @@ class Comparison:
 
     def benchmark(self, key, work, db: Path) -> None:
         """Fill an empty cache, then fill it again from itself: first use vs cached."""
-        from ucudnn import _cudnn
+        from ucudnn._native import _cudnn
         from ucudnn.core.device import device_facts
         from ucudnn.planner.cache import BenchmarkCache
         from ucudnn.runtime.benchmark import Benchmarker

@@ -19,7 +19,7 @@ from ucudnn.planner.config import parse_bool
 def gpu_available() -> tuple[bool, str]:
     """(True, "") when a CUDA device and cuDNN handle can be created, else (False, why)."""
     try:
-        from ucudnn import _cuda, _cudnn
+        from ucudnn._native import _cuda, _cudnn
     except ImportError as exc:
         return False, f"native modules did not import: {exc}"
     from ucudnn.errors import UcudnnError

@@ -120,7 +120,7 @@ def test_arena_capacity_fits_in_the_allocation_after_aligning(
     monkeypatch: pytest.MonkeyPatch, alignment: int, address: int
 ) -> None:
     """cudaMalloc guarantees only 256-byte alignment; any other alignment must still fit."""
-    from ucudnn import _cuda
+    from ucudnn._native import _cuda
 
     class FakeBuffer:
         def __init__(self, nbytes: int) -> None:
@@ -167,7 +167,7 @@ class _RecordingBuffers:
 
 @pytest.fixture
 def recording(monkeypatch: pytest.MonkeyPatch) -> _RecordingBuffers:
-    from ucudnn import _cuda
+    from ucudnn._native import _cuda
 
     buffers = _RecordingBuffers()
     monkeypatch.setattr(_cuda, "DeviceBuffer", buffers)
@@ -211,7 +211,7 @@ def test_growing_arena_of_zero_bytes_needs_no_device() -> None:
 @pytest.mark.gpu
 @pytest.mark.parametrize("alignment", [256, 4096])
 def test_device_arena_offsets_are_aligned_addresses(alignment: int) -> None:
-    from ucudnn import _cuda
+    from ucudnn._native import _cuda
 
     with Arena(10_000, alignment) as arena:
         assert arena.ptr % alignment == 0

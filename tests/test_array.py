@@ -34,7 +34,7 @@ def _interface(**changes: object) -> dict:
 
 
 def _has_device() -> bool:
-    from ucudnn import _cuda
+    from ucudnn._native import _cuda
 
     try:
         return _cuda.device_count() > 0
@@ -257,7 +257,7 @@ def test_host_copy_validation(call, error, message) -> None:
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype", ["float16", "float32", "float64", "int8", "int64"])
 def test_numpy_round_trip(dtype: str) -> None:
-    from ucudnn import _cuda
+    from ucudnn._native import _cuda
 
     host = (np.arange(60) - 30).reshape(3, 4, 5).astype(dtype)
     stream = _cuda.Stream()
@@ -278,7 +278,7 @@ def test_bfloat16_round_trip() -> None:
 
 @pytest.mark.gpu
 def test_interface_import_orders_after_the_producer_stream() -> None:
-    from ucudnn import _cuda
+    from ucudnn._native import _cuda
 
     producer, consumer = _cuda.Stream(), _cuda.Stream()
     source = DeviceArray.empty((1 << 22,), "uint8", stream=producer.handle)

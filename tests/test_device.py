@@ -2,18 +2,18 @@
 
 from __future__ import annotations
 
+import os
 import re
 import sys
 
 import pytest
 
-import ucudnn
 from ucudnn.core import device
 from ucudnn.errors import NoDeviceError
 
 
 def _has_device() -> bool:
-    from ucudnn import _cuda
+    from ucudnn._native import _cuda
 
     try:
         return _cuda.device_count() > 0
@@ -61,14 +61,29 @@ def test_without_a_device_lists_nothing_and_facts_raise() -> None:
 
 
 def test_info_reports_a_native_module_that_does_not_import(monkeypatch) -> None:
-    monkeypatch.delattr(ucudnn, "_cuda", raising=False)
-    monkeypatch.setitem(sys.modules, "ucudnn._cuda", None)  # makes the import fail
+    import ucudnn._native
+
+    monkeypatch.delattr(ucudnn._native, "_cuda", raising=False)
+    monkeypatch.setitem(sys.modules, "ucudnn._native._cuda", None)  # makes the import fail
     report = device.info()
     assert set(report) == {"native", "devices", "reason"}
     assert report["native"] is False
     assert report["devices"] == []
     assert report["reason"].startswith("native modules did not import:")
-    assert "ucudnn._cuda" in report["reason"]
+    assert "ucudnn._native._cuda" in report["reason"]
+
+
+def test_info_names_the_library_files_it_loaded() -> None:
+    report = device.info()
+    if not report["native"]:
+        pytest.skip(f"native modules not loaded: {report['reason']}")
+    from ucudnn import _build_info
+
+    libraries = {lib["soname"]: lib for lib in report["libraries"]}
+    assert set(libraries) == {"libcudnn.so.9", f"libcudart.so.{_build_info.CUDA_MAJOR}"}
+    for library in libraries.values():
+        assert os.path.isfile(library["path"]), library
+        assert library["found_by"]
 
 
 @pytest.mark.parametrize(
@@ -99,7 +114,7 @@ def test_no_device_reasons(code: int, name: str, driver: int, expected: str) -> 
 
 @pytest.mark.gpu
 def test_devices_and_facts_on_a_gpu() -> None:
-    from ucudnn import _cuda, _cudnn
+    from ucudnn._native import _cuda, _cudnn
 
     found = device.devices()
     assert [d.index for d in found] == list(range(_cuda.device_count()))

@@ -12,7 +12,7 @@ import weakref
 import numpy as np
 import pytest
 
-from ucudnn._dlpack import DLPackTensor
+from ucudnn._native._dlpack import DLPackTensor
 from ucudnn.core.array import DeviceArray
 from ucudnn.core.problem import ConvProblem
 from ucudnn.runtime.buffers import device_pointer

@@ -26,7 +26,7 @@ from examples.tiny_caffe.layers import (
     SoftmaxWithLoss,
 )
 from examples.tiny_caffe.net import Net
-from ucudnn import _cuda, _cudnn
+from ucudnn._native import _cuda, _cudnn
 from ucudnn.core.problem import packed_strides
 from ucudnn.errors import NoDeviceError
 from ucudnn.runtime.backend import ProblemDescriptors

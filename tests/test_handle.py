@@ -105,7 +105,7 @@ def _logical(array, problem: ConvProblem, tensor: str) -> np.ndarray:
 
 def _workspace_free_algorithm(handle, descs, kernel: str, sizes) -> int:
     """The first algorithm that runs with no workspace at every size (usually 0)."""
-    from ucudnn import _cudnn
+    from ucudnn._native import _cudnn
     from ucudnn.errors import CudnnError
     from ucudnn.runtime import backend
 
@@ -128,7 +128,7 @@ def _workspace_free_algorithm(handle, descs, kernel: str, sizes) -> int:
 @pytest.mark.parametrize(("rank", "channels_last"), [(2, False), (2, True), (3, False), (3, True)])
 def test_forced_split_equals_undivided(kernel, beta, dtype, rank, channels_last) -> None:
     """A hand-made 3+2+1 schedule against the undivided call, through the executor."""
-    from ucudnn import _cudnn
+    from ucudnn._native import _cudnn
     from ucudnn.runtime import backend, executor
 
     problem = _problem(rank, dtype, channels_last)
@@ -202,7 +202,7 @@ def test_micro_batches_at_poorly_aligned_offsets_stay_correct(tmp_path, kernel) 
 @pytest.mark.gpu
 @pytest.mark.parametrize("mode", ["wr", "wd"])
 def test_workspace_stays_within_the_limit(tmp_path, mode) -> None:
-    from ucudnn import _cuda
+    from ucudnn._native import _cuda
     from ucudnn.runtime.handle import Handle
     from ucudnn.runtime.measure import run_once
     from ucudnn.runtime.work import Work
@@ -233,7 +233,7 @@ def test_workspace_stays_within_the_limit(tmp_path, mode) -> None:
 
 @pytest.mark.gpu
 def test_allocation_failure_falls_back_and_stays_correct(tmp_path) -> None:
-    from ucudnn import _cuda
+    from ucudnn._native import _cuda
     from ucudnn.runtime.handle import Handle
 
     problem = ConvProblem.create(32, 64, 64, (56, 56), 3, padding=1, math_type="fma")
@@ -261,7 +261,7 @@ def test_allocation_failure_falls_back_and_stays_correct(tmp_path) -> None:
 @pytest.mark.gpu
 def test_arrays_from_another_stream_are_ordered_before_the_handles_stream(tmp_path) -> None:
     """x and w are copied in on one non-blocking stream, the handle runs on another."""
-    from ucudnn import _cuda
+    from ucudnn._native import _cuda
     from ucudnn.core.array import DeviceArray
     from ucudnn.runtime.handle import Handle
 
@@ -283,7 +283,7 @@ def test_arrays_from_another_stream_are_ordered_before_the_handles_stream(tmp_pa
 
 @pytest.mark.gpu
 def test_many_planned_calls_do_not_grow_memory(tmp_path) -> None:
-    from ucudnn import _cuda
+    from ucudnn._native import _cuda
     from ucudnn.runtime.handle import Handle
 
     problem = ConvProblem.create(4, 8, 8, (8, 8), 3, padding=1)

@@ -10,7 +10,15 @@ import sys
 
 import pytest
 
-HEAVY = ("ucudnn._cuda", "ucudnn._cudnn", "ucudnn._dlpack", "mip", "highspy", "networkx", "tqdm")
+HEAVY = (
+    "ucudnn._native._cuda",
+    "ucudnn._native._cudnn",
+    "ucudnn._native._dlpack",
+    "mip",
+    "highspy",
+    "networkx",
+    "tqdm",
+)
 PROBE = """
 import sys
 {statement}

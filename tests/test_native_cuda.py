@@ -1,4 +1,4 @@
-"""ucudnn._cuda: the CUDA runtime binding, its errors without a device, and its stubs."""
+"""ucudnn._native._cuda: the CUDA runtime binding, its errors without a device, and its stubs."""
 
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 import ucudnn
-from ucudnn import _cuda, _cudnn, errors
+from ucudnn import errors
+from ucudnn._native import _cuda, _cudnn
 
 
 def _no_device_error() -> errors.NoDeviceError | None:
@@ -119,11 +120,11 @@ def _parameters(node: ast.FunctionDef) -> list[str]:
     return [a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)]
 
 
-@pytest.mark.parametrize("name", ["_cuda", "_cudnn", "_dlpack"])
+@pytest.mark.parametrize("name", ["_cuda", "_cudnn", "_dlpack", "_loader"])
 def test_stub_declares_exactly_the_module(name: str) -> None:
     """The .pyi lists every public name with the real parameter names, and nothing else."""
-    module = importlib.import_module(f"ucudnn.{name}")
-    tree = ast.parse((Path(ucudnn.__file__).parent / f"{name}.pyi").read_text())
+    module = importlib.import_module(f"ucudnn._native.{name}")
+    tree = ast.parse((Path(ucudnn.__file__).parent / "_native" / f"{name}.pyi").read_text())
     stub = {}
     for node in tree.body:
         if isinstance(node, ast.FunctionDef | ast.ClassDef):

@@ -1,4 +1,4 @@
-"""ucudnn._cudnn: versions, descriptors, output shapes, errors, leaks; convolutions on a GPU."""
+"""ucudnn._native._cudnn: versions, descriptors, shapes, errors, leaks; convolutions on a GPU."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 from tests import reference_conv
-from ucudnn import _cudnn, errors
+from ucudnn import errors
+from ucudnn._native import _cudnn
 from ucudnn.core.array import DeviceArray, bfloat16_bits, bfloat16_values
 from ucudnn.core.problem import ConvProblem
 
@@ -241,7 +242,7 @@ def test_descriptors_do_not_leak() -> None:
 
 
 def test_handle_without_a_device_raises_a_cudnn_error() -> None:
-    from ucudnn import _cuda
+    from ucudnn._native import _cuda
 
     try:
         _cuda.device_count()
@@ -305,7 +306,7 @@ def _rounded(values: np.ndarray, dtype: str) -> np.ndarray:
 @pytest.mark.parametrize("case", _CASES, ids=lambda c: f"{c[0]}-{c[1]}-g{c[7]}")
 def test_convolutions_match_the_reference(kernel: str, case: tuple) -> None:
     """Get, Find, workspace size and execution with alpha/beta, against the reference."""
-    from ucudnn import _cuda
+    from ucudnn._native import _cuda
 
     dtype, layout, x_dims, w_dims, padding, stride, dilation, groups = case
     rng = np.random.default_rng(1)
@@ -374,7 +375,7 @@ def test_convolutions_match_the_reference(kernel: str, case: tuple) -> None:
 
 @pytest.mark.gpu
 def test_handle_stream_round_trip() -> None:
-    from ucudnn import _cuda
+    from ucudnn._native import _cuda
 
     handle, stream = _cudnn.Handle(), _cuda.Stream()
     assert handle.stream == 0

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ucudnn import _cudnn
+from ucudnn._native import _cudnn
 from ucudnn.runtime.backend import algorithm_number, candidate_math_type
 
 

@@ -134,3 +134,19 @@ class CacheError(UcudnnError, ValueError):
 
     def __reduce__(self):  # the default would call __init__ with the message only
         return type(self), (self.path, self.reason)
+
+
+class LibraryNotFoundError(UcudnnError, ImportError):
+    """cuDNN or the CUDA runtime could not be loaded from any place searched; `attempts` says
+    what was tried, in order, and why each failed."""
+
+    def __init__(self, library: str, soname: str, attempts: list[str], hint: str) -> None:
+        self.library = library
+        self.soname = soname
+        self.attempts = list(attempts)
+        self.hint = hint
+        tried = "".join(f"\n  {attempt}" for attempt in attempts)
+        super().__init__(f"cannot load {library} ({soname}); tried, in order:{tried}\n{hint}")
+
+    def __reduce__(self):  # the default would call __init__ with the message only
+        return type(self), (self.library, self.soname, self.attempts, self.hint)

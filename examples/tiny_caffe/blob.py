@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ucudnn import _cuda, _cudnn
+from ucudnn._native import _cuda, _cudnn
 from ucudnn.core.array import DeviceArray
 from ucudnn.core.problem import packed_strides
 

@@ -11,7 +11,8 @@ import math
 import numpy as np
 
 from examples.tiny_caffe.blob import DTYPE, Blob
-from ucudnn import Handle, _cudnn
+from ucudnn import Handle
+from ucudnn._native import _cudnn
 from ucudnn.core.problem import ConvProblem
 
 # Plain fp32 arithmetic (TF32 off), so micro-batched and undivided runs differ only by rounding.

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from examples.tiny_caffe.blob import zeros
 from examples.tiny_caffe.net import Net
-from ucudnn import _cudnn
+from ucudnn._native import _cudnn
 
 
 class SGD:

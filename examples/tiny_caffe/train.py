@@ -23,7 +23,8 @@ from examples.tiny_caffe.data import CLASSES, SIZE, batches, held_out
 from examples.tiny_caffe.layers import Convolution, InnerProduct, Pooling, ReLU, SoftmaxWithLoss
 from examples.tiny_caffe.net import Net
 from examples.tiny_caffe.solver import SGD
-from ucudnn import Handle, _cuda
+from ucudnn import Handle
+from ucudnn._native import _cuda
 from ucudnn.errors import NoDeviceError
 from ucudnn.planner.config import parse_size
 

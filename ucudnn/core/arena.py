@@ -77,7 +77,7 @@ class Arena:
     """
 
     def __init__(self, nbytes: int, alignment: int = CUDNN_ALIGNMENT) -> None:
-        from ucudnn import _cuda
+        from ucudnn._native import _cuda
 
         self._layout = ArenaLayout(nbytes, alignment)
         # cudaMalloc aligns to 256 bytes, so aligning its address moves it up by at most

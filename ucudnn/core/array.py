@@ -227,7 +227,7 @@ class DeviceArray:
     @classmethod
     def empty(cls, shape: Sequence[int], dtype: str, *, stream: int = 0) -> DeviceArray:
         """A new C-contiguous array on the current device (contents undefined)."""
-        from ucudnn import _cuda
+        from ucudnn._native import _cuda
 
         shape = _int_tuple(shape, "shape")
         if any(extent < 0 for extent in shape):
@@ -249,7 +249,7 @@ class DeviceArray:
 
     def copy_from_numpy(self, array: np.ndarray, *, stream: int = 0) -> None:
         """Enqueue a copy of a host array of the same shape and dtype into this array."""
-        from ucudnn import _cuda
+        from ucudnn._native import _cuda
 
         if not isinstance(array, np.ndarray):
             raise TypeError(f"copy_from_numpy needs a numpy array, got {type(array).__name__}")
@@ -264,7 +264,7 @@ class DeviceArray:
 
     def to_numpy(self, *, stream: int = 0) -> np.ndarray:
         """Copy to a new host array and wait for `stream` (bfloat16 comes back as uint16 bits)."""
-        from ucudnn import _cuda
+        from ucudnn._native import _cuda
 
         self._check_host_copy("to_numpy")
         out = np.empty(self.shape, dtype=host_dtype(self.dtype))
@@ -323,7 +323,7 @@ class DeviceArray:
         `stream` is passed to the producer, which orders its pending work before later work on
         it. The result owns the consumed DLPack tensor, which keeps the producer's memory alive.
         """
-        from ucudnn import _dlpack
+        from ucudnn._native import _dlpack
 
         if not (hasattr(obj, "__dlpack__") and hasattr(obj, "__dlpack_device__")):
             raise TypeError(
@@ -419,7 +419,7 @@ def _dtype_from_typestr(typestr: object) -> str:
 
 
 def _device_of(ptr: int) -> int:
-    from ucudnn import _cuda
+    from ucudnn._native import _cuda
 
     device = _cuda.pointer_device(ptr)
     if device is None:
@@ -429,7 +429,7 @@ def _device_of(ptr: int) -> int:
 
 def _order_after(producer: int, consumer: int) -> None:
     """Make later work on `consumer` wait for what is already enqueued on `producer`."""
-    from ucudnn import _cuda
+    from ucudnn._native import _cuda
 
     event = _cuda.Event(timing=False)
     event.record(producer)

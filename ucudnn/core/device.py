@@ -40,7 +40,7 @@ def versions() -> dict[str, int]:
 
     Raises ImportError when the native modules cannot be loaded.
     """
-    from ucudnn import _cuda, _cudnn
+    from ucudnn._native import _cuda, _cudnn
 
     return {
         "cudnn": _cudnn.version(),
@@ -53,7 +53,7 @@ def versions() -> dict[str, int]:
 
 def devices() -> list[Device]:
     """Every visible CUDA device; empty when there is no driver or no device."""
-    from ucudnn import _cuda
+    from ucudnn._native import _cuda
 
     try:
         count = _cuda.device_count()
@@ -63,7 +63,7 @@ def devices() -> list[Device]:
 
 
 def _device(index: int) -> Device:
-    from ucudnn import _cuda
+    from ucudnn._native import _cuda
 
     props = _cuda.device_properties(index)
     return Device(
@@ -82,7 +82,7 @@ def device_facts(device: int | None = None) -> DeviceFacts:
 
     Raises NoDeviceError when there is no usable device.
     """
-    from ucudnn import _cuda, _cudnn
+    from ucudnn._native import _cuda, _cudnn
 
     found = _device(_cuda.get_device() if device is None else device)
     return DeviceFacts(
@@ -116,8 +116,11 @@ def info() -> dict[str, object]:
         numbers = versions()
     except ImportError as exc:
         return {"native": False, "devices": [], "reason": f"native modules did not import: {exc}"}
+    from ucudnn._native import LIBRARIES
+
     report: dict[str, object] = {
         "native": True,
+        "libraries": [dataclasses.asdict(library) for library in LIBRARIES],
         "cudnn": cudnn_version_string(numbers["cudnn"]),
         "cudnn_build": cudnn_version_string(numbers["cudnn_build"]),
         "cuda_runtime": cuda_version_string(numbers["cuda_runtime"]),
@@ -127,7 +130,7 @@ def info() -> dict[str, object]:
         "devices": [],
         "reason": None,
     }
-    from ucudnn import _cuda
+    from ucudnn._native import _cuda
 
     try:
         count = _cuda.device_count()

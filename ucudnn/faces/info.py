@@ -29,6 +29,8 @@ def info_text() -> str:
         f"cuDNN {report['cudnn']} (built against {report['cudnn_build']}), "
         f"CUDA runtime {report['cuda_runtime']}, NVIDIA driver: {driver}"
     )
+    for library in report["libraries"]:
+        lines.append(f"{library['soname']}: {library['path']} (from {library['found_by']})")
     if report["reason"] or not report["devices"]:
         lines.append(f"devices: none ({report['reason'] or 'no CUDA device found'})")
     for d in report["devices"]:

@@ -8,7 +8,7 @@ module, keeping the same methods.
 
 from __future__ import annotations
 
-from ucudnn import _cudnn
+from ucudnn._native import _cudnn
 from ucudnn.core.checks import integer, shown
 from ucudnn.core.problem import KERNELS, ConvProblem, check_kernel
 from ucudnn.runtime.steps import ROLES

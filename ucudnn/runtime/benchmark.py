@@ -15,7 +15,7 @@ from collections.abc import Iterable, Sequence
 
 from tqdm import tqdm
 
-from ucudnn import _cuda, _cudnn
+from ucudnn._native import _cuda, _cudnn
 from ucudnn.core.arena import GrowingArena
 from ucudnn.core.facts import DeviceFacts
 from ucudnn.core.problem import ConvProblem

@@ -29,7 +29,7 @@ import sys
 
 import numpy as np
 
-from ucudnn import _cuda
+from ucudnn._native import _cuda
 from ucudnn.core.array import bfloat16_values
 from ucudnn.core.problem import ConvProblem
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ucudnn import _cudnn
+from ucudnn._native import _cudnn
 from ucudnn.errors import UcudnnError
 from ucudnn.planner.tables import Candidate
 from ucudnn.runtime import backend

@@ -12,7 +12,7 @@ import os
 import warnings
 from collections.abc import Iterable
 
-from ucudnn import _cuda, _cudnn
+from ucudnn._native import _cuda, _cudnn
 from ucudnn.core.arena import GrowingArena
 from ucudnn.core.device import device_facts
 from ucudnn.core.problem import KERNELS, ConvProblem, check_kernel

@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterator, Sequence
 
-from ucudnn import _cuda
+from ucudnn._native import _cuda
 from ucudnn.planner.tables import Candidate
 from ucudnn.runtime import executor
 from ucudnn.runtime.benchmark import ProblemBuffers

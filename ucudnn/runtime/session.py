@@ -6,7 +6,7 @@ import contextlib
 import os
 from collections.abc import Iterator
 
-from ucudnn import _cudnn
+from ucudnn._native import _cudnn
 from ucudnn.core.device import device_facts
 from ucudnn.planner.cache import BenchmarkCache
 from ucudnn.runtime.benchmark import Benchmarker, BenchmarkSettings

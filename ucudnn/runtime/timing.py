@@ -5,7 +5,7 @@ from __future__ import annotations
 import statistics
 from collections.abc import Callable
 
-from ucudnn import _cuda
+from ucudnn._native import _cuda
 
 
 class Timer:

@@ -1,4 +1,4 @@
-"""Type stubs for ucudnn._dlpack, the DLPack consumer (native/_dlpack.pyx).
+"""Type stubs for ucudnn._native._dlpack, the DLPack consumer (native/_dlpack.pyx).
 
 DLPackTensor(capsule) consumes a "dltensor" or "dltensor_versioned" capsule from `__dlpack__()`
 (TypeError for anything else, ValueError if it was already consumed) and calls the producer's
