@@ -1,0 +1,140 @@
+"""The distributions as users get them: names per CUDA major, plain version, requirements,
+and (built for real here) a manylinux wheel that carries no CUDA library and loads the ones
+the NVIDIA packages provide, from an install layout other than one site-packages."""
+
+from __future__ import annotations
+
+import email.parser
+import io
+import os
+import re
+import subprocess
+import sys
+import sysconfig
+import zipfile
+from pathlib import Path
+
+import pytest
+
+import ucudnn
+
+ROOT = Path(__file__).resolve().parent.parent
+SCRIPT = ROOT / ".ci" / "build_wheel.py"
+OTHER_MAJOR = {"13": "12", "12": "13"}
+
+
+def run_script(*args: str, cwd: Path = ROOT) -> list[str]:
+    result = subprocess.run(
+        [sys.executable, str(SCRIPT), *args], cwd=cwd, capture_output=True, text=True
+    )
+    assert result.returncode == 0, result.stderr[-4000:]
+    return result.stdout.split()
+
+
+def read_metadata(text: str) -> email.message.Message:
+    return email.parser.Parser().parsestr(text)
+
+
+@pytest.mark.parametrize("major", ["13", "12"])
+def test_each_cuda_major_is_its_own_distribution(major: str, tmp_path: Path) -> None:
+    (dist_info,) = run_script("--metadata-only", "--cuda", major, "--out", str(tmp_path))
+    metadata = read_metadata(Path(dist_info, "METADATA").read_text())
+    assert metadata["Name"] == f"ucudnn-cu{major}"
+    assert metadata["Version"] == ucudnn.__version__  # one version, no "+cu13" label
+    assert metadata["License-Expression"] == "BSD-3-Clause"
+    requires = metadata.get_all("Requires-Dist")
+    assert f"nvidia-cudnn-cu{major}<10,>=9.1" in requires
+    runtime = "nvidia-cuda-runtime<14,>=13" if major == "13" else "nvidia-cuda-runtime-cu12<13,>=12"
+    assert runtime in requires
+    assert not [r for r in requires if f"cu{OTHER_MAJOR[major]}" in r]
+    assert (
+        "[console_scripts]\nucudnn = ucudnn.faces.cli:main"
+        in Path(dist_info, "entry_points.txt").read_text()
+    )
+    assert Path(dist_info, "licenses", "LICENSE").read_text().startswith("BSD 3-Clause License")
+
+
+def _auditwheel_ready() -> str | None:
+    try:
+        import auditwheel  # noqa: F401
+    except ImportError:
+        return "auditwheel is not installed (pip install '.[test]')"
+    for module in ("scikit_build_core", "Cython"):
+        try:
+            __import__(module)
+        except ImportError:
+            return f"{module} is not installed; the wheel is built without isolation here"
+    return None
+
+
+@pytest.fixture(scope="module")
+def cu13_wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    reason = _auditwheel_ready()
+    if reason:
+        pytest.skip(reason)
+    out = tmp_path_factory.mktemp("dist")
+    (path,) = run_script("--cuda", "13", "--no-isolation", "--out", str(out))
+    return Path(path)
+
+
+def test_the_wheel_is_manylinux_and_named_for_its_cuda(cu13_wheel: Path) -> None:
+    tag = f"cp{sys.version_info.major}{sys.version_info.minor}"
+    pattern = (
+        rf"ucudnn_cu13-{re.escape(ucudnn.__version__)}-{tag}-{tag}-manylinux_2_\d+_x86_64\.whl"
+    )
+    assert re.fullmatch(pattern, cu13_wheel.name)
+
+
+def test_the_wheel_carries_no_cuda_library_and_no_search_path(cu13_wheel: Path) -> None:
+    from elftools.elf.dynamic import DynamicSection  # installed with auditwheel
+    from elftools.elf.elffile import ELFFile
+
+    with zipfile.ZipFile(cu13_wheel) as wheel:
+        names = wheel.namelist()
+        assert not [n for n in names if ".libs/" in n or re.search(r"libcu\w+\.so", n)]
+        for name in ("ucudnn/py.typed", "ucudnn/_build_info.py", "ucudnn/_native/_cudnn.pyi"):
+            assert name in names
+        modules = [n for n in names if n.endswith(".so")]
+        assert {Path(n).name.split(".")[0] for n in modules} == {
+            "_cuda", "_cudnn", "_dlpack", "_loader",
+        }  # fmt: skip
+        for name in modules:
+            with wheel.open(name) as file:
+                elf = ELFFile(io.BytesIO(file.read()))
+                tags = [
+                    tag.entry.d_tag
+                    for section in elf.iter_sections()
+                    if isinstance(section, DynamicSection)
+                    for tag in section.iter_tags()
+                ]
+                assert "DT_RPATH" not in tags and "DT_RUNPATH" not in tags, name
+
+
+def test_a_target_install_loads_the_libraries_of_the_nvidia_packages(
+    cu13_wheel: Path, tmp_path: Path
+) -> None:
+    # The wheel alone in a --target directory, the NVIDIA packages in site-packages: the
+    # layout a RUNPATH relative to the module could not serve.
+    target = tmp_path / "target"
+    subprocess.run(
+        [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--target",
+         str(target), str(cu13_wheel)],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    site_packages = sysconfig.get_paths()["purelib"]
+    code = (
+        "import ucudnn, ucudnn._native as n, ucudnn._native._cudnn as c;"
+        "print(ucudnn.__file__); print(c.version());"
+        "print('\\n'.join(lib.path for lib in n.LIBRARIES))"
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(target), site_packages])}
+    # -S: no site-packages processing, so the editable install of this checkout stays out.
+    result = subprocess.run(
+        [sys.executable, "-S", "-c", code], env=env, cwd=tmp_path, capture_output=True, text=True
+    )
+    assert result.returncode == 0, result.stderr
+    module, version, cudnn, runtime = result.stdout.split()
+    assert module == str(target / "ucudnn" / "__init__.py")
+    assert int(version) >= 90000
+    assert cudnn.startswith(site_packages) and cudnn.endswith("libcudnn.so.9")
+    assert runtime.endswith("libcudart.so.13")
