@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import importlib
+import importlib.util
+import re
+import subprocess
+import sys
 
 import pytest
 
 import ucudnn
+from ucudnn.core.build import distribution, version_text
 
 
 @pytest.mark.parametrize("package", ["ucudnn", "ucudnn.planner"])
@@ -30,3 +35,44 @@ def test_version_is_plain() -> None:
     # Package indexes refuse local labels such as "+cu13"; the CUDA major is in the name.
     assert "+" not in ucudnn.__version__
     assert all(part.isdigit() for part in ucudnn.__version__.split("."))
+
+
+def test_python_dash_m_is_the_ucudnn_command() -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "ucudnn", "--version"], capture_output=True, text=True, check=True
+    )
+    assert result.stdout == version_text() + "\n"
+
+
+def test_the_version_names_the_distribution_and_what_it_was_built_for() -> None:
+    text = version_text()
+    if importlib.util.find_spec("ucudnn._build_info") is None:
+        assert text == f"ucudnn {ucudnn.__version__} (native modules not built)"
+        return
+    from ucudnn import _build_info
+
+    assert re.fullmatch(
+        rf"ucudnn {re.escape(ucudnn.__version__)} \(ucudnn-cu{_build_info.CUDA_MAJOR}\), "
+        rf"built for CUDA {_build_info.CUDA_MAJOR}\.\d+ and cuDNN 9\.\d+\.\d+",
+        text,
+    )
+
+
+def test_a_source_tree_never_built_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "ucudnn._build_info", None)  # as if CMake never ran
+    assert version_text() == f"ucudnn {ucudnn.__version__} (native modules not built)"
+    assert distribution() == "ucudnn-cu13"
+
+
+def test_a_reader_that_goes_away_ends_the_command_quietly() -> None:
+    # `ucudnn plan ... | head -1`: the pipe closes after the first line, long before the
+    # command has written its 200 kB (more than a pipe holds).
+    command = [sys.executable, "-m", "ucudnn", "plan", "deepbench", "--model", "--json"]
+    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE) as process:
+        assert process.stdout is not None and process.stderr is not None
+        process.stdout.readline()
+        process.stdout.close()
+        errors = process.stderr.read().decode()
+        status = process.wait(timeout=60)
+    assert status == 141  # 128 + SIGPIPE, as shells report it
+    assert "Broken pipe" not in errors and "Traceback" not in errors, errors

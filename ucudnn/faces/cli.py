@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 
+from ucudnn.core.build import version_text
 from ucudnn.faces import commands
 from ucudnn.planner.cli import add_limit_arguments, add_plan_arguments
 from ucudnn.planner.wd import DEFAULT_TIME_LIMIT_S
@@ -35,6 +37,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="ucudnn",
         description="Faster cuDNN convolutions under a workspace budget, by micro-batching.",
     )
+    parser.add_argument("--version", action="version", version=version_text())
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     info = sub.add_parser("info", help="devices, driver, CUDA and cuDNN versions, cache")
@@ -96,6 +99,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"ucudnn {args.command}: interrupted", file=sys.stderr)
         return 130  # 128 + SIGINT, as shells report a process stopped by Ctrl-C
+    except BrokenPipeError:
+        # The reader went away (`ucudnn plan ... | head`): stop quietly, as Unix tools do,
+        # and keep Python from complaining when it flushes stdout at exit.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141  # 128 + SIGPIPE
 
 
 if __name__ == "__main__":

@@ -45,6 +45,8 @@ def _command(func):
         except InfeasibleError as exc:
             print(f"ucudnn {args.command}: no plan fits: {exc}", file=sys.stderr)
             return 1
+        except BrokenPipeError:
+            raise  # not an error of the command: its reader went away (see cli.main)
         except (ValueError, OSError, SolverError) as exc:
             print(f"ucudnn {args.command}: error: {exc}", file=sys.stderr)
             return 2

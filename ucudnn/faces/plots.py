@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from ucudnn.core.build import distribution
 from ucudnn.planner.files import atomic_write
 from ucudnn.planner.pareto import desirable_set
 from ucudnn.planner.plan import Plan
@@ -21,7 +22,9 @@ def _pyplot():
     try:
         import matplotlib
     except ImportError:
-        raise PlottingUnavailable("plots need matplotlib: pip install 'ucudnn[plot]'") from None
+        raise PlottingUnavailable(
+            f"plots need matplotlib: pip install '{distribution()}[plot]'"
+        ) from None
     matplotlib.use("Agg")  # files only; never needs a display
     import matplotlib.pyplot as plt
 
