@@ -76,3 +76,19 @@ def test_a_reader_that_goes_away_ends_the_command_quietly() -> None:
         status = process.wait(timeout=60)
     assert status == 141  # 128 + SIGPIPE, as shells report it
     assert "Broken pipe" not in errors and "Traceback" not in errors, errors
+
+
+def test_wd_plans_with_highs_when_the_cbc_package_is_removed() -> None:
+    # python-mip requires cbcbox (about 600 MB installed) although WD solves with HiGHS; the
+    # README says it may be uninstalled. Here it is made unimportable, as if it were.
+    code = """
+import sys
+sys.modules["cbcbox"] = None
+from ucudnn.faces.cli import main
+status = main(["plan", "resnet50", "--model", "--mode", "wd", "--total-workspace", "8MiB"])
+print(status, "mip.highs" in sys.modules, "mip.cbc" in sys.modules, file=sys.stderr)
+"""
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.stderr.splitlines()[-1] == "0 True False", result.stderr
+    assert "CBC" not in result.stderr
+    assert "solver highs" in result.stdout
