@@ -74,7 +74,15 @@ def wheel(major: str, out: Path, work: Path, isolated: bool) -> Path:
     """Build, then repair into a manylinux wheel in `out`; returns its path."""
     source = source_copy(major, work / f"src-cu{major}")
     raw = work / f"raw-cu{major}"
-    pip = [sys.executable, "-m", "pip", "wheel", "--no-deps", "--disable-pip-version-check"]
+    pip = [
+        sys.executable,
+        "-m",
+        "pip",
+        "wheel",
+        "--verbose",
+        "--no-deps",
+        "--disable-pip-version-check",
+    ]
     if not isolated:  # the build requirements are already installed in this Python
         pip.append("--no-build-isolation")
     # Tools talk on stderr, so that stdout holds only the paths of the wheels.

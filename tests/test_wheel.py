@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 import ucudnn
+from ucudnn.core.libraries import package_dirs
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = ROOT / ".ci" / "build_wheel.py"
@@ -68,12 +69,34 @@ def _auditwheel_ready() -> str | None:
 
 
 @pytest.fixture(scope="module")
-def cu13_wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def cudnn_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A cuDNN outside any Python package, as a system install would be: the pip package's
+    headers and libraries, seen through a root of their own."""
+    dirs = package_dirs("nvidia.cudnn")
+    if not dirs:
+        pytest.skip("nvidia-cudnn-cu13 is not installed")
+    root = tmp_path_factory.mktemp("system-cudnn-root")
+    for sub in ("include", "lib"):
+        (root / sub).symlink_to(Path(dirs[0], sub))
+    return root
+
+
+@pytest.fixture(scope="module")
+def cu13_wheel(tmp_path_factory: pytest.TempPathFactory, cudnn_root: Path) -> Path:
+    """The cu13 wheel, built against `cudnn_root` (CUDNN_ROOT), so that the tests below also
+    show that such a build bakes no path of the build machine into the wheel."""
     reason = _auditwheel_ready()
     if reason:
         pytest.skip(reason)
     out = tmp_path_factory.mktemp("dist")
-    (path,) = run_script("--cuda", "13", "--no-isolation", "--out", str(out))
+    env = {**os.environ, "CUDNN_ROOT": str(cudnn_root)}
+    result = subprocess.run(
+        [sys.executable, str(SCRIPT), "--cuda", "13", "--no-isolation", "--out", str(out)],
+        env=env, capture_output=True, text=True,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-4000:]
+    assert f"cuDNN {cudnn_root}" in result.stderr  # CMake's status line: the root was used
+    (path,) = result.stdout.split()
     return Path(path)
 
 
@@ -85,7 +108,9 @@ def test_the_wheel_is_manylinux_and_named_for_its_cuda(cu13_wheel: Path) -> None
     assert re.fullmatch(pattern, cu13_wheel.name)
 
 
-def test_the_wheel_carries_no_cuda_library_and_no_search_path(cu13_wheel: Path) -> None:
+def test_the_wheel_carries_no_cuda_library_and_no_search_path(
+    cu13_wheel: Path, cudnn_root: Path
+) -> None:
     from elftools.elf.dynamic import DynamicSection  # installed with auditwheel
     from elftools.elf.elffile import ELFFile
 
@@ -98,6 +123,8 @@ def test_the_wheel_carries_no_cuda_library_and_no_search_path(cu13_wheel: Path) 
         assert {Path(n).name.split(".")[0] for n in modules} == {
             "_cuda", "_cudnn", "_dlpack", "_loader",
         }  # fmt: skip
+        for name in names:
+            assert str(cudnn_root).encode() not in wheel.read(name), name
         for name in modules:
             with wheel.open(name) as file:
                 elf = ELFFile(io.BytesIO(file.read()))
