@@ -1,0 +1,81 @@
+"""The README's commands and names work as written: each command line parses, each script
+and file it runs exists, each `ucudnn.…` name it mentions resolves, and each link inside it
+points at a section that exists."""
+
+from __future__ import annotations
+
+import importlib
+import re
+import shlex
+from pathlib import Path
+
+import pytest
+
+from ucudnn.faces.cli import build_parser
+
+ROOT = Path(__file__).resolve().parent.parent
+README = (ROOT / "README.md").read_text()
+SHELL_LINES = [
+    line.split("#")[0].strip()
+    for block in re.findall(r"```sh\n(.*?)```", README, flags=re.S)
+    for line in block.splitlines()
+    if line.split("#")[0].strip()
+]
+DOTTED_NAMES = sorted(set(re.findall(r"`(ucudnn(?:\.\w+)+)(?:\(\))?`", README)))
+PYTHON_IMPORTS = re.findall(r"^from (ucudnn\S*) import (.+)$", README, flags=re.M)
+
+
+def test_the_readme_has_commands_to_check() -> None:
+    assert len(SHELL_LINES) >= 7 and len(DOTTED_NAMES) >= 4 and PYTHON_IMPORTS
+
+
+@pytest.mark.parametrize("line", [line for line in SHELL_LINES if line.startswith("ucudnn ")])
+def test_each_ucudnn_command_parses(line: str) -> None:
+    args = build_parser().parse_args(shlex.split(line)[1:])
+    assert callable(args.func)
+
+
+@pytest.mark.parametrize("line", [line for line in SHELL_LINES if not line.startswith("ucudnn ")])
+def test_each_other_command_runs_something_that_exists(line: str) -> None:
+    words = shlex.split(line)
+    program, *rest = words
+    if program in ("bash", "python"):
+        assert (ROOT / rest[0]).is_file(), line
+    elif program == "pip":
+        assert rest[0] == "install", line
+        # A wheel built into dist/ or this source tree; nothing else is promised.
+        assert rest[1].startswith("dist/ucudnn_cu13-"), line
+    else:
+        pytest.fail(f"unchecked command in the README: {line}")
+
+
+@pytest.mark.parametrize("name", DOTTED_NAMES)
+def test_each_dotted_name_resolves(name: str) -> None:
+    parts = name.split(".")
+    for split in range(len(parts), 0, -1):
+        try:
+            value: object = importlib.import_module(".".join(parts[:split]))
+        except ImportError:
+            continue
+        for attribute in parts[split:]:
+            value = getattr(value, attribute)
+        return
+    pytest.fail(f"{name} does not import")
+
+
+@pytest.mark.parametrize(("module", "names"), PYTHON_IMPORTS)
+def test_each_python_import_resolves(module: str, names: str) -> None:
+    imported = importlib.import_module(module)
+    for name in names.split("#")[0].split(","):
+        assert hasattr(imported, name.strip()), f"{module}.{name.strip()}"
+
+
+def test_each_link_inside_the_readme_points_at_a_section() -> None:
+    anchors = {
+        re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+        for heading in re.findall(r"^#+ (.+)$", README, flags=re.M)
+    }
+    for target in re.findall(r"\]\(#([^)]+)\)", README):
+        assert target in anchors, target
+    for target in re.findall(r"\]\((?!https?:|#)([^)]+)\)", README):
+        assert (ROOT / target).exists(), target
