@@ -30,8 +30,9 @@ python3 -m pip install -q --no-index --no-deps --target .site .whl/*.whl >>"$log
 export PYTHONPATH=$PWD/.site${PYTHONPATH:+:$PYTHONPATH}
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1 | tee -a "$log"
 
-# Editable, into the interpreter's own site-packages: the extensions' RPATH finds cuDNN and the
-# CUDA runtime in the nvidia/ pip packages next to them. No isolation: no package index here.
+# Editable, into the interpreter's own site-packages: ucudnn._native loads cuDNN and the CUDA
+# runtime from the nvidia/ pip packages found through the import system (`ucudnn info` prints
+# which files). No isolation: no package index here.
 say "building ucudnn"
 if ! PIP_BREAK_SYSTEM_PACKAGES=1 python3 -m pip install --no-build-isolation --no-deps -e . \
   >>"$log" 2>&1; then
