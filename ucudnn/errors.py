@@ -7,6 +7,8 @@ problem's shape with `exc.add_note(problem.describe())`.
 
 from __future__ import annotations
 
+from typing import Self
+
 
 class UcudnnError(Exception):
     """Base class of every error ucudnn raises on purpose."""
@@ -26,7 +28,8 @@ class CudaError(UcudnnError):
         text = f"{self.call} failed: {self.name} ({self.code})"
         return f"{text}: {self.description}" if self.description else text
 
-    def __reduce__(self):  # the default would call __init__ with the message only
+    # The default would call __init__ with the message only.
+    def __reduce__(self) -> tuple[type[Self], tuple[int, str, str, str]]:
         return type(self), (self.code, self.name, self.call, self.description)
 
 
@@ -76,7 +79,8 @@ class CudnnError(UcudnnError):
         text = f"{call} failed: {status_name} ({status})"
         super().__init__(f"{text}: {detail}" if detail else text)
 
-    def __reduce__(self):  # the default would call __init__ with the message only
+    # The default would call __init__ with the message only.
+    def __reduce__(self) -> tuple[type[Self], tuple[int, str, str, str]]:
         return type(self), (self.status, self.status_name, self.call, self.detail)
 
 
@@ -132,7 +136,8 @@ class CacheError(UcudnnError, ValueError):
             "it. Give ucudnn another path (UCUDNN_DATABASE) or move that file away"
         )
 
-    def __reduce__(self):  # the default would call __init__ with the message only
+    # The default would call __init__ with the message only.
+    def __reduce__(self) -> tuple[type[Self], tuple[str, str]]:
         return type(self), (self.path, self.reason)
 
 
@@ -148,5 +153,6 @@ class LibraryNotFoundError(UcudnnError, ImportError):
         tried = "".join(f"\n  {attempt}" for attempt in attempts)
         super().__init__(f"cannot load {library} ({soname}); tried, in order:{tried}\n{hint}")
 
-    def __reduce__(self):  # the default would call __init__ with the message only
+    # The default would call __init__ with the message only.
+    def __reduce__(self) -> tuple[type[Self], tuple[str, str, list[str], str]]:
         return type(self), (self.library, self.soname, self.attempts, self.hint)

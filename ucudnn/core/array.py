@@ -329,7 +329,7 @@ class DeviceArray:
             raise TypeError(
                 f"{type(obj).__name__} does not export DLPack (__dlpack__, __dlpack_device__)"
             )
-        device_type, device_id = obj.__dlpack_device__()  # type: ignore[attr-defined]
+        device_type, device_id = obj.__dlpack_device__()
         if device_type not in _DLPACK_CUDA_DEVICES:
             where = "the CPU" if device_type == _DLPACK_CPU else f"DLPack device type {device_type}"
             raise ValueError(
@@ -337,9 +337,9 @@ class DeviceArray:
             )
         producer_stream = _cai_stream(stream)  # DLPack spells the legacy default stream 1 too
         try:
-            capsule = obj.__dlpack__(stream=producer_stream, max_version=(1, 0))  # type: ignore[attr-defined]
+            capsule = obj.__dlpack__(stream=producer_stream, max_version=(1, 0))
         except TypeError:  # producers older than DLPack 1.0 take no max_version
-            capsule = obj.__dlpack__(stream=producer_stream)  # type: ignore[attr-defined]
+            capsule = obj.__dlpack__(stream=producer_stream)
         tensor = _dlpack.DLPackTensor(capsule)
         dtype = _dtype_from_dlpack(tensor.dtype_code, tensor.dtype_bits, tensor.dtype_lanes)
         size = _ELEMENTS[dtype][0]

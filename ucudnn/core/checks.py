@@ -34,7 +34,7 @@ def _digit_count(number: int) -> int:
     """Decimal digits of `number`, without converting it to text."""
     number = max(abs(number), 1)  # 0 has one digit too
     at_least = int(number.bit_length() * math.log10(2))  # the count, or one less
-    return at_least + (number >= 10**at_least)
+    return at_least + int(number >= 10**at_least)
 
 
 def integer(

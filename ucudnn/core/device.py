@@ -7,6 +7,7 @@ Works on machines without a GPU or driver: `devices()` is then empty and `info()
 from __future__ import annotations
 
 import dataclasses
+from typing import Any, Required, TypedDict
 
 from ucudnn.core.facts import DeviceFacts
 from ucudnn.errors import NoDeviceError, UcudnnError
@@ -107,7 +108,20 @@ def _no_device_reason(exc: NoDeviceError, numbers: dict[str, int]) -> str:
     return f"no usable CUDA device ({exc.name}: {exc.description})"
 
 
-def info() -> dict[str, object]:
+class InfoReport(TypedDict, total=False):
+    """What `info()` returns; the versions and libraries only when the native modules load."""
+
+    native: Required[bool]
+    devices: Required[list[dict[str, Any]]]  # each a Device as a dict
+    reason: Required[str | None]  # why no device is usable; None when one is
+    libraries: list[dict[str, Any]]  # each a LoadedLibrary as a dict
+    cudnn: str
+    cudnn_build: str
+    cuda_runtime: str
+    cuda_driver: str | None  # None without a driver
+
+
+def info() -> InfoReport:
     """Versions and devices as plain data, with `reason` saying why no device is usable.
 
     Never raises for a missing driver, device or native module: that is what it reports.
@@ -118,7 +132,7 @@ def info() -> dict[str, object]:
         return {"native": False, "devices": [], "reason": f"native modules did not import: {exc}"}
     from ucudnn._native import LIBRARIES
 
-    report: dict[str, object] = {
+    report: InfoReport = {
         "native": True,
         "libraries": [dataclasses.asdict(library) for library in LIBRARIES],
         "cudnn": cudnn_version_string(numbers["cudnn"]),

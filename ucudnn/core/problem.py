@@ -9,12 +9,14 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-from typing import Literal
+from collections.abc import Iterable, Sequence
+from typing import Literal, TypeGuard, cast
 
 from ucudnn.core.checks import integer, shown
 
 Kernel = Literal["forward", "backward_data", "backward_filter"]
 KERNELS: tuple[Kernel, ...] = ("forward", "backward_data", "backward_filter")
+TensorName = Literal["x", "w", "y"]
 
 DTYPES = ("float32", "float16", "bfloat16", "float64")
 MATH_TYPES = ("default", "tensor_op", "tensor_op_allow_conversion", "fma")
@@ -38,7 +40,7 @@ TEXT_FIELDS = ("layout", "filter_layout", "dtype", "compute_dtype", "math_type",
 def check_kernel(kernel: str) -> Kernel:
     if kernel not in KERNELS:
         raise ValueError(f"unknown kernel {shown(kernel)}; expected one of {', '.join(KERNELS)}")
-    return kernel  # type: ignore[return-value]
+    return kernel
 
 
 def conv_output_size(size: int, kernel: int, pad: int, stride: int, dilation: int) -> int:
@@ -83,15 +85,19 @@ def _dimensions(value: object, name: str) -> tuple[int, ...]:
     """A tuple field (sizes, padding, strides) or a shape as plain ints, each within cuDNN's
     bounds; entries are named as `name[i]`."""
     try:
-        values = tuple(value)  # type: ignore[arg-type]
+        values = tuple(cast("Iterable[object]", value))  # TypeError if it is not
     except TypeError:
         raise TypeError(f"{name} must be a sequence of integers, got {shown(value)}") from None
     low = _MINIMUM.get(name, 0)
-    if all(type(v) is int and low <= v <= MAX_DIM for v in values):
+    if _plain_ints_within(values, low):
         return values  # the usual case, without building a name for every entry
     return tuple(
         integer(v, f"{name}[{i}]", minimum=low, maximum=MAX_DIM) for i, v in enumerate(values)
     )
+
+
+def _plain_ints_within(values: tuple[object, ...], low: int) -> TypeGuard[tuple[int, ...]]:
+    return all(type(v) is int and low <= v <= MAX_DIM for v in values)
 
 
 def _text(value: object, name: str) -> str:
@@ -103,15 +109,19 @@ def _text(value: object, name: str) -> str:
     return str(value)
 
 
-def _per_dimension(value: object, rank: int, name: str) -> tuple[object, ...]:
-    """One value for every spatial dimension: a single integer is repeated."""
+def _per_dimension(value: object, rank: int, name: str) -> tuple[int, ...]:
+    """One value for every spatial dimension: a single integer is repeated.
+
+    The entries of a sequence are returned as given: ConvProblem.__post_init__ checks and
+    converts them, as it does every field.
+    """
     try:
-        values = tuple(value)  # type: ignore[arg-type]
+        values = tuple(cast("Iterable[object]", value))  # TypeError if it is not
     except TypeError:  # not a sequence (numpy's 0-d arrays included): one integer for all
         return (integer(value, name),) * rank
     if len(values) != rank:
         raise ValueError(f"{name} must be an int or {rank} ints, got {shown(values)}")
-    return values
+    return cast("tuple[int, ...]", values)
 
 
 def _check_tensor(tensor: object, known: tuple[str, ...]) -> None:
@@ -159,9 +169,9 @@ class ConvProblem:
         out_channels: int,
         input_size: tuple[int, ...] | list[int],
         filter_size: tuple[int, ...] | list[int] | int,
-        padding: int | tuple[int, ...] = 0,
-        stride: int | tuple[int, ...] = 1,
-        dilation: int | tuple[int, ...] = 1,
+        padding: int | Sequence[int] = 0,
+        stride: int | Sequence[int] = 1,
+        dilation: int | Sequence[int] = 1,
         **fields: object,
     ) -> ConvProblem:
         """Build a problem, broadcasting int padding/stride/dilation/filter over the rank."""
@@ -187,9 +197,9 @@ class ConvProblem:
         *,
         layout: str = "",
         filter_layout: str = "",
-        padding: int | tuple[int, ...] = 0,
-        stride: int | tuple[int, ...] = 1,
-        dilation: int | tuple[int, ...] = 1,
+        padding: int | Sequence[int] = 0,
+        stride: int | Sequence[int] = 1,
+        dilation: int | Sequence[int] = 1,
         groups: int = 1,
         x_strides: tuple[int, ...] | None = None,
         y_strides: tuple[int, ...] | None = None,
@@ -365,7 +375,7 @@ class ConvProblem:
     def itemsize(self) -> int:
         return ITEMSIZE[self.dtype]
 
-    def nbytes(self, tensor: Literal["x", "w", "y"]) -> int:
+    def nbytes(self, tensor: TensorName) -> int:
         """Bytes spanned by x, w or y (strided tensors span up to their last element)."""
         _check_tensor(tensor, ("x", "w", "y"))
         if tensor == "w":
