@@ -79,7 +79,7 @@ import warnings
 import weakref
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from ucudnn.core.checks import integer
 from ucudnn.core.facts import DeviceFacts
@@ -736,7 +736,11 @@ def _check_pages(conn: sqlite3.Connection) -> None:
         raise _CorruptError(problem)
 
 
-def _find_set(conn: sqlite3.Connection, key: tuple[object, ...]) -> list[tuple] | None:
+# A row as SQLite returns it: its values' types are the file's, checked where they are read.
+_Row = tuple[Any, ...]
+
+
+def _find_set(conn: sqlite3.Connection, key: tuple[object, ...]) -> list[_Row] | None:
     row = conn.execute(
         f"SELECT id FROM measurement_sets WHERE ({_KEY_COLUMNS}) = (?, ?, ?, ?, ?, ?, ?)", key
     ).fetchone()
@@ -749,7 +753,7 @@ def _find_set(conn: sqlite3.Connection, key: tuple[object, ...]) -> list[tuple] 
     ).fetchall()
 
 
-def _measurements(micro_batch: int, rows: list[tuple]) -> list[Measurement]:
+def _measurements(micro_batch: int, rows: list[_Row]) -> list[Measurement]:
     """A set's rows; ValueError if one is not a measurement (a file changed by hand)."""
     try:
         return [

@@ -77,8 +77,9 @@ def policy_from_args(args: argparse.Namespace, config: Config) -> Policy:
 
 def mode_from_args(args: argparse.Namespace, config: Config) -> str:
     """--mode, else wd when UCUDNN_TOTAL_WORKSPACE_SIZE is set, else wr."""
-    if args.mode is not None:
-        return args.mode
+    mode: str | None = args.mode
+    if mode is not None:
+        return mode
     return "wd" if config.workspace_division else "wr"
 
 

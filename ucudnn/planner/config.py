@@ -14,9 +14,10 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from decimal import Decimal, localcontext
 from pathlib import Path
+from typing import cast
 
 from ucudnn.core.checks import integer, shown
 from ucudnn.core.problem import MAX_DIM
@@ -59,7 +60,7 @@ def parse_size(text: str, name: str) -> int:
     """Bytes in `text`; `name` (e.g. the environment variable) is named in the error."""
     match = _SIZE.fullmatch(text)
     unit = _UNITS.get(match.group(2).lower()) if match else None
-    if unit is None:
+    if match is None or unit is None:
         raise ValueError(f"{_setting(name, text)} is not a size; expected {_SIZE_HELP}")
     number = match.group(1)
     # Exact: the product has at most the digits of both factors; Decimal's default precision
@@ -134,7 +135,7 @@ def _policy_entries(value: object, name: str) -> Iterator[object]:
     # Bytes iterate as small integers: a misread policy, never a list of sizes.
     if not isinstance(value, (bytes, bytearray)):
         try:
-            return iter(value)  # type: ignore[call-overload]
+            return iter(cast("Iterable[object]", value))  # TypeError if it is not
         except TypeError:
             pass
     raise TypeError(

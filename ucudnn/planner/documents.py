@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import json.decoder
 import json.scanner
+from collections.abc import Callable
 
 from ucudnn.core.checks import shown
 from ucudnn.planner.files import decode, position
@@ -22,7 +23,11 @@ from ucudnn.planner.files import decode, position
 MAX_DIGITS = 100
 
 
-class JsonObject(dict):
+# json's value scanner: the value that starts at an index of the text, and the index past it.
+_Scanner = Callable[[str, int], tuple[object, int]]
+
+
+class JsonObject(dict[str, object]):
     """A JSON object that knows where it starts in its text."""
 
     text: str = ""
@@ -58,10 +63,10 @@ def _integer(digits: str) -> int:
     return int(digits)
 
 
-def _locating(scan_once):
+def _locating(scan_once: _Scanner) -> _Scanner:
     """json's value scanner, with a too-long integer reported where the value starts."""
 
-    def scan(text: str, index: int):
+    def scan(text: str, index: int) -> tuple[object, int]:
         try:
             return scan_once(text, index)
         except _LongInteger as exc:
@@ -70,10 +75,17 @@ def _locating(scan_once):
     return scan
 
 
-def _parse_object(s_and_end, strict, scan_once, *args):  # json.decoder.JSONObject's signature
+# The parsers below replace json.decoder.JSONObject and JSONArray, with their signatures;
+# typeshed leaves those undocumented functions out.
+def _parse_object(
+    s_and_end: tuple[str, int], strict: bool, scan_once: _Scanner, *args: object
+) -> tuple[JsonObject, int]:
     """json's object parser, with the object's line recorded and repeated keys refused."""
     text, start = s_and_end  # start is just past the "{"
-    pairs, end = json.decoder.JSONObject(s_and_end, strict, _locating(scan_once), *args)
+    pairs: list[tuple[str, object]]
+    pairs, end = json.decoder.JSONObject(  # type: ignore[attr-defined]
+        s_and_end, strict, _locating(scan_once), *args
+    )
     found = JsonObject(pairs)
     if len(found) < len(pairs):
         keys = [key for key, _ in pairs]
@@ -84,8 +96,11 @@ def _parse_object(s_and_end, strict, scan_once, *args):  # json.decoder.JSONObje
     return found, end
 
 
-def _parse_array(s_and_end, scan_once):  # json.decoder.JSONArray's signature
-    return json.decoder.JSONArray(s_and_end, _locating(scan_once))
+def _parse_array(s_and_end: tuple[str, int], scan_once: _Scanner) -> tuple[list[object], int]:
+    array: tuple[list[object], int] = json.decoder.JSONArray(  # type: ignore[attr-defined]
+        s_and_end, _locating(scan_once)
+    )
+    return array
 
 
 def _decoder() -> json.JSONDecoder:
@@ -93,7 +108,7 @@ def _decoder() -> json.JSONDecoder:
     decoder = json.JSONDecoder(object_pairs_hook=list, parse_int=_integer)
     decoder.parse_object = _parse_object  # type: ignore[attr-defined]
     decoder.parse_array = _parse_array  # type: ignore[attr-defined]
-    scan_once = json.scanner.py_make_scanner(decoder)
+    scan_once: _Scanner = json.scanner.py_make_scanner(decoder)  # type: ignore[attr-defined]
     decoder.scan_once = _locating(scan_once)  # type: ignore[attr-defined]
     return decoder
 
@@ -112,7 +127,9 @@ def parse_json(text: str | bytes, source: str) -> object:
         raise ValueError(f"{source}: JSON nested too deeply to read") from None
 
 
-def read_document(text: str | bytes, kind: str, version: int, source: str = "<json>") -> dict:
+def read_document(
+    text: str | bytes, kind: str, version: int, source: str = "<json>"
+) -> dict[str, object]:
     """The parsed document, if it is a `kind` document of `version`; ValueError otherwise."""
     data = parse_json(text, source)
     where = f"{source}, {line_of(data) or 'line 1'}"

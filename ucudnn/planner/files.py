@@ -18,7 +18,7 @@ import os
 import secrets
 import stat
 from collections.abc import Iterator
-from typing import IO
+from typing import IO, Any
 
 from ucudnn.core.checks import shown
 
@@ -150,7 +150,7 @@ class CsvRecords:
 @contextlib.contextmanager
 def atomic_write(
     path: str | os.PathLike[str], mode: str = "w", *, newline: str | None = None
-) -> Iterator[IO]:
+) -> Iterator[IO[Any]]:
     """Open a temporary file beside `path` (text in UTF-8, or bytes with mode "wb") and, if
     the block ends without an error, rename it to `path`; otherwise remove it. Readers see
     the old file or the whole new one."""

@@ -35,7 +35,7 @@ class LayerGraph:
     def __init__(self) -> None:
         import networkx  # here: importing the planner must not load networkx
 
-        self.graph = networkx.DiGraph()
+        self.graph: networkx.DiGraph[str] = networkx.DiGraph()
 
     def add_layer(
         self,
@@ -100,10 +100,12 @@ class LayerGraph:
         return list(self.graph)
 
     def problem(self, name: str) -> ConvProblem:
-        return self.graph.nodes[name]["problem"]
+        problem: ConvProblem = self.graph.nodes[name]["problem"]
+        return problem
 
     def kernels(self, name: str) -> tuple[str, ...]:
-        return self.graph.nodes[name]["kernels"]
+        kernels: tuple[str, ...] = self.graph.nodes[name]["kernels"]
+        return kernels
 
     def predecessors(self, name: str) -> list[str]:
         return list(self.graph.predecessors(name))

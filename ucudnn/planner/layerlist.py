@@ -20,7 +20,7 @@ import dataclasses
 import io
 import os
 from collections.abc import Iterable
-from typing import IO, NamedTuple
+from typing import IO, Any, NamedTuple
 
 from ucudnn.core.checks import integer, shown
 from ucudnn.core.problem import MAX_DIM, TEXT_FIELDS, ConvProblem, packed_strides
@@ -129,7 +129,10 @@ def _optional_fields(problems: list[ConvProblem]) -> list[str]:
     """Text fields and groups whose value some problem would lose if its column were left out
     (and so took ConvProblem's default)."""
     optional = ("groups", *TEXT_FIELDS)
-    blank = {f.name: f.default for f in dataclasses.fields(ConvProblem) if f.name in optional}
+    # Any: each field's default has that field's own type.
+    blank: dict[str, Any] = {
+        f.name: f.default for f in dataclasses.fields(ConvProblem) if f.name in optional
+    }
     return [
         name
         for name in optional
@@ -162,15 +165,15 @@ def write_layer_list(
 ) -> None:
     """Write layers so that `read_layer_list` gives them back exactly; optional columns
     appear only when some layer needs them."""
-    layers = [Layer(*layer) for layer in layers]
-    if not layers:
+    layer_list = [Layer(*layer) for layer in layers]
+    if not layer_list:
         raise ValueError("no layers to write")
-    problems = [layer.problem for layer in layers]
+    problems = [layer.problem for layer in layer_list]
     ranks = {p.rank for p in problems}
     if len(ranks) != 1:
         raise ValueError("a layer list holds either 2D or 3D layers, not both")
     rank = ranks.pop()
-    for layer in layers:
+    for layer in layer_list:
         _check_writable(layer)
     dilation = any(d != 1 for p in problems for d in p.dilation)
     extra = _optional_fields(problems)
@@ -178,7 +181,7 @@ def write_layer_list(
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow([*_columns(rank, dilation), *extra])
     order = [("dhw"[3 - rank :]).index(a) for a in _AXES[rank]]
-    for label, p in layers:
+    for label, p in layer_list:
         row: list[object] = [label, *(p.input_size[i] for i in order)]
         row += [p.in_channels, p.batch, p.out_channels]
         for values in (p.filter_size, p.padding, p.stride, *((p.dilation,) if dilation else ())):

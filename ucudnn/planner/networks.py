@@ -16,6 +16,7 @@ import os
 from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
+from typing import TypedDict
 
 from ucudnn.core.problem import ConvProblem, conv_output_size
 from ucudnn.planner.graph import LayerGraph
@@ -30,6 +31,13 @@ _BUNDLED = {
 }
 
 
+class _SharedFields(TypedDict, total=False):
+    """The ConvProblem fields every layer of a network shares."""
+
+    dtype: str
+    layout: str
+
+
 @dataclasses.dataclass(frozen=True)
 class _Tensor:
     """An activation: the convolutions whose outputs make it, its channels and square size."""
@@ -40,7 +48,7 @@ class _Tensor:
 
 
 class _Builder:
-    def __init__(self, batch: int, fields: dict[str, object]) -> None:
+    def __init__(self, batch: int, fields: _SharedFields) -> None:
         self.graph = LayerGraph()
         self.batch = batch
         self.fields = fields
@@ -151,7 +159,9 @@ def load_network(
     column). `layout` defaults to channels-first; `image_size` applies to generated networks;
     `input_gradient=False` drops backward_data of the layers that take the network's input.
     """
-    fields: dict[str, object] = {"dtype": dtype, **({"layout": layout} if layout else {})}
+    fields: _SharedFields = {"dtype": dtype}
+    if layout:
+        fields["layout"] = layout
     name = str(name_or_path)
     if name in _GENERATED:
         net = _Builder(DEFAULT_BATCH if batch is None else batch, fields)

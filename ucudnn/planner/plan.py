@@ -162,7 +162,7 @@ class KernelPlan:
             kernel=data["kernel"],  # type: ignore[arg-type]
             batch=data["batch"],  # type: ignore[arg-type]
             schedule=schedule,
-            baseline=baseline,  # type: ignore[arg-type]
+            baseline=baseline,
             offset=data["offset"],  # type: ignore[arg-type]
         )
 
@@ -188,7 +188,7 @@ def _check_fields(data: object, fields: Collection[str], derived: Collection[str
         raise FieldError(f"field {unknown[0]!r}", f"is not one of {', '.join(fields)}")
 
 
-def _list(value: object) -> list:
+def _list(value: object) -> list[object]:
     if not isinstance(value, list):
         raise TypeError(f"must be a list, got {shown(value)}")
     return value
@@ -445,7 +445,7 @@ def baseline(
 def _per_content(tables: TimingTables, solve: Callable[[KernelTable], T]) -> dict[KernelId, T]:
     """`solve` of each table, computed once per distinct content: identical layers (ResNet's
     repeated blocks) share measurements, so they share the answer too."""
-    solved: dict[tuple, T] = {}
+    solved: dict[tuple[int, tuple[Candidate, ...]], T] = {}
     return {
         kernel_id: solved[key] if (key := table.content_key()) in solved
         else solved.setdefault(key, solve(table))
@@ -555,7 +555,7 @@ def _plan(
     policy: Policy,
     deterministic_only: bool,
     schedules: dict[KernelId, Schedule],
-    baselines: dict[KernelId, Candidate | None],
+    baselines: Mapping[KernelId, Candidate | None],
     offsets: dict[KernelId, int] | None = None,
     **fields: object,
 ) -> Plan:

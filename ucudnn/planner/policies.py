@@ -40,8 +40,8 @@ def sizes_for_policy(policy: Policy, batch: int) -> Sequence[int]:
         return [batch]
     if policy == "all":
         return range(smallest, batch + 1)
-    powers = {1 << i for i in range(batch.bit_length())}
-    sizes = powers if policy == "powerOfTwo" else set(policy)
+    # Of the names, only "powerOfTwo" is left.
+    sizes = {1 << i for i in range(batch.bit_length())} if isinstance(policy, str) else set(policy)
     return sorted({s for s in sizes if smallest <= s < batch} | {batch})
 
 

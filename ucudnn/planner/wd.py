@@ -28,6 +28,7 @@ import math
 import numbers
 import warnings
 from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from ucudnn.core.arena import CUDNN_ALIGNMENT
 from ucudnn.core.checks import integer
@@ -37,6 +38,9 @@ from ucudnn.planner.errors import InfeasibleError, SolverError
 from ucudnn.planner.pareto import pareto_front
 from ucudnn.planner.tables import KernelId, Schedule
 from ucudnn.planner.units import bytes_text
+
+if TYPE_CHECKING:
+    import mip  # untyped: its names are Any to mypy
 
 SOLVERS = ("highs", "cbc")
 DEFAULT_TIME_LIMIT_S = 60.0
@@ -83,7 +87,8 @@ def check_solver(solver: object, time_limit_s: object) -> tuple[str, float]:
         raise ValueError(f"unknown solver {solver!r}; expected one of {', '.join(SOLVERS)}")
     if isinstance(time_limit_s, bool) or not isinstance(time_limit_s, numbers.Real):
         raise TypeError(f"time_limit_s must be a number of seconds, got {time_limit_s!r}")
-    if not 0 < time_limit_s < math.inf:
+    # Spelled with `<=` and `<`, the comparisons numbers.Real declares; NaN fails the second.
+    if time_limit_s <= 0 or not time_limit_s < math.inf:
         raise ValueError(f"time_limit_s must be a positive number of seconds, got {time_limit_s}")
     return str(solver), float(time_limit_s)
 
@@ -158,7 +163,7 @@ def _groups(sets: Mapping[KernelId, Sequence[Schedule]], alignment: int) -> list
 
 def _choices(sets: Mapping[KernelId, object], groups: list[_Group]) -> dict[KernelId, Schedule]:
     """Each group's counts handed out in kernel order, smaller options first."""
-    chosen = {}
+    chosen: dict[KernelId, Schedule] = {}
     for g in groups:
         picks = [g.options[i] for i in sorted(g.counts) for _ in range(g.counts[i])]
         chosen.update(zip(g.kernels, picks, strict=True))
@@ -257,7 +262,7 @@ def _greedy(
 
 
 # -- the solver ---------------------------------------------------------------------------
-def _model(solver: str):
+def _model(solver: str) -> tuple[mip.Model, str]:
     """A quiet minimisation model, on CBC if HiGHS cannot be loaded."""
     import mip  # here, not at the top: importing the planner must not load the solvers
 
@@ -317,7 +322,7 @@ def _solve(
     return ("optimal" if status == mip.OptimizationStatus.OPTIMAL else "feasible"), used
 
 
-def _optimize(model, solver: str, time_limit_s: float):
+def _optimize(model: mip.Model, solver: str, time_limit_s: float) -> mip.OptimizationStatus:
     """model.optimize in the background, so that Ctrl-C interrupts the wait at once."""
     try:
         return Background(lambda: model.optimize(max_seconds=time_limit_s), solver).result()
