@@ -95,7 +95,8 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        return args.func(args)
+        command: commands.Command = args.func  # set by the subcommand's parser
+        return command(args)
     except KeyboardInterrupt:
         print(f"ucudnn {args.command}: interrupted", file=sys.stderr)
         return 130  # 128 + SIGINT, as shells report a process stopped by Ctrl-C

@@ -10,7 +10,9 @@ import argparse
 import os
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ucudnn.errors import UcudnnError
 from ucudnn.faces.info import info_text, unusable_reason
@@ -21,6 +23,14 @@ from ucudnn.planner.networks import load_network
 from ucudnn.planner.policies import policy_text
 from ucudnn.planner.tables import check_batch
 from ucudnn.planner.units import format_size
+
+if TYPE_CHECKING:
+    from ucudnn.planner.graph import LayerGraph
+    from ucudnn.planner.policies import Policy
+    from ucudnn.planner.tables import TimingTables
+
+# A subcommand: the parsed arguments in, the exit status out.
+Command = Callable[[argparse.Namespace], int]
 
 MODEL_NOTE = "MODEL timings (built-in cost model, NOT measurements)"
 
@@ -33,7 +43,7 @@ class CommandError(Exception):
         self.status = status
 
 
-def _command(func):
+def _command(func: Command) -> Command:
     """Turn expected failures into a one-line message and an exit status."""
 
     def wrapper(args: argparse.Namespace) -> int:
@@ -60,7 +70,7 @@ def _command(func):
 
 
 # -- shared argument handling -------------------------------------------------------------
-def _network(args: argparse.Namespace):
+def _network(args: argparse.Namespace) -> LayerGraph:
     return load_network(args.network, _batch(args), args.dtype, args.layout)
 
 
@@ -167,11 +177,11 @@ def plan(args: argparse.Namespace) -> int:
     return 0
 
 
-def _model_tables(args: argparse.Namespace):
+def _model_tables(args: argparse.Namespace) -> TimingTables:
     return _model_tables_for(_network(args), policy_from_args(args, Config.from_env()))
 
 
-def _measured_tables(args: argparse.Namespace):
+def _measured_tables(args: argparse.Namespace) -> tuple[TimingTables, str]:
     from ucudnn.runtime.session import open_benchmarker
     from ucudnn.runtime.work import work_from_graph
 
@@ -203,9 +213,9 @@ def run(args: argparse.Namespace) -> int:
     mode, limit = mode_from_args(args, config), limit_from_args(args, config)
     work = work_from_graph(_network(args))
     _require_gpu()
-    limits = {"workspace_limit": limit} if mode == "wr" else {"total_workspace": limit}
     with Handle(
-        **limits,
+        workspace_limit=limit if mode == "wr" else None,
+        total_workspace=None if mode == "wr" else limit,
         policy=policy_from_args(args, config),
         database=_database(args, config),
         benchmark=BenchmarkSettings(progress=_progress(args)),
@@ -263,7 +273,7 @@ def demo(args: argparse.Namespace) -> int:
     return 0
 
 
-def _model_tables_for(graph, policy="powerOfTwo"):
+def _model_tables_for(graph: LayerGraph, policy: Policy = "powerOfTwo") -> TimingTables:
     from ucudnn.planner.synthetic import model_tables
 
     return model_tables(((n, graph.problem(n), graph.kernels(n)) for n in graph.layers()), policy)

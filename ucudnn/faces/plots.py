@@ -4,12 +4,17 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from types import ModuleType
+from typing import TYPE_CHECKING
 
 from ucudnn.core.build import distribution
 from ucudnn.planner.files import atomic_write
 from ucudnn.planner.pareto import desirable_set
 from ucudnn.planner.plan import Plan
 from ucudnn.planner.tables import TimingTables
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 _MIB = 1 << 20
 
@@ -18,7 +23,8 @@ class PlottingUnavailable(RuntimeError):
     """matplotlib, an optional dependency, is not installed."""
 
 
-def _pyplot():
+def _pyplot() -> ModuleType:
+    """The matplotlib.pyplot module; PlottingUnavailable without matplotlib."""
     try:
         import matplotlib
     except ImportError:
@@ -47,7 +53,7 @@ def write_plots(
     ]
 
 
-def save_png(plt, fig, path: Path) -> Path:
+def save_png(plt: ModuleType, fig: Figure, path: Path) -> Path:
     """Lay out `fig`, write it whole to `path` (never a half file) and close it."""
     try:
         fig.tight_layout()

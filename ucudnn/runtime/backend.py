@@ -8,17 +8,26 @@ module, keeping the same methods.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from ucudnn._native import _cudnn
 from ucudnn.core.checks import integer, shown
 from ucudnn.core.problem import KERNELS, ConvProblem, check_kernel
 from ucudnn.runtime.steps import ROLES
 
 # The binding names each kernel's calls alike: convolution_<kernel>, find_<kernel>_algorithm_ex,
-# <kernel>_workspace_size and <kernel>_algorithm_max_count.
-_RUN = {k: getattr(_cudnn, f"convolution_{k}") for k in KERNELS}
-_FIND = {k: getattr(_cudnn, f"find_{k}_algorithm_ex") for k in KERNELS}
-_WORKSPACE = {k: getattr(_cudnn, f"{k}_workspace_size") for k in KERNELS}
-_MAX_COUNT = {k: getattr(_cudnn, f"{k}_algorithm_max_count") for k in KERNELS}
+# <kernel>_workspace_size and <kernel>_algorithm_max_count. Their descriptors come in the
+# kernel's role order (`by_role`), which no one signature spells, so the arguments are unchecked.
+_RUN: dict[str, Callable[..., None]] = {k: getattr(_cudnn, f"convolution_{k}") for k in KERNELS}
+_FIND: dict[str, Callable[..., list[_cudnn.AlgoPerf]]] = {
+    k: getattr(_cudnn, f"find_{k}_algorithm_ex") for k in KERNELS
+}
+_WORKSPACE: dict[str, Callable[..., int]] = {
+    k: getattr(_cudnn, f"{k}_workspace_size") for k in KERNELS
+}
+_MAX_COUNT: dict[str, Callable[[_cudnn.Handle], int]] = {
+    k: getattr(_cudnn, f"{k}_algorithm_max_count") for k in KERNELS
+}
 
 
 def algorithm_number(kernel: str, algo: object) -> int:
@@ -68,7 +77,8 @@ class ProblemDescriptors:
     def by_role(self, kernel: str, micro_batch: int) -> tuple[object, object, object]:
         x, y = self.xy(micro_batch)
         named = {"x": x, "w": self.w, "y": y}
-        return tuple(named[role] for role in ROLES[check_kernel(kernel)])  # type: ignore[return-value]
+        first, second, out = ROLES[check_kernel(kernel)]
+        return named[first], named[second], named[out]
 
 
 # How much each math type lets cuDNN lower precision: FMA none, default and tensor-op TF32 for

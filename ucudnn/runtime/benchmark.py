@@ -12,6 +12,7 @@ import dataclasses
 import statistics
 import sys
 from collections.abc import Iterable, Sequence
+from typing import Never
 
 from tqdm import tqdm
 
@@ -154,7 +155,7 @@ class Benchmarker:
         return tables
 
     def _kernel_candidates(
-        self, problem: ConvProblem, kernel: str, sizes: list[int], bar: tqdm
+        self, problem: ConvProblem, kernel: str, sizes: list[int], bar: tqdm[Never]
     ) -> Iterable[Candidate]:
         buffers = None
         try:
@@ -198,7 +199,7 @@ class Benchmarker:
         perfs = backend.find(
             self.handle, descs, kernel, b, at["x"], at["w"], at["y"], workspace.ptr, find_bytes
         )
-        results = {}
+        results: dict[tuple[int, str], Measurement] = {}  # by algorithm and math type
         for perf in perfs:
             # A caller who turned TF32 off (FMA) must never get a tensor-op variant, nor one
             # who allowed TF32 a float16 conversion.
@@ -269,7 +270,7 @@ class Benchmarker:
         return Measurement.timed(candidate, times)
 
 
-def _progress(total: int, show: bool | None) -> tqdm:
+def _progress(total: int, show: bool | None) -> tqdm[Never]:  # a bar without an iterable
     """A progress bar when asked, or by default when stderr is a terminal; silent otherwise."""
     if show is None:
         show = sys.stderr.isatty()

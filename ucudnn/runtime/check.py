@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import dataclasses
 import sys
+from typing import TextIO
 
 import numpy as np
 
@@ -103,7 +104,7 @@ class CheckResult:
 class EquivalenceCheck:
     """Collects one CheckResult per checked call and prints each to stderr."""
 
-    def __init__(self, stream_out=sys.stderr) -> None:
+    def __init__(self, stream_out: TextIO = sys.stderr) -> None:
         self.results: list[CheckResult] = []
         self._out = stream_out
 

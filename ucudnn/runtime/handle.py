@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import warnings
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from ucudnn._native import _cuda, _cudnn
 from ucudnn.core.arena import GrowingArena
@@ -100,24 +100,59 @@ class Handle:
         self._closed = False
 
     # -- the three convolutions -------------------------------------------------------------
-    def forward(self, x, w, y, problem: ConvProblem, *, alpha=1.0, beta=0.0, layer=None) -> None:
+    # Tensors are raw device pointers (int), DeviceArrays, or arrays exporting
+    # __cuda_array_interface__ or DLPack: `object`, since each is checked when used.
+    def forward(
+        self,
+        x: object,
+        w: object,
+        y: object,
+        problem: ConvProblem,
+        *,
+        alpha: float = 1.0,
+        beta: float = 0.0,
+        layer: str | None = None,
+    ) -> None:
         """y = alpha * conv(x, w) + beta * y."""
         self._run("forward", problem, (x, w, y), alpha, beta, layer)
 
     def backward_data(
-        self, w, dy, dx, problem: ConvProblem, *, alpha=1.0, beta=0.0, layer=None
+        self,
+        w: object,
+        dy: object,
+        dx: object,
+        problem: ConvProblem,
+        *,
+        alpha: float = 1.0,
+        beta: float = 0.0,
+        layer: str | None = None,
     ) -> None:
         """dx = alpha * conv_transpose(dy, w) + beta * dx."""
         self._run("backward_data", problem, (w, dy, dx), alpha, beta, layer)
 
     def backward_filter(
-        self, x, dy, dw, problem: ConvProblem, *, alpha=1.0, beta=0.0, layer=None
+        self,
+        x: object,
+        dy: object,
+        dw: object,
+        problem: ConvProblem,
+        *,
+        alpha: float = 1.0,
+        beta: float = 0.0,
+        layer: str | None = None,
     ) -> None:
         """dw = alpha * (gradient of the filter from x and dy) + beta * dw."""
         self._run("backward_filter", problem, (x, dy, dw), alpha, beta, layer)
 
     def run_algorithm(
-        self, kernel: str, problem: ConvProblem, tensors, algo: int | str, *, alpha=1.0, beta=0.0
+        self,
+        kernel: str,
+        problem: ConvProblem,
+        tensors: Sequence[object],
+        algo: int | str,
+        *,
+        alpha: float = 1.0,
+        beta: float = 0.0,
     ) -> None:
         """Run one algorithm (enum value or name) on the whole batch, with no micro-batching.
 
@@ -278,7 +313,9 @@ class Handle:
             self._descriptors[key] = backend.ProblemDescriptors(problem)
         return self._descriptors[key]
 
-    def _pointers(self, kernel: str, problem: ConvProblem, tensors) -> dict[str, int]:
+    def _pointers(
+        self, kernel: str, problem: ConvProblem, tensors: Sequence[object]
+    ) -> dict[str, int]:
         """Device pointers of the kernel's tensors, each checked against the problem; arrays'
         pending work is ordered before this handle's stream."""
         if self._closed:
@@ -293,7 +330,15 @@ class Handle:
             for tensor, role, obj in zip(ROLES[kernel], _ARGS[kernel], tensors, strict=True)
         }
 
-    def _run(self, kernel, problem, tensors, alpha, beta, layer) -> None:
+    def _run(
+        self,
+        kernel: str,
+        problem: ConvProblem,
+        tensors: Sequence[object],
+        alpha: float,
+        beta: float,
+        layer: str | None,
+    ) -> None:
         layer = layer_option(layer)
         alpha, beta = scalar_option(alpha, "alpha"), scalar_option(beta, "beta")
         pointers = self._pointers(kernel, problem, tensors)
@@ -313,15 +358,25 @@ class Handle:
             self.cudnn, descs, kernel, kernel_plan.schedule.parts, **pointers,
             workspace=workspace, workspace_bytes=nbytes, alpha=alpha, beta=beta,
         )  # fmt: skip
-        if before is not None:
-            self._check(slot, kernel_plan, descs, pointers, before, alpha, beta)
+        if self.check is not None and before is not None:
+            self._check(self.check, slot, kernel_plan, descs, pointers, before, alpha, beta)
 
     def _copy(self, ptr: int, nbytes: int) -> _cuda.DeviceBuffer:
         copy = _cuda.DeviceBuffer(nbytes)
         _cuda.memcpy_dtod(copy.ptr, ptr, nbytes, self.stream)
         return copy
 
-    def _check(self, slot, kernel_plan, descs, pointers, before, alpha, beta) -> None:
+    def _check(
+        self,
+        check: EquivalenceCheck,
+        slot: _Slot,
+        kernel_plan: KernelPlan,
+        descs: backend.ProblemDescriptors,
+        pointers: dict[str, int],
+        before: _cuda.DeviceBuffer,
+        alpha: float,
+        beta: float,
+    ) -> None:
         """Run the undivided convolution on a copy of the old output and compare (debugging:
         its copy and workspace are allocated for the check, beside the handle's limit)."""
         problem, kernel = slot.problem, slot.kernel
@@ -340,7 +395,7 @@ class Handle:
                 workspace=workspace.ptr, workspace_bytes=need, alpha=alpha, beta=beta,
             )  # fmt: skip
             nbytes = problem.nbytes(output)
-            self.check.record(
+            check.record(
                 slot.name, kernel, problem,
                 download(pointers[output], nbytes, self.stream),
                 download(before.ptr, nbytes, self.stream),

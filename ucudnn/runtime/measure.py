@@ -76,7 +76,15 @@ def _with_buffers(handle: Handle, work: Sequence[Work]) -> Iterator[tuple[Work, 
             buffers.release()
 
 
-def _time_kernel(handle, timer, item: Work, pointers, warmup, repeats) -> KernelTiming:
+def _time_kernel(
+    handle: Handle,
+    timer: Timer,
+    item: Work,
+    pointers: dict[str, int],
+    warmup: int,
+    repeats: int,
+) -> KernelTiming:
+    assert handle.plan is not None  # _with_buffers planned the work
     kernel_plan = handle.plan[(item.layer, item.kernel)]
     tensors = [pointers[t] for t in ROLES[item.kernel]]
     run = getattr(handle, item.kernel)
@@ -99,7 +107,15 @@ def _time_kernel(handle, timer, item: Work, pointers, warmup, repeats) -> Kernel
     )
 
 
-def _time_single(handle, timer, item: Work, single: Candidate, pointers, warmup, repeats):
+def _time_single(
+    handle: Handle,
+    timer: Timer,
+    item: Work,
+    single: Candidate,
+    pointers: dict[str, int],
+    warmup: int,
+    repeats: int,
+) -> float:
     descs = handle.descriptors(item.problem)
     workspace = _cuda.DeviceBuffer(single.workspace_bytes)
 

@@ -34,13 +34,13 @@ import dataclasses
 from collections.abc import Iterable, Sequence
 
 from ucudnn.core.arena import CUDNN_ALIGNMENT
-from ucudnn.core.problem import ConvProblem, check_kernel
+from ucudnn.core.problem import ConvProblem, TensorName, check_kernel
 from ucudnn.planner.tables import Candidate
 
 # (first input, second input, output) of each kernel among the problem's x, w and y, in
 # cuDNN's argument order: forward reads x, w and writes y; backward-data reads w, dy and writes
 # dx; backward-filter reads x, dy and writes dw.
-ROLES = {
+ROLES: dict[str, tuple[TensorName, TensorName, TensorName]] = {
     "forward": ("x", "w", "y"),
     "backward_data": ("w", "y", "x"),
     "backward_filter": ("x", "y", "w"),
