@@ -3,6 +3,10 @@ CPU), empty batches need no device, and on a GPU the results match the numpy ref
 
 from __future__ import annotations
 
+import dataclasses
+import inspect
+import re
+
 import numpy as np
 import pytest
 
@@ -35,7 +39,11 @@ def _w(k: int, c: int) -> np.ndarray:
         (lambda: ucudnn.conv_forward(X, W, padding=-1), ValueError, "padding"),
         (lambda: ucudnn.conv_forward(X, W, stride=(1, 2, 3)), ValueError, "stride"),
         (lambda: ucudnn.conv_forward(X, W, layout="NCDHW"), ValueError, "layout"),
-        (lambda: ucudnn.conv_forward(X, W, colour="red"), TypeError, "unknown option"),
+        (
+            lambda: ucudnn.conv_forward(X, W, colour="red"),
+            TypeError,
+            "unexpected keyword argument 'colour'",
+        ),
         (lambda: ucudnn.conv_forward(X[:, :, :0], W), ValueError, "input_size"),
         (lambda: ucudnn.conv_forward(X[:, :0], W[:, :0]), ValueError, "channels"),
         (
@@ -57,6 +65,23 @@ def _w(k: int, c: int) -> np.ndarray:
 def test_bad_input_is_named_before_device_work(call, error, message) -> None:
     with pytest.raises(error, match=message):
         call()
+
+
+FUNCTIONS = [ucudnn.conv_forward, ucudnn.conv_backward_data, ucudnn.conv_backward_filter]
+
+
+def test_the_three_functions_take_the_same_keyword_options() -> None:
+    """One list of options, with one default each, in every signature and docstring."""
+    options = [field.name for field in dataclasses.fields(numpy_api._Options)]
+    keywords = [
+        [p for p in inspect.signature(f).parameters.values() if p.kind is p.KEYWORD_ONLY]
+        for f in FUNCTIONS
+    ]
+    assert [p.name for p in keywords[0]] == options
+    assert keywords[1] == keywords[2] == keywords[0]
+    for function in FUNCTIONS:
+        missing = [name for name in options if not re.search(rf"\b{name}\b", function.__doc__)]
+        assert not missing, function.__name__
 
 
 KERNELS = {

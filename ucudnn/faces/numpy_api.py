@@ -1,10 +1,11 @@
 """NumPy in, NumPy out: the three convolutions, micro-batched on the GPU.
 
-Options: `padding`, `stride`, `dilation` (an integer for every dimension, or one each),
-`groups`, `layout`, `mode`, `allow_tf32`, `math_type`; and how to run: `workspace_limit`
-(bytes, or text such as "64MiB"), `policy` (a name in any letter case, "1,8,32", or any
-iterable of positive sizes), `database` (a path) and `algo` (one cuDNN algorithm, by number or
-name, run undivided). Integers may be of any integral type (numpy's too), never bools.
+`conv_forward`, `conv_backward_data` and `conv_backward_filter` take numpy arrays of one dtype
+(float32, float16, float64, or bfloat16 as ml_dtypes.bfloat16), C-contiguous and in native byte
+order, and return new ones. They share their keyword options (listed in each one's
+docstring): what the convolution is (`padding`, `stride`, `dilation`, `groups`, `layout`,
+`mode`, `allow_tf32`, `math_type`) and how to run it (`workspace_limit`, `policy`, `database`,
+`algo`). Integers may be of any integral type (numpy's too), never bools.
 
 Every argument is checked before any device work, so bad input raises ValueError or
 TypeError naming the argument even on a machine without a GPU.
@@ -21,59 +22,179 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
 from collections import OrderedDict
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 import numpy as np
+import numpy.typing as npt
 
 from ucudnn.core.problem import MAX_DIM, ConvProblem
 from ucudnn.planner.config import Config, byte_count, file_path, micro_batch_policy
 from ucudnn.runtime.steps import ROLES
 
+if TYPE_CHECKING:
+    from ucudnn.runtime.handle import Handle
+
 _DTYPES = ("float32", "float16", "bfloat16", "float64")
 
+# The options the three functions share, described once and appended to each docstring.
+_OPTIONS_DOC = """
+    Keyword options:
 
-def conv_forward(x: np.ndarray, w: np.ndarray, **options) -> np.ndarray:
-    """y = conv(x, w); the options are listed in this module's docstring."""
+    padding, stride, dilation: one integer for every spatial dimension, or one each
+        (defaults 0, 1 and 1).
+    groups: the number of channel groups (1).
+    layout: the order the arrays are stored in, "NCHW" or "NHWC" (2D), "NCDHW" or "NDHWC"
+        (3D); "" (the default) is channels-first. The filter is stored in the same order.
+    mode: "cross_correlation" (the default) or "convolution" (the filter flipped).
+    allow_tf32: whether float32 convolutions may use TF32 tensor cores (False).
+    math_type: cuDNN's math type, "default", "tensor_op", "tensor_op_allow_conversion" or
+        "fma", in place of allow_tf32's choice; None (the default): "fma" for float32
+        ("default" with allow_tf32), "tensor_op" for float16 and bfloat16, "default" for
+        float64.
+    workspace_limit: the workspace each call may use, in bytes or as text such as "64MiB";
+        None (the default): UCUDNN_DEFAULT_WORKSPACE_LIMIT, else 64 MiB.
+    policy: the micro-batch sizes to try: "powerOfTwo", "all" or "undivided" (any letter
+        case), text such as "1,8,32", or an iterable of positive sizes; None (the default):
+        UCUDNN_BATCH_SIZE_POLICY, else "powerOfTwo".
+    database: the SQLite file that keeps benchmarks between runs; None (the default):
+        UCUDNN_DATABASE, else ucudnn/benchmarks.sqlite in the user's cache directory.
+    algo: run this one cuDNN algorithm on the whole batch, within workspace_limit: its
+        number, or its name (ucudnn._native._cudnn.ALGORITHMS lists them by kernel:
+        "forward", "backward_data", "backward_filter"); None (the default): plan
+        micro-batches.
+"""
+
+_Function = TypeVar("_Function", bound=Callable[..., Any])
+
+
+def _with_options_doc(function: _Function) -> _Function:
+    if function.__doc__ is not None:  # None under python -OO
+        function.__doc__ += _OPTIONS_DOC
+    return function
+
+
+@_with_options_doc
+def conv_forward(
+    x: npt.NDArray[Any],
+    w: npt.NDArray[Any],
+    *,
+    padding: int | Sequence[int] = 0,
+    stride: int | Sequence[int] = 1,
+    dilation: int | Sequence[int] = 1,
+    groups: int = 1,
+    layout: str = "",
+    mode: str = "cross_correlation",
+    allow_tf32: bool = False,
+    math_type: str | None = None,
+    workspace_limit: int | str | None = None,
+    policy: str | Iterable[int] | None = None,
+    database: str | os.PathLike[str] | None = None,
+    algo: int | str | None = None,
+) -> npt.NDArray[Any]:
+    """y = conv(x, w), as a new array of x's dtype.
+
+    x: the input, of shape (N, C, H, W) or (N, C, D, H, W) in the order `layout` stores
+        (NHWC: (N, H, W, C)).
+    w: the filter, of shape (K, C / groups, R, S) or (K, C / groups, T, R, S), stored alike.
+    """
+    options = _Options.of_call(locals())
     _check_arrays(x=x, w=w)
     problem = _problem(x.shape, w.shape, x.dtype, options)
     return _execute("forward", problem, {"x": x, "w": w}, options)
 
 
+@_with_options_doc
 def conv_backward_data(
-    w: np.ndarray, dy: np.ndarray, x_shape: tuple[int, ...], **options
-) -> np.ndarray:
-    """dx, the gradient of conv(x, w) with respect to x of shape `x_shape`, given dy."""
+    w: npt.NDArray[Any],
+    dy: npt.NDArray[Any],
+    x_shape: tuple[int, ...],
+    *,
+    padding: int | Sequence[int] = 0,
+    stride: int | Sequence[int] = 1,
+    dilation: int | Sequence[int] = 1,
+    groups: int = 1,
+    layout: str = "",
+    mode: str = "cross_correlation",
+    allow_tf32: bool = False,
+    math_type: str | None = None,
+    workspace_limit: int | str | None = None,
+    policy: str | Iterable[int] | None = None,
+    database: str | os.PathLike[str] | None = None,
+    algo: int | str | None = None,
+) -> npt.NDArray[Any]:
+    """dx, the gradient of conv(x, w) with respect to x, as a new array of shape `x_shape`.
+
+    w: the filter, as `conv_forward` takes it.
+    dy: the gradient with respect to y = conv(x, w), of y's shape.
+    x_shape: the shape of x, in the order `layout` stores.
+    """
+    options = _Options.of_call(locals())
     _check_arrays(w=w, dy=dy)
     problem = _problem(x_shape, w.shape, w.dtype, options)
     _check_shape("dy", dy.shape, problem.y_shape)
     return _execute("backward_data", problem, {"w": w, "y": dy}, options)
 
 
+@_with_options_doc
 def conv_backward_filter(
-    x: np.ndarray, dy: np.ndarray, w_shape: tuple[int, ...], **options
-) -> np.ndarray:
-    """dw, the gradient of conv(x, w) with respect to w of shape `w_shape`, given dy."""
+    x: npt.NDArray[Any],
+    dy: npt.NDArray[Any],
+    w_shape: tuple[int, ...],
+    *,
+    padding: int | Sequence[int] = 0,
+    stride: int | Sequence[int] = 1,
+    dilation: int | Sequence[int] = 1,
+    groups: int = 1,
+    layout: str = "",
+    mode: str = "cross_correlation",
+    allow_tf32: bool = False,
+    math_type: str | None = None,
+    workspace_limit: int | str | None = None,
+    policy: str | Iterable[int] | None = None,
+    database: str | os.PathLike[str] | None = None,
+    algo: int | str | None = None,
+) -> npt.NDArray[Any]:
+    """dw, the gradient of conv(x, w) with respect to w, as a new array of shape `w_shape`.
+
+    x: the input, as `conv_forward` takes it.
+    dy: the gradient with respect to y = conv(x, w), of y's shape.
+    w_shape: the shape of w, in the order `layout` stores.
+    """
+    options = _Options.of_call(locals())
     _check_arrays(x=x, dy=dy)
     problem = _problem(x.shape, w_shape, x.dtype, options)
     _check_shape("dy", dy.shape, problem.y_shape)
     return _execute("backward_filter", problem, {"x": x, "y": dy}, options)
 
 
-# Options every function takes, with their defaults.
-_PROBLEM_OPTIONS = {
-    "padding": 0,
-    "stride": 1,
-    "dilation": 1,
-    "groups": 1,
-    "layout": "",
-    "mode": "cross_correlation",
-    "allow_tf32": False,
-    "math_type": None,
-}
-_RUN_OPTIONS = {"workspace_limit": None, "policy": None, "database": None, "algo": None}
+@dataclasses.dataclass(frozen=True)
+class _Options:
+    """The keyword options of one call, as given: each is checked where it is used."""
+
+    padding: int | Sequence[int]
+    stride: int | Sequence[int]
+    dilation: int | Sequence[int]
+    groups: int
+    layout: str
+    mode: str
+    allow_tf32: bool
+    math_type: str | None
+    workspace_limit: int | str | None
+    policy: str | Iterable[int] | None
+    database: str | os.PathLike[str] | None
+    algo: int | str | None
+
+    @classmethod
+    def of_call(cls, arguments: Mapping[str, Any]) -> _Options:
+        """The options among the arguments of a public function: its `locals()`, taken first
+        thing, when they hold the arguments only."""
+        return cls(**{field.name: arguments[field.name] for field in dataclasses.fields(cls)})
+
+
 # What each kernel returns, as the caller knows it (for error messages).
 _OUTPUT_NAMES = {
     "forward": "the output y",
@@ -90,13 +211,6 @@ class _RunOptions:
     policy: str | tuple[int, ...]
     database: Path | None
     algo: int | None
-
-
-def _check_options(options: dict) -> None:
-    unknown = set(options) - set(_PROBLEM_OPTIONS) - set(_RUN_OPTIONS)
-    if unknown:
-        known = ", ".join(sorted({*_PROBLEM_OPTIONS, *_RUN_OPTIONS}))
-        raise TypeError(f"unknown option(s) {', '.join(sorted(unknown))}; known: {known}")
 
 
 def _check_arrays(**arrays: object) -> None:
@@ -143,19 +257,20 @@ def _check_shape(name: str, shape: tuple[int, ...], expected: tuple[int, ...]) -
         raise ValueError(f"{name} has shape {tuple(shape)}, expected {tuple(expected)}")
 
 
-def _problem(x_shape, w_shape, dtype, options: dict) -> ConvProblem:
-    _check_options(options)
-    o = {**_PROBLEM_OPTIONS, **{k: v for k, v in options.items() if k in _PROBLEM_OPTIONS}}
-    dtype = np.dtype(dtype).name
-    if not isinstance(o["allow_tf32"], (bool, np.bool_)):
-        raise TypeError(f"allow_tf32 must be True or False, got {o['allow_tf32']!r}")
-    math_type = o["math_type"]
+def _problem(
+    x_shape: tuple[int, ...], w_shape: tuple[int, ...], dtype: np.dtype[Any], options: _Options
+) -> ConvProblem:
+    dtype_name = np.dtype(dtype).name
+    allow_tf32 = options.allow_tf32
+    if not isinstance(allow_tf32, (bool, np.bool_)):
+        raise TypeError(f"allow_tf32 must be True or False, got {allow_tf32!r}")
+    math_type = options.math_type
     if math_type is None:
-        math_type = _default_math_type(dtype, bool(o["allow_tf32"]))
+        math_type = _default_math_type(dtype_name, bool(allow_tf32))
     return ConvProblem.from_shapes(
-        x_shape, w_shape, layout=o["layout"], padding=o["padding"], stride=o["stride"],
-        dilation=o["dilation"], groups=o["groups"], mode=o["mode"], dtype=dtype,
-        math_type=math_type,
+        x_shape, w_shape, layout=options.layout, padding=options.padding,
+        stride=options.stride, dilation=options.dilation, groups=options.groups,
+        mode=options.mode, dtype=dtype_name, math_type=math_type,
     )  # fmt: skip
 
 
@@ -166,10 +281,8 @@ def _default_math_type(dtype: str, allow_tf32: bool) -> str:
     return "tensor_op" if dtype in ("float16", "bfloat16") else "default"
 
 
-def _run_options(kernel: str, options: dict) -> _RunOptions:
+def _run_options(kernel: str, options: _Options) -> _RunOptions:
     """The run options, checked; unset limit and policy come from the UCUDNN_* variables."""
-    run = {**_RUN_OPTIONS, **{k: v for k, v in options.items() if k in _RUN_OPTIONS}}
-    limit, policy, database, algo = (run[name] for name in _RUN_OPTIONS)
     config = Config.from_env()
     # Imported here, so that `import ucudnn` loads no native module (loading it needs no GPU).
     from ucudnn.runtime.backend import algorithm_number
@@ -177,14 +290,16 @@ def _run_options(kernel: str, options: dict) -> _RunOptions:
     return _RunOptions(
         workspace_limit=(
             config.default_workspace_limit
-            if limit is None
-            else byte_count(limit, "workspace_limit")
+            if options.workspace_limit is None
+            else byte_count(options.workspace_limit, "workspace_limit")
         ),
         policy=(
-            config.batch_size_policy if policy is None else micro_batch_policy(policy, "policy")
+            config.batch_size_policy
+            if options.policy is None
+            else micro_batch_policy(options.policy, "policy")
         ),
-        database=None if database is None else file_path(database, "database"),
-        algo=None if algo is None else algorithm_number(kernel, algo),
+        database=None if options.database is None else file_path(options.database, "database"),
+        algo=None if options.algo is None else algorithm_number(kernel, options.algo),
     )
 
 
@@ -196,7 +311,9 @@ def _output_shape(kernel: str, problem: ConvProblem) -> tuple[int, ...]:
     return shape
 
 
-def _execute(kernel: str, problem: ConvProblem, inputs: dict, options: dict) -> np.ndarray:
+def _execute(
+    kernel: str, problem: ConvProblem, inputs: dict[str, npt.NDArray[Any]], options: _Options
+) -> npt.NDArray[Any]:
     """Check what is left to check, then run on the device (unless the batch is empty)."""
     out_shape = _output_shape(kernel, problem)
     run = _run_options(kernel, options)
@@ -220,7 +337,14 @@ def _execute(kernel: str, problem: ConvProblem, inputs: dict, options: dict) -> 
     return result.view(dtype) if problem.dtype == "bfloat16" else result
 
 
-class _RecentHandles:
+class _Closable(Protocol):
+    def close(self) -> None: ...
+
+
+_Kept = TypeVar("_Kept", bound=_Closable)
+
+
+class _RecentHandles(Generic[_Kept]):
     """The handles of the `size` most recently used configurations, made by `make(*key)`.
 
     Using a configuration makes it the most recent; a new one beyond `size` closes the least
@@ -228,12 +352,12 @@ class _RecentHandles:
     descriptors are freed with it.
     """
 
-    def __init__(self, size: int, make: Callable[..., Any]) -> None:
+    def __init__(self, size: int, make: Callable[..., _Kept]) -> None:
         self.size = size
         self._make = make
-        self._handles: OrderedDict[Hashable, Any] = OrderedDict()  # least recent first
+        self._handles: OrderedDict[Hashable, _Kept] = OrderedDict()  # least recent first
 
-    def get(self, *key: Hashable) -> Any:
+    def get(self, *key: Hashable) -> _Kept:
         handle = self._handles.pop(key, None)
         if handle is None:
             handle = self._make(*key)
@@ -244,7 +368,9 @@ class _RecentHandles:
         return handle
 
 
-def _new_handle(workspace_limit: int, policy: str | tuple[int, ...], database: Path | None):
+def _new_handle(
+    workspace_limit: int, policy: str | tuple[int, ...], database: Path | None
+) -> Handle:
     from ucudnn.runtime.handle import Handle
 
     return Handle(workspace_limit=workspace_limit, policy=policy, database=database)
@@ -255,6 +381,8 @@ def _new_handle(workspace_limit: int, policy: str | tuple[int, ...], database: P
 _HANDLES = _RecentHandles(4, _new_handle)
 
 
-def _default_handle(workspace_limit: int, policy: str | tuple[int, ...], database: Path | None):
+def _default_handle(
+    workspace_limit: int, policy: str | tuple[int, ...], database: Path | None
+) -> Handle:
     """The WR handle of this configuration, reused so plans and workspaces persist across calls."""
     return _HANDLES.get(workspace_limit, policy, database)
