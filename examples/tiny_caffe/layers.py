@@ -54,10 +54,10 @@ class Convolution(Layer):
         self.padding = padding
         self.stride = stride
 
-    def filter_size(self, bottom_shape: tuple[int, ...]) -> tuple[int, int]:
+    def filter_size(self, bottom_shape: tuple[int, ...]) -> tuple[int, ...]:
         return (self.kernel, self.kernel)
 
-    def setup(self, bottom_shape):
+    def setup(self, bottom_shape: tuple[int, ...]) -> tuple[int, ...]:
         w_shape = (self.out_channels, bottom_shape[1], *self.filter_size(bottom_shape))
         self.problem = ConvProblem.from_shapes(
             bottom_shape, w_shape, padding=self.padding, stride=self.stride, dtype=DTYPE,
@@ -71,7 +71,7 @@ class Convolution(Layer):
         kernels = ("forward", "backward_filter", "backward_data")
         return kernels if self.propagate_down else kernels[:2]
 
-    def allocate(self, handle, rng):
+    def allocate(self, handle: Handle, rng: np.random.Generator) -> None:
         super().allocate(handle, rng)
         w_shape = self.problem.w_shape
         self.weight = Blob(w_shape)
@@ -81,7 +81,7 @@ class Convolution(Layer):
         self.bias = Blob((1, self.out_channels, 1, 1))
         self.params = [self.weight, self.bias]
 
-    def forward(self, bottom, top):
+    def forward(self, bottom: Blob, top: Blob) -> None:
         h = self.handle
         h.forward(bottom.data, self.weight.data, top.data, self.problem, layer=self.name)
         # cudnnAddTensor broadcasts the (1, K, 1, 1) bias over N, H and W.
@@ -89,7 +89,7 @@ class Convolution(Layer):
             h.cudnn, 1.0, self.bias.desc, self.bias.data.ptr, 1.0, top.desc, top.data.ptr
         )
 
-    def backward(self, top, bottom):
+    def backward(self, top: Blob, bottom: Blob) -> None:
         h = self.handle
         h.backward_filter(bottom.data, top.diff, self.weight.diff, self.problem, layer=self.name)
         _cudnn.convolution_backward_bias(
@@ -105,7 +105,7 @@ class InnerProduct(Convolution):
     def __init__(self, name: str, out_channels: int) -> None:
         super().__init__(name, out_channels, kernel=0)  # the input decides: see filter_size
 
-    def filter_size(self, bottom_shape):
+    def filter_size(self, bottom_shape: tuple[int, ...]) -> tuple[int, ...]:
         return tuple(bottom_shape[2:])
 
 
@@ -114,13 +114,13 @@ class ReLU(Layer):
         super().__init__(name)
         self.activation = _cudnn.ActivationDescriptor("relu")
 
-    def forward(self, bottom, top):
+    def forward(self, bottom: Blob, top: Blob) -> None:
         _cudnn.activation_forward(
             self.handle.cudnn, self.activation, 1.0, bottom.desc, bottom.data.ptr, 0.0,
             top.desc, top.data.ptr,
         )  # fmt: skip
 
-    def backward(self, top, bottom):
+    def backward(self, top: Blob, bottom: Blob) -> None:
         _cudnn.activation_backward(
             self.handle.cudnn, self.activation, 1.0, top.desc, top.data.ptr, top.desc,
             top.diff.ptr, bottom.desc, bottom.data.ptr, 0.0, bottom.desc, bottom.diff.ptr,
@@ -136,20 +136,20 @@ class Pooling(Layer):
         self.stride = stride
         self.pooling = _cudnn.PoolingDescriptor("max", (window, window), (0, 0), (stride, stride))
 
-    def setup(self, bottom_shape):
+    def setup(self, bottom_shape: tuple[int, ...]) -> tuple[int, ...]:
         n, c, *spatial = bottom_shape
         if any(size < self.window for size in spatial):
             raise ValueError(f"{self.name}: window {self.window} exceeds the input {bottom_shape}")
         # cuDNN rounds the output size down (Caffe rounds up).
         return (n, c, *((size - self.window) // self.stride + 1 for size in spatial))
 
-    def forward(self, bottom, top):
+    def forward(self, bottom: Blob, top: Blob) -> None:
         _cudnn.pooling_forward(
             self.handle.cudnn, self.pooling, 1.0, bottom.desc, bottom.data.ptr, 0.0,
             top.desc, top.data.ptr,
         )  # fmt: skip
 
-    def backward(self, top, bottom):
+    def backward(self, top: Blob, bottom: Blob) -> None:
         _cudnn.pooling_backward(
             self.handle.cudnn, self.pooling, 1.0, top.desc, top.data.ptr, top.desc,
             top.diff.ptr, bottom.desc, bottom.data.ptr, 0.0, bottom.desc, bottom.diff.ptr,
@@ -165,14 +165,14 @@ class SoftmaxWithLoss(Layer):
 
     labels: np.ndarray  # set by the net before each forward pass
 
-    def setup(self, bottom_shape):
+    def setup(self, bottom_shape: tuple[int, ...]) -> tuple[int, ...]:
         if tuple(bottom_shape[2:]) != (1, 1):
             raise ValueError(
                 f"{self.name}: expects class scores of shape (N, classes, 1, 1), got {bottom_shape}"
             )
         return bottom_shape
 
-    def forward(self, bottom, top):
+    def forward(self, bottom: Blob, top: Blob) -> None:
         _cudnn.softmax_forward(
             self.handle.cudnn, "accurate", "channel", 1.0, bottom.desc, bottom.data.ptr, 0.0,
             top.desc, top.data.ptr,
@@ -181,7 +181,7 @@ class SoftmaxWithLoss(Layer):
         picked = self.probabilities[np.arange(len(self.labels)), self.labels]
         self.loss = float(-np.mean(np.log(np.maximum(picked, np.finfo(np.float32).tiny))))
 
-    def backward(self, top, bottom):
+    def backward(self, top: Blob, bottom: Blob) -> None:
         # The gradient of the mean cross-entropy with respect to the scores.
         grad = self.probabilities.copy()
         grad[np.arange(len(self.labels)), self.labels] -= 1.0

@@ -15,14 +15,15 @@ class Net:
     """Layers in order, ending in SoftmaxWithLoss; shapes are worked out at construction."""
 
     def __init__(self, layers: Sequence[Layer], input_shape: tuple[int, ...]) -> None:
-        if not layers or not isinstance(layers[-1], SoftmaxWithLoss):
+        loss_layer = layers[-1] if layers else None
+        if not isinstance(loss_layer, SoftmaxWithLoss):
             raise ValueError("a net must end with a SoftmaxWithLoss layer")
         self.layers = list(layers)
         self.layers[0].propagate_down = False  # the data needs no gradient
         self.shapes = [tuple(input_shape)]
         for layer in self.layers:
             self.shapes.append(tuple(layer.setup(self.shapes[-1])))
-        self.loss_layer: SoftmaxWithLoss = self.layers[-1]
+        self.loss_layer = loss_layer
 
     @property
     def convolutions(self) -> list[Convolution]:

@@ -1,0 +1,1 @@
+"""Examples of ucudnn in use; a package so that tools and tests name them `examples.*`."""
