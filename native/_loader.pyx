@@ -29,8 +29,8 @@ def open_library(str name):
     with nogil:
         handle = dlopen(c_name, RTLD_NOW | RTLD_GLOBAL)
     if handle == NULL:
-        message = dlerror()
-        raise OSError(message.decode(errors="replace") if message != NULL else f"cannot load {name}")
+        error = dlerror()
+        raise OSError(error.decode(errors="replace") if error != NULL else f"cannot load {name}")
     if dlinfo(handle, RTLD_DI_LINKMAP, &found) != 0 or found == NULL or found.l_name[0] == 0:
         return name
     return found.l_name.decode(errors="replace")
