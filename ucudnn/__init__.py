@@ -35,8 +35,5 @@ _EXPORTS = {
     "info": "ucudnn.core.device",
 }
 __all__ = sorted(_EXPORTS)
-__getattr__, _dir = lazy_exports(__name__, _EXPORTS)
-
-
-def __dir__() -> list[str]:
-    return sorted([*_dir(), "__version__"])
+if not TYPE_CHECKING:  # checkers see the imports above, and so flag a name that is not there
+    __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -7,6 +7,7 @@ when a name that needs them is first touched, not before.
 from __future__ import annotations
 
 import importlib
+import sys
 from collections.abc import Callable, Mapping
 
 
@@ -14,7 +15,11 @@ def lazy_exports(
     package: str, exports: Mapping[str, str]
 ) -> tuple[Callable[[str], object], Callable[[], list[str]]]:
     """`__getattr__` and `__dir__` for `package`, which exports each name of `exports` from
-    the module it maps to (relative to `package` when it starts with a dot)."""
+    the module it maps to (relative to `package` when it starts with a dot).
+
+    Assign them under `if not TYPE_CHECKING:` and import the names for checkers under
+    `if TYPE_CHECKING:`, so that a checker knows each name's type and flags unknown ones.
+    """
 
     def __getattr__(name: str) -> object:
         module = exports.get(name)
@@ -23,6 +28,6 @@ def lazy_exports(
         return getattr(importlib.import_module(module, package), name)
 
     def __dir__() -> list[str]:
-        return sorted(exports)
+        return sorted({*vars(sys.modules[package]), *exports})
 
     return __getattr__, __dir__

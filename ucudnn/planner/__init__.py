@@ -66,4 +66,5 @@ _EXPORTS = {
     "plan_wr": ".wr",
 }
 __all__ = sorted(_EXPORTS)
-__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
+if not TYPE_CHECKING:  # checkers see the imports above, and so flag a name that is not there
+    __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
