@@ -24,12 +24,13 @@ SCRIPT = ROOT / ".ci" / "build_wheel.py"
 OTHER_MAJOR = {"13": "12", "12": "13"}
 
 
-def run_script(*args: str, cwd: Path = ROOT) -> list[str]:
+def run_script(*args: str, env: dict[str, str] | None = None) -> tuple[list[str], str]:
+    """The paths .ci/build_wheel.py prints, and its log (stderr); it must succeed."""
     result = subprocess.run(
-        [sys.executable, str(SCRIPT), *args], cwd=cwd, capture_output=True, text=True
+        [sys.executable, str(SCRIPT), *args], env=env, capture_output=True, text=True
     )
     assert result.returncode == 0, result.stderr[-4000:]
-    return result.stdout.split()
+    return result.stdout.split(), result.stderr
 
 
 def read_metadata(text: str) -> email.message.Message:
@@ -38,7 +39,7 @@ def read_metadata(text: str) -> email.message.Message:
 
 @pytest.mark.parametrize("major", ["13", "12"])
 def test_each_cuda_major_is_its_own_distribution(major: str, tmp_path: Path) -> None:
-    (dist_info,) = run_script("--metadata-only", "--cuda", major, "--out", str(tmp_path))
+    (dist_info,), _ = run_script("--metadata-only", "--cuda", major, "--out", str(tmp_path))
     metadata = read_metadata(Path(dist_info, "METADATA").read_text())
     assert metadata["Name"] == f"ucudnn-cu{major}"
     assert metadata["Version"] == ucudnn.__version__  # one version, no "+cu13" label
@@ -90,13 +91,8 @@ def cu13_wheel(tmp_path_factory: pytest.TempPathFactory, cudnn_root: Path) -> Pa
         pytest.skip(reason)
     out = tmp_path_factory.mktemp("dist")
     env = {**os.environ, "CUDNN_ROOT": str(cudnn_root)}
-    result = subprocess.run(
-        [sys.executable, str(SCRIPT), "--cuda", "13", "--no-isolation", "--out", str(out)],
-        env=env, capture_output=True, text=True,
-    )  # fmt: skip
-    assert result.returncode == 0, result.stderr[-4000:]
-    assert f"cuDNN {cudnn_root}" in result.stderr  # CMake's status line: the root was used
-    (path,) = result.stdout.split()
+    (path,), log = run_script("--cuda", "13", "--no-isolation", "--out", str(out), env=env)
+    assert f"cuDNN {cudnn_root}" in log  # CMake's status line: the root was used
     return Path(path)
 
 

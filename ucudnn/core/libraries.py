@@ -108,7 +108,7 @@ def candidates(
     prefix: str = sys.prefix,
 ) -> list[Candidate]:
     """The places to try for `spec`, in order (see the module docstring)."""
-    override = environ.get(spec.override, "") if spec.override else ""
+    override = _override(spec, environ)
     if override:
         return _in_root(spec.soname, override, str(spec.override), ("", "lib", "lib64"))
     found = [
@@ -121,6 +121,11 @@ def candidates(
     found.append(Candidate(os.path.join(prefix, "lib", spec.soname), "the environment prefix"))
     found.append(Candidate(spec.soname, SYSTEM_LOADER))
     return found
+
+
+def _override(spec: LibrarySpec, environ: Mapping[str, str]) -> str:
+    """The override's value; empty when `spec` has none or it is unset (or set empty)."""
+    return environ.get(spec.override, "") if spec.override else ""
 
 
 def _in_root(soname: str, root: str, variable: str, subdirs: Sequence[str]) -> list[Candidate]:
@@ -154,7 +159,7 @@ def load_library(
 
 
 def _hint(spec: LibrarySpec, environ: Mapping[str, str]) -> str:
-    if spec.override and environ.get(spec.override):
+    if _override(spec, environ):
         return f"{spec.override} is set, so no other place was searched; unset it to search them"
     variables = " or ".join(v for v in (spec.override, *spec.roots) if v)
     return (
@@ -171,6 +176,7 @@ def load_libraries() -> tuple[LoadedLibrary, ...]:
         raise ImportError(
             f"ucudnn's native modules are not built ({exc}); install ucudnn with pip"
         ) from exc
+    # package_dirs is looked up here, at call time, so that a test can hide the packages.
     return tuple(
         load_library(spec, open_library, find_package=package_dirs)
         for spec in library_specs(CUDA_MAJOR)
