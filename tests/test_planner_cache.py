@@ -10,7 +10,7 @@ import pytest
 
 from ucudnn.core.facts import DeviceFacts
 from ucudnn.core.problem import KERNELS, MAX_DIM, ConvProblem
-from ucudnn.errors import CacheError
+from ucudnn.errors import CacheError, CacheWarning
 from ucudnn.planner import cache as cache_module
 from ucudnn.planner.cache import APPLICATION_ID, SCHEMA_VERSION, BenchmarkCache, Measurement
 from ucudnn.planner.tables import MAX_TIME_MS, MAX_WORKSPACE_BYTES, Candidate
@@ -271,7 +271,7 @@ def test_several_processes_write_at_once(tmp_path: Path) -> None:
 
 
 def test_unreadable_path_falls_back_to_memory(tmp_path: Path) -> None:
-    with pytest.warns(RuntimeWarning, match="cannot be used.*in memory"):
+    with pytest.warns(CacheWarning, match="cannot be used.*in memory"):
         cache = BenchmarkCache(tmp_path)  # a directory
     with cache:
         cache.store(PROBLEM, "forward", 4, FACTS, [ok(4, 0)])
@@ -299,7 +299,7 @@ def test_tampered_row_is_a_miss_not_a_wrong_plan(db: BenchmarkCache, change: str
     db.store(PROBLEM, "forward", 4, FACTS, [ok(4, 0)])
     with sqlite3.connect(db.path) as conn:
         conn.execute(f"UPDATE measurements SET {change}")
-    with pytest.warns(RuntimeWarning, match="read failed.*treated as a miss"):
+    with pytest.warns(CacheWarning, match="read failed.*treated as a miss"):
         assert db.candidates(PROBLEM, "forward", 4, FACTS) is None
 
 
@@ -369,7 +369,7 @@ def test_newer_version_is_not_touched(tmp_path: Path, monkeypatch: pytest.Monkey
     with BenchmarkCache(path) as cache:
         cache.store(PROBLEM, "forward", 4, FACTS, [ok(4, 0)])
     monkeypatch.setattr(cache_module, "SCHEMA_VERSION", SCHEMA_VERSION - 1)
-    with pytest.warns(RuntimeWarning, match="newer than this ucudnn"):
+    with pytest.warns(CacheWarning, match="newer than this ucudnn"):
         cache = BenchmarkCache(path)
     with cache:
         assert cache.candidates(PROBLEM, "forward", 4, FACTS) is None  # in memory instead
@@ -413,7 +413,7 @@ def test_store_that_cannot_commit_is_kept_in_memory_and_rolled_back(
         reader = sqlite3.connect(path, isolation_level=None)
         reader.execute("BEGIN")
         reader.execute("SELECT COUNT(*) FROM measurements").fetchone()  # holds a read lock
-        with pytest.warns(RuntimeWarning, match="write failed.*locked.*kept in memory"):
+        with pytest.warns(CacheWarning, match="write failed.*locked.*kept in memory"):
             cache.store(PROBLEM, "forward", 4, FACTS, [ok(4, 0)])  # COMMIT cannot finish
         assert cache.candidates(PROBLEM, "forward", 4, FACTS) == [Candidate(4, 0, 1.0, 0)]
         reader.execute("COMMIT")

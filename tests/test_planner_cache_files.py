@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests.test_planner_cache import FACTS, PROBLEM, damage_pages, fill, ok, snapshot
-from ucudnn.errors import CacheError
+from ucudnn.errors import CacheError, CacheWarning
 from ucudnn.planner.cache import APPLICATION_ID, SCHEMA_VERSION, BenchmarkCache, inspect_cache
 from ucudnn.planner.tables import Candidate
 
@@ -213,7 +213,7 @@ def test_read_only_reports_and_changes_nothing(tmp_path: Path, kind: str) -> Non
     path = tmp_path / "cache.sqlite"
     make(path)
     before = snapshot(tmp_path)
-    with pytest.warns(RuntimeWarning, match=f"cannot be used \\({reason}.*in memory"):
+    with pytest.warns(CacheWarning, match=f"cannot be used \\({reason}.*in memory"):
         cache = BenchmarkCache(path, read_only=True)
     with cache:
         assert cache.candidates(PROBLEM, "forward", 1, FACTS) is None
@@ -290,7 +290,7 @@ def test_parent_that_is_a_file_gives_a_memory_cache(tmp_path: Path, monkeypatch)
     (tmp_path / "plain").write_text("a file, not a directory")
     path = tmp_path / "plain" / "cache.sqlite"
     monkeypatch.setenv("UCUDNN_DATABASE", str(path))
-    with pytest.warns(RuntimeWarning, match="cannot be used.*Not a directory.*in memory"):
+    with pytest.warns(CacheWarning, match="cannot be used.*Not a directory.*in memory"):
         cache = BenchmarkCache()
     with cache, warnings.catch_warnings():
         warnings.simplefilter("error")  # said once, at open
@@ -300,7 +300,7 @@ def test_parent_that_is_a_file_gives_a_memory_cache(tmp_path: Path, monkeypatch)
 
 
 def test_device_file_is_not_used(tmp_path: Path) -> None:
-    with pytest.warns(RuntimeWarning, match="is not a regular file.*in memory"):
+    with pytest.warns(CacheWarning, match="is not a regular file.*in memory"):
         cache = BenchmarkCache(os.devnull)
     with cache:
         cache.store(PROBLEM, "forward", 4, FACTS, [ok(4, 0)])
@@ -331,7 +331,7 @@ def test_unwritable_cache_serves_hits(tmp_path: Path, where: str) -> None:
         before = snapshot(directory)
         with BenchmarkCache(path) as cache:
             assert cache.candidates(PROBLEM, "forward", 1, FACTS) is not None
-            with pytest.warns(RuntimeWarning, match="is read-only.*kept in memory"):
+            with pytest.warns(CacheWarning, match="is read-only.*kept in memory"):
                 cache.store(PROBLEM, "forward", 8, FACTS, [ok(8, 3, 0.5)])
             with warnings.catch_warnings():
                 warnings.simplefilter("error")  # once is enough

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.test_planner_cache import FACTS, PROBLEM, damage_pages, fill, ok
+from ucudnn.errors import CacheWarning
 from ucudnn.planner.cache import BenchmarkCache
 from ucudnn.planner.tables import Candidate
 
@@ -22,7 +23,7 @@ def test_damage_found_on_open_sets_the_file_aside(tmp_path: Path) -> None:
     fill(path, sets=100)
     damage_pages(path)
     damaged = path.read_bytes()
-    with pytest.warns(RuntimeWarning, match="is corrupt") as caught:
+    with pytest.warns(CacheWarning, match="is corrupt") as caught:
         cache = BenchmarkCache(path)
     with cache:
         assert cache.candidates(PROBLEM, "forward", 1, FACTS) is None
@@ -43,7 +44,7 @@ def test_journal_of_the_damaged_file_goes_with_it(tmp_path: Path) -> None:
     # damaged file: the fresh file must not find it beside itself.
     journal = Path(f"{path}-journal")
     journal.write_bytes(bytes(512) + b"left by the damaged file")
-    with pytest.warns(RuntimeWarning, match="is corrupt"):
+    with pytest.warns(CacheWarning, match="is corrupt"):
         BenchmarkCache(path).close()
     (aside,) = tmp_path.glob("cache.sqlite.corrupt-*[0-9]")
     assert Path(f"{aside}-journal").read_bytes() == bytes(512) + b"left by the damaged file"
@@ -56,7 +57,7 @@ def test_store_that_finds_damage_mid_run_is_kept(tmp_path: Path) -> None:
         for b in range(1, 100):
             cache.store(PROBLEM, "forward", b, FACTS, [ok(b, 0)])
         damage_pages(path)  # under the open connection, as a failing disk would
-        with pytest.warns(RuntimeWarning, match="is corrupt.*moved it to"):
+        with pytest.warns(CacheWarning, match="is corrupt.*moved it to"):
             cache.store(PROBLEM, "backward_data", 8, FACTS, [ok(8, 2, 3.0)])
         assert cache.candidates(PROBLEM, "backward_data", 8, FACTS) == [Candidate(8, 2, 3.0, 0)]
         assert cache.stats().sets == 1  # the damaged file's sets are gone with it
@@ -71,7 +72,7 @@ def test_lookup_that_finds_damage_mid_run_is_a_miss_on_a_fresh_cache(tmp_path: P
         for b in range(1, 100):
             cache.store(PROBLEM, "forward", b, FACTS, [ok(b, 0)])
         damage_pages(path)
-        with pytest.warns(RuntimeWarning, match="is corrupt.*moved it to"):
+        with pytest.warns(CacheWarning, match="is corrupt.*moved it to"):
             assert cache.candidates(PROBLEM, "forward", 50, FACTS) is None
         cache.store(PROBLEM, "forward", 50, FACTS, [ok(50, 1)])
         assert cache.candidates(PROBLEM, "forward", 50, FACTS) == [Candidate(50, 1, 1.0, 0)]
@@ -83,7 +84,7 @@ def test_other_open_caches_follow_the_fresh_file(tmp_path: Path) -> None:
         for b in range(1, 100):
             first.store(PROBLEM, "forward", b, FACTS, [ok(b, 0)])
         damage_pages(path)
-        with pytest.warns(RuntimeWarning, match="is corrupt"):
+        with pytest.warns(CacheWarning, match="is corrupt"):
             first.store(PROBLEM, "forward", 1, FACTS, [ok(1, 7)])
         with warnings.catch_warnings():
             warnings.simplefilter("error")  # the second one only reconnects: no second recovery

@@ -212,7 +212,7 @@ def test_without_highs_cbc_solves_and_says_so(tmp_path) -> None:
         "    warnings.simplefilter('always')\n"
         "    solution = plan_wd(knapsack_the_greedy_gets_wrong(), 4 * 256)\n"
         "print(solution.solver, solution.time_ms)\n"
-        "print([str(w.message) for w in caught])\n"
+        "print([f'{w.category.__name__}: {w.message}' for w in caught])\n"
     )
     env = {**os.environ, "PMIP_HIGHS_LIBRARY": str(tmp_path / "no-libhighs.so")}
     result = subprocess.run(
@@ -221,4 +221,5 @@ def test_without_highs_cbc_solves_and_says_so(tmp_path) -> None:
     )  # fmt: skip
     solved, warned = result.stdout.splitlines()
     assert solved == "cbc 22.0"
-    assert "the HiGHS solver could not be loaded" in warned and "solving with CBC" in warned
+    assert "SolverWarning: the HiGHS solver could not be loaded" in warned
+    assert "solving with CBC" in warned

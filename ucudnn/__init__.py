@@ -19,7 +19,9 @@ __version__ = "0.1.0"
 if TYPE_CHECKING:  # the lazily loaded names, for type checkers and IDEs
     from ucudnn.core.device import info as info
     from ucudnn.core.problem import KERNELS as KERNELS, ConvProblem as ConvProblem
+    from ucudnn.errors import UcudnnWarning as UcudnnWarning
     from ucudnn.faces.numpy_api import (
+        conv_backward_bias as conv_backward_bias,
         conv_backward_data as conv_backward_data,
         conv_backward_filter as conv_backward_filter,
         conv_forward as conv_forward,
@@ -29,9 +31,11 @@ if TYPE_CHECKING:  # the lazily loaded names, for type checkers and IDEs
 _EXPORTS = {
     **dict.fromkeys(["KERNELS", "ConvProblem"], "ucudnn.core.problem"),
     **dict.fromkeys(
-        ["conv_backward_data", "conv_backward_filter", "conv_forward"], "ucudnn.faces.numpy_api"
+        ["conv_backward_bias", "conv_backward_data", "conv_backward_filter", "conv_forward"],
+        "ucudnn.faces.numpy_api",
     ),
     "Handle": "ucudnn.runtime.handle",
+    "UcudnnWarning": "ucudnn.errors",
     "info": "ucudnn.core.device",
 }
 __all__ = sorted(_EXPORTS)

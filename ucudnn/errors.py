@@ -1,8 +1,9 @@
-"""Exceptions raised for failed CUDA runtime and cuDNN calls.
+"""Exceptions raised for failed CUDA runtime and cuDNN calls, and the warnings ucudnn issues.
 
 Pure Python: the native modules build these from a status code, the name of the failed call and
 the library's own description, so every failure names what failed and why. Higher layers add the
-problem's shape with `exc.add_note(problem.describe())`.
+problem's shape with `exc.add_note(problem.describe())`. Every warning is a `UcudnnWarning`, so
+that users can filter them all, or one kind by its subclass.
 """
 
 from __future__ import annotations
@@ -156,3 +157,31 @@ class LibraryNotFoundError(UcudnnError, ImportError):
     # The default would call __init__ with the message only.
     def __reduce__(self) -> tuple[type[Self], tuple[str, str, list[str], str]]:
         return type(self), (self.library, self.soname, self.attempts, self.hint)
+
+
+class UcudnnWarning(UserWarning):
+    """Base class of every warning ucudnn issues: filter them all with this category, or one
+    kind with its subclass."""
+
+
+class ReplanWarning(UcudnnWarning):
+    """A WD Handle met a kernel after its network was planned, and planned the whole network
+    again: register every kernel (or call `finalize`) before the first convolution."""
+
+
+class WorkspaceFallbackWarning(UcudnnWarning):
+    """The workspace a plan needs could not be allocated; plans that need less run instead."""
+
+
+class SlowPlanWarning(UcudnnWarning):
+    """A plan is predicted slower than its baseline, the undivided runs under the same limit:
+    a WD solver stopped by its time limit before it found a better plan."""
+
+
+class SolverWarning(UcudnnWarning):
+    """The ILP solver asked for could not be loaded, and another one solves instead."""
+
+
+class CacheWarning(UcudnnWarning):
+    """The benchmark cache could not be used as asked (it cannot be opened or written, a read
+    or write failed, or it was corrupt and replaced); measurements are kept in memory."""

@@ -59,7 +59,7 @@ reports what is at a path without changing it.
 
 **Failures.** Only a foreign file raises. A cache that cannot be used at all (a path that cannot
 be created or read, a newer or unconvertible schema, damage that cannot be set aside) gives one
-RuntimeWarning and an in-memory cache. A failed lookup, or an unreadable row, is a warning and
+CacheWarning and an in-memory cache. A failed lookup, or an unreadable row, is a warning and
 a miss; a failed store is a warning, its results kept in memory.
 """
 
@@ -84,7 +84,7 @@ from typing import Any, TypeVar
 from ucudnn.core.checks import integer
 from ucudnn.core.facts import DeviceFacts
 from ucudnn.core.problem import MATH_TYPES, MAX_DIM, ConvProblem, check_kernel
-from ucudnn.errors import CacheError
+from ucudnn.errors import CacheError, CacheWarning
 from ucudnn.planner.config import database_from_env
 from ucudnn.planner.tables import MAX_TIME_MS, MAX_WORKSPACE_BYTES, Candidate
 from ucudnn.planner.units import format_size
@@ -334,7 +334,7 @@ class BenchmarkCache:
                 f"ucudnn benchmark cache {self.path} cannot be used "
                 f"({'; '.join(dict.fromkeys(problems))}); "
                 "keeping measurements in memory for this process",
-                RuntimeWarning,
+                CacheWarning,
                 stacklevel=3,
             )
 
@@ -394,7 +394,7 @@ class BenchmarkCache:
                 except (sqlite3.Error, OSError, CacheError) as exc:
                     self._write_failed(exc)
             if self._unsaved_warning:
-                warnings.warn(self._unsaved_warning, RuntimeWarning, stacklevel=2)
+                warnings.warn(self._unsaved_warning, CacheWarning, stacklevel=2)
                 self._unsaved_warning = ""
             _replace_set(self._memory, key, results)
 
@@ -432,7 +432,7 @@ class BenchmarkCache:
         outcome = "treated as a miss" if action == "read" else "kept in memory for this process"
         warnings.warn(
             f"ucudnn benchmark cache {self.path}: {action} failed ({exc}); {outcome}",
-            RuntimeWarning,
+            CacheWarning,
             stacklevel=3,
         )
 
@@ -565,7 +565,7 @@ class _CacheFile:
                 warnings.warn(
                     f"ucudnn benchmark cache {self.path} is corrupt ({damage}); moved it to "
                     f"{aside} and started a fresh cache",
-                    RuntimeWarning,
+                    CacheWarning,
                     stacklevel=1,  # reached from several depths: name this line, not a guess
                 )
             self._open_connection()

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING
 
 from ucudnn.core.arena import CUDNN_ALIGNMENT
 from ucudnn.core.checks import integer
+from ucudnn.errors import SolverWarning
 from ucudnn.planner.background import Background
 from ucudnn.planner.config import byte_count
 from ucudnn.planner.errors import InfeasibleError, SolverError
@@ -274,7 +275,7 @@ def _model(solver: str) -> tuple[mip.Model, str]:
             raise
         warnings.warn(
             f"the HiGHS solver could not be loaded ({exc}); solving with CBC instead",
-            RuntimeWarning,
+            SolverWarning,
             stacklevel=4,
         )
         model, solver = mip.Model(sense=mip.MINIMIZE, solver_name=mip.CBC), "cbc"

@@ -16,7 +16,7 @@ from ucudnn._native import _cuda, _cudnn
 from ucudnn.core.arena import GrowingArena
 from ucudnn.core.device import device_facts
 from ucudnn.core.problem import KERNELS, ConvProblem, check_kernel
-from ucudnn.errors import CudaOutOfMemoryError
+from ucudnn.errors import CudaOutOfMemoryError, ReplanWarning, WorkspaceFallbackWarning
 from ucudnn.planner.cache import BenchmarkCache
 from ucudnn.planner.config import byte_count
 from ucudnn.planner.graph import free_name
@@ -270,7 +270,7 @@ class Handle:
                     warnings.warn(
                         f"kernel {slot.kernel} of {slot.name} appeared after the network was "
                         "planned; planning the whole network again",
-                        RuntimeWarning,
+                        ReplanWarning,
                         stacklevel=4,
                     )
         self._replan(self.limit)
@@ -301,7 +301,7 @@ class Handle:
             warnings.warn(
                 f"could not allocate {wanted} bytes of workspace; falling back to plans that "
                 f"need at most {limit} bytes (warned once per handle)",
-                RuntimeWarning,
+                WorkspaceFallbackWarning,
                 stacklevel=5,
             )
             self._fallback_warned = True
