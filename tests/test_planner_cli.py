@@ -49,8 +49,8 @@ def test_wr_json(timings, capsys) -> None:
     assert (k["layer"], k["kernel"], k["micro_batches"], k["algos"]) == (
         "conv1",
         "forward",
-        "4x64",
-        "1",
+        [64, 64, 64, 64],
+        [1, 1, 1, 1],
     )
     assert (k["time_ms"], k["workspace_bytes"]) == (3.0, 64 * MiB)
 
@@ -59,8 +59,8 @@ def test_wd_json_shares_the_budget(timings, capsys) -> None:
     assert plan("--timings", timings, "--mode", "wd", "--total-workspace", "100MiB", "--json") == 0
     data = json.loads(capsys.readouterr().out)
     assert data["mode"] == "wd" and data["solver"] == "highs" and data["solver_status"] == "optimal"
-    assert sorted(k["micro_batches"] for k in data["kernels"]) == ["256", "4x64"]
-    assert data["kernels"][0]["offset"] == 0
+    assert sorted(k["micro_batches"] for k in data["kernels"]) == [[64, 64, 64, 64], [256]]
+    assert data["kernels"][0]["offset_bytes"] == 0
     assert data["totals"]["time_ms"] == 11.0
 
 
@@ -84,7 +84,7 @@ def test_policy_and_determinism(timings, capsys) -> None:
     assert "4x64" not in capsys.readouterr().out
     assert plan("--timings", timings, "--deterministic", "--json") == 0
     data = json.loads(capsys.readouterr().out)
-    assert data["deterministic_only"] and {k["algos"] for k in data["kernels"]} == {"0"}
+    assert data["deterministic_only"] and [k["algos"] for k in data["kernels"]] == [[0], [0]]
 
 
 @pytest.mark.parametrize(

@@ -84,16 +84,18 @@ def test_json_round_trip(tables, mode: str) -> None:
     assert data["totals"]["time_ms"] == pytest.approx(plan.time_ms)
     assert data["policy"] == [1, 32] and data["device"]["cudnn_version"] == 92800
     first = data["kernels"][0]
-    assert {"micro_batches", "algos", "time_ms", "workspace_bytes", "offset"} <= set(first)
+    assert {"micro_batches", "algos", "time_ms", "workspace_bytes", "offset_bytes"} <= set(first)
+    assert first["micro_batches"] == [p["micro_batch"] for p in first["parts"]]
+    assert first["algos"] == [p["algo"] for p in first["parts"]]
 
 
 def test_from_json_rejects_other_documents() -> None:
     with pytest.raises(ValueError, match=r"^<plan>, line 1: not a ucudnn-plan document"):
         Plan.from_json('{"format": "other"}')
-    with pytest.raises(ValueError, match="version 2 is not supported"):
-        Plan.from_json('{"format": "ucudnn-plan", "version": 2}')
+    with pytest.raises(ValueError, match=r"version 3 is not supported \(expected 1 or 2\)"):
+        Plan.from_json('{"format": "ucudnn-plan", "version": 3}')
     with pytest.raises(ValueError, match=r"^p.json, line 1, field 'limit_bytes': is missing"):
-        Plan.from_json('{"format": "ucudnn-plan", "version": 1, "mode": "wr"}', "p.json")
+        Plan.from_json('{"format": "ucudnn-plan", "version": 2, "mode": "wr"}', "p.json")
     with pytest.raises(ValueError, match=r"^p.json, line 2, column 1: malformed JSON"):
         Plan.from_json('{"format": "ucudnn-plan",\n}', "p.json")
     with pytest.raises(ValueError, match="plan mode must be one of wr, wd"):
@@ -142,6 +144,19 @@ def test_small_plans_round_trip() -> None:
         assert Plan.from_json(text).to_json() == Plan.from_json(text.encode()).to_json()
 
 
+def test_version_1_documents_are_still_read() -> None:
+    """Version 1 wrote micro_batches and algos as texts and named offset and alignment
+    without their unit; a plan saved then reads back as the same plan."""
+    plan = make_plan_wd(_small_tables(), 4096)
+    v1 = json.loads(plan.to_json())
+    v1["version"] = 1
+    v1["alignment"] = v1.pop("alignment_bytes")
+    for k in v1["kernels"]:
+        k["offset"] = k.pop("offset_bytes")
+        k["micro_batches"], k["algos"] = "2x2", "1"
+    assert Plan.from_json(json.dumps(v1)) == plan
+
+
 A_FWD = "kernel a/forward, field"
 B_BWF = "kernel b/backward_filter, field"
 
@@ -163,14 +178,16 @@ B_BWF = "kernel b/backward_filter, field"
         ("wr", 0, {"layer": 5}, "field 'layer': layer must be text, got 5"),
         ("wr", 0, {"layer": "a\nb"}, "field 'layer': layer .* control character"),
         ("wr", 0, {"kernel": "sideways"}, "field 'kernel': unknown kernel 'sideways'"),
-        ("wr", 0, {"offset": 0}, f"{A_FWD} 'offset': WR plans have none, got 0"),
+        ("wr", 0, {"offset_bytes": 0}, f"{A_FWD} 'offset_bytes': WR plans have none, got 0"),
         ("wr", 0, {"colour": "red"}, "field 'colour': is not one of layer, kernel"),
-        ("wd", 0, {"offset": None}, f"{A_FWD} 'offset': WD plans give every kernel an offset"),
-        ("wd", 0, {"offset": -256}, f"{A_FWD} 'offset': offset must be >= 0"),
-        ("wd", 0, {"offset": 1.5}, f"{A_FWD} 'offset': offset must be an integer"),
-        ("wd", 1, {"offset": 100}, f"{B_BWF} 'offset': 100 is not a multiple of 256"),
-        ("wd", 1, {"offset": 3840}, f"{B_BWF} 'offset': the workspace at 3840 of 300 bytes ends "
-                                    "past the budget 4096"),
+        ("wd", 0, {"offset_bytes": None}, f"{A_FWD} 'offset_bytes': WD plans give every kernel "
+                                          "an offset"),
+        ("wd", 0, {"offset_bytes": -256}, f"{A_FWD} 'offset_bytes': offset_bytes must be >= 0"),
+        ("wd", 0, {"offset_bytes": 1.5}, f"{A_FWD} 'offset_bytes': offset_bytes must be an "
+                                         "integer"),
+        ("wd", 1, {"offset_bytes": 100}, f"{B_BWF} 'offset_bytes': 100 is not a multiple of 256"),
+        ("wd", 1, {"offset_bytes": 3840}, f"{B_BWF} 'offset_bytes': the workspace at 3840 of 300 "
+                                          "bytes ends past the budget 4096"),
     ],
 )  # fmt: skip
 def test_from_json_names_the_kernel_and_field(
@@ -201,7 +218,7 @@ def test_kernel_errors_carry_the_line_of_their_object() -> None:
         ({"kernels": {}}, "field 'kernels': must be a list"),
         ({"deterministic_only": "no"}, "field 'deterministic_only': deterministic_only must be"),
         ({"solver": None}, "field 'solver': must be text"),
-        ({"alignment": 256}, "field 'alignment': WR plans have none"),
+        ({"alignment_bytes": 256}, "field 'alignment_bytes': WR plans have none"),
         (
             {"device": {"device_name": "x"}},
             "field 'device': device facts lack compute_capability",
@@ -217,9 +234,9 @@ def test_from_json_checks_the_plan_fields(change: dict, message: str) -> None:
 
 def test_from_json_refuses_kernels_that_clash() -> None:
     wd = _document("wd")
-    wd["kernels"][1]["offset"] = 0
+    wd["kernels"][1]["offset_bytes"] = 0
     with pytest.raises(
-        ValueError, match=r"field 'offset': the workspace at 0 overlaps that of kernel "
+        ValueError, match=r"field 'offset_bytes': the workspace at 0 overlaps that of kernel "
     ):
         Plan.from_json(json.dumps(wd))
     wr = _document("wr")

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import json.decoder
 import json.scanner
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 
 from ucudnn.core.checks import shown
 from ucudnn.planner.files import decode, position
@@ -128,16 +128,19 @@ def parse_json(text: str | bytes, source: str) -> object:
 
 
 def read_document(
-    text: str | bytes, kind: str, version: int, source: str = "<json>"
+    text: str | bytes, kind: str, version: int | Collection[int], source: str = "<json>"
 ) -> dict[str, object]:
-    """The parsed document, if it is a `kind` document of `version`; ValueError otherwise."""
+    """The parsed document, if it is a `kind` document of `version` (or of one of several
+    versions); ValueError otherwise."""
     data = parse_json(text, source)
     where = f"{source}, {line_of(data) or 'line 1'}"
     if not isinstance(data, dict) or data.get("format") != kind:
         raise ValueError(f"{where}: not a {kind} document")
+    versions = [version] if isinstance(version, int) else sorted(version)
     found = data.get("version")
-    if type(found) is not int or found != version:
+    if type(found) is not int or found not in versions:
+        expected = " or ".join(map(str, versions))
         raise ValueError(
-            f"{where}: {kind} version {shown(found)} is not supported (expected {version})"
+            f"{where}: {kind} version {shown(found)} is not supported (expected {expected})"
         )
     return data

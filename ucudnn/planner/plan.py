@@ -46,20 +46,25 @@ from ucudnn.planner.wr import kernel_infeasible, plan_wr
 T = TypeVar("T")
 
 JSON_FORMAT = "ucudnn-plan"
-JSON_VERSION = 1
+# 2: micro_batches and algos are lists of numbers, not texts; offset and alignment are
+# offset_bytes and alignment_bytes. Version 1 documents are still read.
+JSON_VERSION = 2
+READ_VERSIONS = (1, JSON_VERSION)
 MODES = ("wr", "wd")
 _LEAST_SOLVE_S = 0.001
 
 # The fields of a plan's JSON objects that are read back; the others are derived (times,
 # texts, totals) and recomputed.
 _PART_FIELDS = tuple(f.name for f in dataclasses.fields(Candidate))
-_KERNEL_FIELDS = ("layer", "kernel", "batch", "parts", "baseline", "offset")
+_KERNEL_FIELDS = ("layer", "kernel", "batch", "parts", "baseline", "offset_bytes")
 _KERNEL_DERIVED = ("micro_batches", "algos", "time_ms", "workspace_bytes", "speedup")
 _PLAN_FIELDS = (
     "mode", "limit_bytes", "policy", "kernels", "deterministic_only", "solver",
-    "solver_status", "alignment", "device", "timings_source",
+    "solver_status", "alignment_bytes", "device", "timings_source",
 )  # fmt: skip
-_PLAN_DERIVED = ("format", "version", "totals")
+_PLAN_DERIVED = ("format", "version", "totals", "explain")
+# Fields that version 1 named without their unit.
+_V1_NAMES = {"offset": "offset_bytes", "alignment": "alignment_bytes"}
 
 
 def speedup(baseline_ms: float | None, time_ms: float) -> float | None:
@@ -103,8 +108,9 @@ class KernelPlan:
             ):
                 raise ValueError(f"must be a Candidate at the batch {self.batch} or null")
         if self.offset is not None:
-            with field_errors("field 'offset'"):
-                set_field("offset", integer(self.offset, "offset", minimum=0, maximum=MAX_BYTES))
+            with field_errors("field 'offset_bytes'"):
+                offset = integer(self.offset, "offset_bytes", minimum=0, maximum=MAX_BYTES)
+                set_field("offset", offset)
 
     @property
     def kernel_id(self) -> KernelId:
@@ -133,11 +139,11 @@ class KernelPlan:
             "layer": self.layer,
             "kernel": self.kernel,
             "batch": self.batch,
-            "micro_batches": self.schedule.micro_batches_text(),
-            "algos": self.schedule.algos_text(),
+            "micro_batches": [p.micro_batch for p in self.schedule.parts],
+            "algos": [p.algo for p in self.schedule.parts],
             "time_ms": self.time_ms,
             "workspace_bytes": self.workspace_bytes,
-            "offset": self.offset,
+            "offset_bytes": self.offset,
             "speedup": self.speedup,
             "parts": [dataclasses.asdict(p) for p in self.schedule.parts],
             "baseline": dataclasses.asdict(self.baseline) if self.baseline else None,
@@ -163,7 +169,7 @@ class KernelPlan:
             batch=data["batch"],  # type: ignore[arg-type]
             schedule=schedule,
             baseline=baseline,
-            offset=data["offset"],  # type: ignore[arg-type]
+            offset=data["offset_bytes"],  # type: ignore[arg-type]
         )
 
 
@@ -269,12 +275,13 @@ class Plan:
     def _check_wr(self) -> None:
         if self.alignment is not None:
             raise FieldError(
-                "field 'alignment'", f"WR plans have none, got {shown(self.alignment)}"
+                "field 'alignment_bytes'", f"WR plans have none, got {shown(self.alignment)}"
             )
         for k in self.kernels:
             if k.offset is not None:
                 raise FieldError(
-                    f"{k.place}, field 'offset'", f"WR plans have none, got {shown(k.offset)}"
+                    f"{k.place}, field 'offset_bytes'",
+                    f"WR plans have none, got {shown(k.offset)}",
                 )
             if k.workspace_bytes > self.limit_bytes:
                 raise FieldError(
@@ -285,12 +292,12 @@ class Plan:
 
     def _check_wd(self) -> None:
         """Every workspace lies at an aligned offset inside the budget, apart from the others."""
-        with field_errors("field 'alignment'"):
-            alignment = integer(self.alignment, "alignment", minimum=1, maximum=MAX_BYTES)
+        with field_errors("field 'alignment_bytes'"):
+            alignment = integer(self.alignment, "alignment_bytes", minimum=1, maximum=MAX_BYTES)
         object.__setattr__(self, "alignment", alignment)
         end, previous = 0, ""
         for k in sorted(self.kernels, key=lambda k: (k.offset or 0, k.workspace_bytes)):
-            place = f"{k.place}, field 'offset'"
+            place = f"{k.place}, field 'offset_bytes'"
             if k.offset is None:
                 raise FieldError(place, "WD plans give every kernel an offset, got null")
             if k.offset % alignment:
@@ -353,7 +360,7 @@ class Plan:
             "deterministic_only": self.deterministic_only,
             "solver": self.solver,
             "solver_status": self.solver_status,
-            "alignment": self.alignment,
+            "alignment_bytes": self.alignment,
             "device": self.device.to_dict() if self.device else None,
             "timings_source": self.timings_source,
             "totals": {
@@ -383,13 +390,16 @@ class Plan:
             with field_errors(line_of(item)):
                 kernels.append(KernelPlan.from_dict(item))  # type: ignore[arg-type]
         fields = {field: data[field] for field in _PLAN_FIELDS}
+        fields["alignment"] = fields.pop("alignment_bytes")
         return cls(**{**fields, "kernels": tuple(kernels), "device": device})  # type: ignore[arg-type]
 
     @classmethod
     def from_json(cls, text: str | bytes, source: str = "<plan>") -> Plan:
         """The plan of a `to_json` text; ValueError naming `source`, the line, the kernel and
         the field of what is wrong."""
-        data = read_document(text, JSON_FORMAT, JSON_VERSION, source)
+        data = read_document(text, JSON_FORMAT, READ_VERSIONS, source)
+        if data["version"] == 1:
+            _rename_v1_fields(data)
         try:
             return cls.from_dict(data)
         except (TypeError, ValueError) as exc:
@@ -428,6 +438,17 @@ def _baseline_cells(baseline_ms: float | None, time_ms: float) -> list[str]:
         return ["none fits", ""]
     ratio = speedup(baseline_ms, time_ms)
     return [f"{baseline_ms:.3f}", "—" if ratio is None else f"{ratio:.2f}x"]
+
+
+def _rename_v1_fields(data: dict[str, object]) -> None:
+    """A version 1 document's fields under their version 2 names, in place (its objects keep
+    the lines they were read from). The texts version 1 derived are ignored as before."""
+    objects = [data, *(data["kernels"] if isinstance(data.get("kernels"), list) else ())]
+    for item in objects:
+        if isinstance(item, dict):
+            for old, new in _V1_NAMES.items():
+                if old in item and new not in item:
+                    item[new] = item.pop(old)
 
 
 def _device(data: object) -> DeviceFacts | None:
