@@ -6,15 +6,26 @@ from __future__ import annotations
 
 import ast
 import inspect
+import logging
 import warnings
 from pathlib import Path
 
 import pytest
 
 import ucudnn
+from tests.test_planner_cache import FACTS, PROBLEM, ok
 from ucudnn import errors
-from ucudnn.errors import CacheWarning, UcudnnWarning
+from ucudnn.core.libraries import library_specs, load_library
+from ucudnn.errors import CacheWarning, SlowPlanWarning, UcudnnWarning
 from ucudnn.planner.cache import BenchmarkCache
+from ucudnn.planner.networks import builtin_network
+from ucudnn.planner.plan import make_plan_wd, make_plan_wr
+from ucudnn.planner.synthetic import model_tables
+from ucudnn.planner.tables import Candidate, KernelTable, TimingTables
+from ucudnn.planner.units import format_size
+
+MiB = 1 << 20
+UNIT = 256  # WD's alignment: workspaces count in these units
 
 PACKAGE = Path(ucudnn.__file__).parent
 
@@ -25,6 +36,52 @@ def modules() -> list[Path]:
 
 def calls(tree: ast.AST) -> list[ast.Call]:
     return [node for node in ast.walk(tree) if isinstance(node, ast.Call)]
+
+
+# The command line's own modules: the only ones that may write to the terminal.
+CLI_MODULES = {"ucudnn/faces/cli.py", "ucudnn/faces/commands.py"}
+STREAMS = {"stdout", "stderr", "__stdout__", "__stderr__"}
+
+
+def terminal_writes(tree: ast.AST) -> list[int]:
+    """Lines that print, or use sys.stdout or sys.stderr for anything but asking isatty()."""
+    parents = {child: node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
+    return sorted(node.lineno for node in ast.walk(tree) if _writes(node, parents))
+
+
+def _writes(node: ast.AST, parents: dict[ast.AST, ast.AST]) -> bool:
+    if isinstance(node, ast.Call):
+        return isinstance(node.func, ast.Name) and node.func.id == "print"
+    if isinstance(node, ast.ImportFrom):
+        return node.module == "sys" and any(alias.name in STREAMS for alias in node.names)
+    if isinstance(node, ast.Attribute) and node.attr in STREAMS:
+        parent = parents[node]
+        asks = isinstance(parent, ast.Attribute) and parent.attr == "isatty"
+        return isinstance(node.value, ast.Name) and node.value.id == "sys" and not asks
+    return False
+
+
+def test_the_library_never_prints_only_the_command_line_does() -> None:
+    written = {}
+    for path in modules():
+        name = path.relative_to(PACKAGE.parent).as_posix()
+        lines = terminal_writes(ast.parse(path.read_text(), str(path)))
+        if lines and name not in CLI_MODULES:
+            written[name] = lines
+    assert written == {}
+    assert all(terminal_writes(ast.parse((PACKAGE.parent / m).read_text())) for m in CLI_MODULES)
+
+
+def test_the_search_for_terminal_writes_finds_each_kind() -> None:
+    source = """
+import sys
+from sys import stderr
+print("x")
+sys.stderr.write("x")
+def f(out=sys.stdout): ...
+if sys.stderr.isatty(): ...
+"""
+    assert terminal_writes(ast.parse(source)) == [3, 4, 5, 6]
 
 
 def warning_classes() -> list[type[Warning]]:
@@ -71,3 +128,187 @@ def test_filtering_ucudnn_warning_silences_the_librarys_warnings(tmp_path: Path)
         warnings.simplefilter("error")
         warnings.filterwarnings("ignore", category=UcudnnWarning)
         BenchmarkCache(unusable).close()
+
+
+# -- logging ------------------------------------------------------------------------------
+LOG_METHODS = {"debug", "info", "warning", "error", "exception", "critical", "log"}
+
+
+def test_log_calls_format_lazily() -> None:
+    """A record's text is built only when it is shown: a literal with %-arguments, never an
+    f-string, str.format or % in the call itself."""
+    found = 0
+    for path in modules():
+        for call in calls(ast.parse(path.read_text(), str(path))):
+            func = call.func
+            if not (isinstance(func, ast.Attribute) and func.attr in LOG_METHODS):
+                continue
+            if not (isinstance(func.value, ast.Name) and func.value.id == "logger"):
+                continue
+            message = call.args[1 if func.attr == "log" else 0]
+            place = f"{path.relative_to(PACKAGE.parent)}:{call.lineno}"
+            assert isinstance(message, ast.Constant) and isinstance(message.value, str), place
+            found += 1
+    assert found >= 10
+
+
+def test_every_module_logs_to_its_own_child_of_the_ucudnn_logger() -> None:
+    for path in modules():
+        tree = ast.parse(path.read_text(), str(path))
+        for call in calls(tree):
+            if isinstance(call.func, ast.Attribute) and call.func.attr == "getLogger":
+                place = f"{path.relative_to(PACKAGE.parent)}:{call.lineno}"
+                (name,) = call.args
+                assert isinstance(name, ast.Name) and name.id == "__name__", place
+
+
+@pytest.fixture(scope="module")
+def alexnet() -> TimingTables:
+    graph = builtin_network("alexnet", batch=128)
+    return model_tables((n, graph.problem(n), graph.kernels(n)) for n in graph.layers())
+
+
+def test_a_plan_is_summed_up_at_info_and_each_kernel_shown_at_debug(alexnet, caplog) -> None:
+    caplog.set_level(logging.DEBUG, logger="ucudnn")
+    plan = make_plan_wr(alexnet, 16 * MiB)
+    records = [r for r in caplog.records if r.name == "ucudnn.planner.plan"]
+    summary, *kernels = records
+    assert summary.levelno == logging.INFO
+    assert summary.getMessage().startswith(
+        f"WR plan of 15 kernels, per-kernel limit 16 MiB, policy powerOfTwo: "
+        f"{plan.time_ms:.3f} ms predicted against {plan.baseline_time_ms:.3f} ms undivided "
+        f"(speedup {plan.speedup:.2f}x)"
+    )
+    assert [r.levelno for r in kernels] == [logging.DEBUG] * 15
+    conv1 = plan["conv1", "forward"]
+    assert kernels[0].getMessage() == (
+        f"kernel conv1/forward: micro-batches {conv1.schedule.micro_batches_text()}, "
+        f"algorithms {conv1.schedule.algos_text()}, "
+        f"{format_size(conv1.workspace_bytes)} of workspace, {conv1.time_ms:.3f} ms "
+        f"(baseline {conv1.baseline.time_ms:.3f} ms)"
+    )
+
+
+def test_a_plan_says_nothing_below_info_when_asked_for_info(alexnet, caplog) -> None:
+    caplog.set_level(logging.INFO, logger="ucudnn")
+    make_plan_wd(alexnet, 64 * MiB)
+    ours = [r for r in caplog.records if r.name.startswith("ucudnn.")]
+    assert [(r.levelno, r.getMessage()[:15]) for r in ours] == [(logging.INFO, "WD plan of 15 k")]
+
+
+def test_cache_hits_and_misses_are_logged_at_debug(tmp_path: Path, caplog) -> None:
+    caplog.set_level(logging.DEBUG, logger="ucudnn.planner.cache")
+    with BenchmarkCache(tmp_path / "db.sqlite") as cache:
+        assert cache.lookup(PROBLEM, "forward", 4, FACTS) is None
+        cache.store(PROBLEM, "forward", 4, FACTS, [ok(4, 0), ok(4, 1, 2.0)])
+        assert cache.lookup(PROBLEM, "forward", 4, FACTS) is not None
+    shape = PROBLEM.describe()
+    assert [r.getMessage() for r in caplog.records] == [
+        f"benchmark cache {tmp_path / 'db.sqlite'}: opened for writing",
+        f"benchmark cache miss: forward of {shape} at micro-batch 4",
+        f"benchmark cache hit, 2 results: forward of {shape} at micro-batch 4",
+    ]
+    assert {r.levelno for r in caplog.records} == {logging.DEBUG}
+
+
+def test_the_library_files_tried_and_loaded_are_logged_at_debug(tmp_path: Path, caplog) -> None:
+    broken, good = tmp_path / "broken", tmp_path / "good"
+    for root in (broken, good):
+        (root / "lib").mkdir(parents=True)
+        (root / "lib" / "libcudnn.so.9").write_bytes(b"")
+
+    def open_library(target: str) -> str:
+        if target.startswith(str(broken)):
+            raise OSError("invalid ELF header")
+        return target
+
+    packages = {"nvidia.cudnn": [str(broken)]}
+    caplog.set_level(logging.DEBUG, logger="ucudnn.core.libraries")
+    cudnn = library_specs(13)[0]
+    load_library(cudnn, open_library, {"CUDNN_ROOT": str(good)}, packages.get, "/e")
+    assert [r.getMessage() for r in caplog.records] == [
+        f"could not load cuDNN from {broken}/lib/libcudnn.so.9 (the nvidia-cudnn-cu13 package): "
+        "invalid ELF header",
+        f"loaded cuDNN from {good}/lib/libcudnn.so.9 (found by CUDNN_ROOT)",
+    ]
+
+
+# -- a plan slower than its baseline --------------------------------------------------------
+def greedy_trap(small: int) -> tuple[TimingTables, int]:
+    """Tables where WD's greedy start is slower than the undivided baseline, and the budget.
+
+    One kernel saves 100 ms undivided with the whole budget; each of `small` others saves a
+    little over 75/small ms per unit of workspace with a micro-batched schedule. The greedy
+    spends the budget on those (75 ms saved); the optimum, like the undivided baseline, gives
+    it all to the first (100 ms). The baseline's choice fits outright (no solver); the plan's
+    needs the solver, which at small=3000 takes about 50 ms to prove it (measured)."""
+    budget_units = 2 * small
+    tables = [
+        KernelTable("big", "forward", 2, [
+            Candidate(2, 0, 100.0, 0), Candidate(2, 1, 0.0, budget_units * UNIT),
+        ])
+    ]  # fmt: skip
+    for i in range(small):
+        saved_per_unit = (75 + i / small) / small  # each a little different: no shared sets
+        tables.append(
+            KernelTable(f"small{i}", "forward", 2, [
+                Candidate(2, 0, 100.0, 0), Candidate(1, 1, (100.0 - saved_per_unit) / 2, UNIT),
+            ])
+        )  # fmt: skip
+    return TimingTables(tables), budget_units * UNIT
+
+
+def test_a_wd_solver_stopped_early_can_plan_slower_than_the_baseline_and_warns(caplog) -> None:
+    tables, budget = greedy_trap(3000)
+    caplog.set_level(logging.INFO, logger="ucudnn")
+    # The least time there is: the solver keeps the greedy solution it starts from.
+    with pytest.warns(SlowPlanWarning, match="slower than its undivided baseline") as caught:
+        plan = make_plan_wd(tables, budget, time_limit_s=1e-9)
+    assert plan.solver_status == "feasible" and plan.time_ms > plan.baseline_time_ms
+    message = str(caught[0].message)
+    assert f"({plan.time_ms:.3f} ms against {plan.baseline_time_ms:.3f} ms)" in message
+    assert "give it more time (time_limit_s, or ucudnn plan --time-limit)" in message
+    assert caught[0].filename == __file__  # it names the caller of make_plan_wd
+    assert "the highs solver stopped at its time limit" in caplog.text
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UcudnnWarning)
+        optimal = make_plan_wd(tables, budget)  # time enough: the optimum, no warning
+    assert optimal.solver_status == "optimal" and optimal.time_ms == optimal.baseline_time_ms
+
+
+def test_a_kernel_slower_than_its_own_baseline_is_a_fair_trade_in_wd() -> None:
+    """Two units of workspace: x saves 5 ms undivided with both; y saves 8 ms micro-batched
+    with one. The baseline gives both to x; the plan gives one to y and leaves x slower than
+    its own baseline, 3 ms faster in all, which is no reason to warn."""
+    tables = TimingTables([
+        KernelTable("x", "forward", 2, [Candidate(2, 0, 10.0, 0), Candidate(2, 1, 5.0, 2 * UNIT)]),
+        KernelTable("y", "forward", 2, [Candidate(2, 0, 10.0, 0), Candidate(1, 1, 1.0, UNIT)]),
+    ])  # fmt: skip
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UcudnnWarning)
+        plan = make_plan_wd(tables, 2 * UNIT)
+    x = plan["x", "forward"]
+    assert x.time_ms == 10.0 > x.baseline.time_ms == 5.0
+    assert plan.time_ms == 12.0 < plan.baseline_time_ms == 15.0
+
+
+@pytest.mark.gpu
+def test_benchmark_progress_says_what_was_measured_and_what_the_cache_served(
+    tmp_path: Path, caplog
+) -> None:
+    from ucudnn.core.problem import ConvProblem
+    from ucudnn.runtime.handle import Handle
+
+    problem = ConvProblem.create(8, 16, 16, (16, 16), 3, padding=1, math_type="fma")
+    caplog.set_level(logging.DEBUG, logger="ucudnn.runtime.benchmark")
+    for _ in range(2):  # the second handle finds the first one's measurements in the cache
+        with Handle(workspace_limit="64MiB", policy="undivided", database=tmp_path / "db") as h:
+            h.workspace_size(problem, "forward")
+    records = [r for r in caplog.records if r.name == "ucudnn.runtime.benchmark"]
+    first, second = (r.getMessage() for r in records if r.levelno == logging.INFO)
+    assert first.startswith("benchmark of 1 kernels: 1 problem sizes measured, 0 served")
+    assert second.startswith("benchmark of 1 kernels: 0 problem sizes measured, 1 served")
+    measured, served = (r.getMessage() for r in records if r.levelno == logging.DEBUG)
+    shape = problem.describe()
+    assert measured.startswith(f"forward of {shape} at micro-batch 8: measured in ")
+    assert served.startswith(f"forward of {shape} at micro-batch 8: served from the cache; ")

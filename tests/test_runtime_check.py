@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import io
+import logging
 
 import numpy as np
 import pytest
@@ -44,28 +44,35 @@ def test_other_algorithms_never_get_a_tighter_bound() -> None:
     assert all(CROSS_ALGORITHM_TOLERANCES[k] >= TOLERANCES[k] for k in TOLERANCES)
 
 
-def test_the_fp32_cross_algorithm_bound_still_sees_a_missing_sample() -> None:
-    """A backward-filter sum that lost one sample of 1000 is 1e-3 off: far above the bound."""
+def test_the_fp32_cross_algorithm_bound_still_sees_a_missing_sample(caplog) -> None:
+    """A backward-filter sum that lost one sample of 1000 is 1e-3 off: far above the bound,
+    which is logged as a warning."""
     rng = np.random.default_rng(0)
     per_sample = rng.standard_normal((1000, 64)).astype(np.float32) + 1.0
     whole = per_sample.sum(axis=0)
     missing = per_sample[1:].sum(axis=0)
-    check = EquivalenceCheck(io.StringIO())
+    check = EquivalenceCheck()
     problem = _problem("float32", "fma")
     check.record(
         "l", "backward_filter", problem, missing.view(np.uint8), whole.view(np.uint8), False
     )
     assert not check.results[0].ok
     assert check.results[0].tolerance == 1e-4
+    (record,) = caplog.records
+    assert (record.name, record.levelno) == ("ucudnn.runtime.check", logging.WARNING)
+    assert record.getMessage().startswith("equivalence check of l backward_filter: normalised")
+    assert record.getMessage().endswith("(bound 0.0001) TOO FAR")
 
 
-def test_a_check_prints_which_bound_it_used() -> None:
-    out = io.StringIO()
-    check = EquivalenceCheck(out)
+def test_a_check_logs_which_bound_it_used_and_prints_nothing(caplog, capsys) -> None:
+    caplog.set_level(logging.INFO, logger="ucudnn")
+    check = EquivalenceCheck()
     values = np.arange(1, 9, dtype=np.float32)
     check.record("conv1", "forward", _problem("float32", "fma"), values.view(np.uint8),
                  values.view(np.uint8), True)  # fmt: skip
     assert check.results[0].ok
-    assert out.getvalue() == (
-        "ucudnn check: conv1 forward: normalised L2 distance 0 (bound 1e-06) ok\n"
-    )
+    (record,) = caplog.records
+    assert (record.name, record.levelno) == ("ucudnn.runtime.check", logging.INFO)
+    expected = "equivalence check of conv1 forward: normalised L2 distance 0 (bound 1e-06) ok"
+    assert record.getMessage() == str(check.results[0]) == expected
+    assert capsys.readouterr() == ("", "")

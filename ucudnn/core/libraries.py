@@ -23,11 +23,14 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.util
+import logging
 import os
 import sys
 from collections.abc import Callable, Mapping, Sequence
 
 from ucudnn.errors import LibraryNotFoundError
+
+logger = logging.getLogger(__name__)
 
 SYSTEM_LOADER = "system loader"
 # The pip package holding the CUDA runtime, per CUDA major: (distribution, import name).
@@ -153,7 +156,9 @@ def load_library(
             path = open_library(candidate.target)
         except OSError as exc:
             attempts.append(f"{where}: {exc}")
+            logger.debug("could not load %s from %s: %s", spec.name, where, exc)
             continue
+        logger.debug("loaded %s from %s (found by %s)", spec.name, path, candidate.origin)
         return LoadedLibrary(spec.name, spec.soname, path, candidate.origin)
     raise LibraryNotFoundError(spec.name, spec.soname, attempts, _hint(spec, environ))
 

@@ -227,6 +227,8 @@ def run(args: argparse.Namespace) -> int:
         if args.check:
             handle.check = EquivalenceCheck()
             run_once(handle, work)
+            for result in handle.check.results:
+                print(result)
             if not all(result.ok for result in handle.check.results):
                 return 1
     return 0

@@ -69,6 +69,7 @@ import contextlib
 import dataclasses
 import datetime
 import fcntl
+import logging
 import numbers
 import os
 import sqlite3
@@ -95,6 +96,8 @@ SCHEMA_VERSION = 2
 APPLICATION_ID = int.from_bytes(b"uCDN", "big")  # 0x7543444e, in SQLite's file header
 BUSY_TIMEOUT_S = 30.0
 IN_MEMORY = ":memory:"
+
+logger = logging.getLogger(__name__)
 
 # MIGRATIONS[v] upgrades one of our files from schema v to v + 1 inside one transaction.
 # Versions with no path to SCHEMA_VERSION are rebuilt empty: a cache can always be measured
@@ -311,6 +314,7 @@ class BenchmarkCache:
             except CacheError:
                 self._memory.close()
                 raise
+        logger.debug("benchmark cache %s: %s", self.path, self._access())
 
     # -- opening ----------------------------------------------------------------------------
     def _open_file(self) -> None:
@@ -338,6 +342,11 @@ class BenchmarkCache:
                 stacklevel=3,
             )
 
+    def _access(self) -> str:
+        if self._file is None:
+            return "kept in memory"
+        return "opened for writing" if self._file.writable else "opened read-only"
+
     def _read_only_text(self, reason: str) -> str:
         return (
             f"ucudnn benchmark cache {self.path} is read-only ({reason}); new measurements are "
@@ -355,7 +364,9 @@ class BenchmarkCache:
                 rows = _find_set(self._memory, key)
                 if rows is None and self._file is not None:
                     rows = self._file.run(lambda conn: _find_set(conn, key))
-            return None if rows is None else _measurements(micro_batch, rows)
+            found = None if rows is None else _measurements(micro_batch, rows)
+            _log_lookup(problem, kernel, micro_batch, found)
+            return found
         except (sqlite3.Error, OSError, ValueError) as exc:
             self._warn(exc, "read")
             return None
@@ -435,6 +446,17 @@ class BenchmarkCache:
             CacheWarning,
             stacklevel=3,
         )
+
+
+def _log_lookup(
+    problem: ConvProblem, kernel: str, micro_batch: int, found: list[Measurement] | None
+) -> None:
+    if logger.isEnabledFor(logging.DEBUG):  # describe() only for a record that is shown
+        outcome = "miss" if found is None else f"hit, {len(found)} results"
+        logger.debug(
+            "benchmark cache %s: %s of %s at micro-batch %d",
+            outcome, kernel, problem.describe(), micro_batch,
+        )  # fmt: skip
 
 
 def inspect_cache(path: str | os.PathLike[str] | None = None) -> CacheReport:

@@ -12,8 +12,10 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
+import logging
 import math
 import time
+import warnings
 from collections.abc import Callable, Collection, Mapping
 from typing import TypeVar
 
@@ -21,6 +23,7 @@ from ucudnn.core.arena import CUDNN_ALIGNMENT
 from ucudnn.core.checks import integer, shown
 from ucudnn.core.facts import DeviceFacts
 from ucudnn.core.problem import check_kernel
+from ucudnn.errors import SlowPlanWarning
 from ucudnn.planner.config import MAX_BYTES, byte_count, micro_batch_policy
 from ucudnn.planner.documents import line_of, read_document
 from ucudnn.planner.dp import eligible_candidates
@@ -45,6 +48,8 @@ from ucudnn.planner.wr import kernel_infeasible, plan_wr
 
 T = TypeVar("T")
 
+logger = logging.getLogger(__name__)
+
 JSON_FORMAT = "ucudnn-plan"
 # 2: micro_batches and algos are lists of numbers, not texts; offset and alignment are
 # offset_bytes and alignment_bytes. Version 1 documents are still read.
@@ -52,6 +57,9 @@ JSON_VERSION = 2
 READ_VERSIONS = (1, JSON_VERSION)
 MODES = ("wr", "wd")
 _LEAST_SOLVE_S = 0.001
+# How much more than its baseline a plan may take before it is called slower: a millionth is
+# the solver's tolerances and rounding, not a worse plan (measurements vary far more).
+_SLOWER_BY_MORE_THAN = 1e-6
 
 # The fields of a plan's JSON objects that are read back; the others are derived (times,
 # texts, totals) and recomputed.
@@ -591,11 +599,60 @@ def _plan(
         )
         for kernel_id, table in tables.items()
     )
-    return Plan(
+    plan = Plan(
         mode=mode,
         limit_bytes=limit_bytes,
         policy=policy if isinstance(policy, str) else tuple(policy),
         kernels=kernels,
         deterministic_only=deterministic_only,
         **fields,  # type: ignore[arg-type]
+    )
+    _log_plan(plan)
+    _warn_if_slower(plan)
+    return plan
+
+
+def _log_plan(plan: Plan) -> None:
+    """The plan in one line at INFO, each kernel's choice at DEBUG (built only when shown)."""
+    if logger.isEnabledFor(logging.INFO):
+        limit = "per-kernel limit" if plan.mode == "wr" else "total budget"
+        baseline = plan.baseline_time_ms
+        logger.info(
+            "%s plan of %d kernels, %s %s, policy %s: %.3f ms predicted against %s, "
+            "%s of workspace, solver %s (%s)",
+            plan.mode.upper(), len(plan.kernels), limit, format_size(plan.limit_bytes),
+            policy_text(plan.policy), plan.time_ms,
+            "no undivided baseline (none fits)" if baseline is None
+            else f"{baseline:.3f} ms undivided ({_speedup_text(plan.speedup)})",
+            format_size(plan.workspace_bytes), plan.solver, plan.solver_status,
+        )  # fmt: skip
+    if logger.isEnabledFor(logging.DEBUG):
+        for k in plan.kernels:
+            logger.debug(
+                "%s: micro-batches %s, algorithms %s, %s of workspace, %.3f ms (baseline %s)",
+                k.place, k.schedule.micro_batches_text(), k.schedule.algos_text(),
+                format_size(k.workspace_bytes), k.time_ms,
+                "none fits" if k.baseline is None else f"{k.baseline.time_ms:.3f} ms",
+            )  # fmt: skip
+
+
+def _speedup_text(ratio: float | None) -> str:
+    return "speedup —" if ratio is None else f"speedup {ratio:.2f}x"
+
+
+def _warn_if_slower(plan: Plan) -> None:
+    """Warn when the plan as a whole is predicted slower than its baseline. WR's dynamic
+    program and an optimal WD solve never are (the undivided runs are among their choices);
+    a WD solver stopped by its time limit may be. One kernel slower than its own baseline is a
+    fair trade in WD when the others gain more, so only the totals count."""
+    baseline = plan.baseline_time_ms
+    if baseline is None or plan.time_ms <= baseline * (1 + _SLOWER_BY_MORE_THAN):
+        return
+    warnings.warn(
+        f"the {plan.mode.upper()} plan is predicted slower than its undivided baseline "
+        f"({plan.time_ms:.3f} ms against {baseline:.3f} ms): the {plan.solver} solver stopped "
+        f"at its time limit (status {plan.solver_status}) before it found a better plan; give "
+        "it more time (time_limit_s, or ucudnn plan --time-limit)",
+        SlowPlanWarning,
+        stacklevel=4,  # the caller of make_plan_wr or make_plan_wd
     )

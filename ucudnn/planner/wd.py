@@ -24,8 +24,10 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import logging
 import math
 import numbers
+import time
 import warnings
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
@@ -45,6 +47,8 @@ if TYPE_CHECKING:
 
 SOLVERS = ("highs", "cbc")
 DEFAULT_TIME_LIMIT_S = 60.0
+
+logger = logging.getLogger(__name__)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -121,9 +125,14 @@ def plan_wd(
     budget = budget_bytes // alignment
     status, used = "optimal", "none"
     if sum(len(g.kernels) * g.units[-1] for g in groups) <= budget:
-        for g in groups:  # every fastest schedule fits: nothing to trade
+        logger.debug("WD over %d kernels: every fastest schedule fits; nothing to trade", len(sets))
+        for g in groups:
             g.settle({len(g.options) - 1: len(g.kernels)})
-    elif (start := _prove_greedy_or_prune(groups, budget)) is not None:
+    elif (start := _prove_greedy_or_prune(groups, budget)) is None:
+        logger.debug(
+            "WD over %d kernels: the greedy choice meets the LP bound, so it is optimal", len(sets)
+        )
+    else:
         status, used = _solve(groups, start, budget, solver, time_limit_s)
     choices = _choices(sets, groups)
     offsets, end = {}, 0
@@ -309,12 +318,24 @@ def _solve(
     model += mip.xsum(g.units[i] * x for g, i, x, _ in terms) <= budget - taken
     model.objective = mip.xsum(g.times[i] * x for g, i, x, _ in terms)
     model.start = [(x, count) for _, _, x, count in terms]
+    logger.debug(
+        "WD: the %s solver chooses for %d kernels among %d options, starting from the greedy's",
+        used, sum(len(g.kernels) for g, _ in free), len(terms),
+    )  # fmt: skip
+    started = time.monotonic()
     status = _optimize(model, used, time_limit_s)
     if status not in (mip.OptimizationStatus.OPTIMAL, mip.OptimizationStatus.FEASIBLE):
         raise SolverError(
             f"the {used} solver stopped with status {status.name} after at most "
             f"{time_limit_s:g} s; no plan was found"
         )
+    if status == mip.OptimizationStatus.OPTIMAL:
+        logger.debug("the %s solver proved the optimum in %.2f s", used, time.monotonic() - started)
+    else:
+        logger.info(
+            "the %s solver stopped at its time limit of %.3g s with a plan not proven optimal",
+            used, time_limit_s,
+        )  # fmt: skip
     for (g, _), xs in zip(free, variables, strict=True):
         settled = {i: round(x.x) for i, x in zip(g.allowed, xs, strict=True)}
         if sum(settled.values()) != len(g.kernels) or min(settled.values()) < 0:

@@ -9,8 +9,10 @@ device and library version.
 from __future__ import annotations
 
 import dataclasses
+import logging
 import statistics
 import sys
+import time
 from collections.abc import Iterable, Sequence
 from typing import Never
 
@@ -27,6 +29,8 @@ from ucudnn.planner.tables import Candidate, KernelTable, TimingTables
 from ucudnn.runtime import backend, steps
 from ucudnn.runtime.timing import Timer
 from ucudnn.runtime.work import Work
+
+logger = logging.getLogger(__name__)
 
 # Buffers are filled with one repeated byte (memset fills gigabytes faster than a copy). The
 # value only has to be harmless: a normal number whose products are normal in the type cuDNN
@@ -141,6 +145,7 @@ class Benchmarker:
             for item in work
         ]
         tables = TimingTables()
+        before, started = dict(self.counts), time.perf_counter()
         try:
             with _progress(sum(len(sizes) for _, sizes in jobs), self.settings.progress) as bar:
                 for item, sizes in jobs:
@@ -152,6 +157,12 @@ class Benchmarker:
                     tables.add(table)
         finally:
             self._workspace.release()
+        logger.info(
+            "benchmark of %d kernels: %d problem sizes measured, %d served from the cache, "
+            "in %.1f s",
+            len(jobs), self.counts["measured"] - before["measured"],
+            self.counts["cached"] - before["cached"], time.perf_counter() - started,
+        )  # fmt: skip
         return tables
 
     def _kernel_candidates(
@@ -166,10 +177,14 @@ class Benchmarker:
                     if buffers is None:
                         samples = steps.benchmark_samples(problem, sizes)
                         buffers = ProblemBuffers(problem.with_batch(samples), self.handle.stream)
+                    started = time.perf_counter()
                     measured = self._measure(problem.with_batch(micro_batch), kernel, buffers)
+                    _log_size(problem, kernel, micro_batch, measured, time.perf_counter() - started)
                     self._seen[(problem.with_batch(micro_batch).key(), kernel)] = measured
                     if self.cache is not None:
                         self.cache.store(problem, kernel, micro_batch, self.facts, measured)
+                else:
+                    _log_size(problem, kernel, micro_batch, measured, None)
                 bar.update(1)
                 yield from (m.candidate for m in measured if m.ok)
         finally:
@@ -268,6 +283,24 @@ class Benchmarker:
             deterministic=deterministic,
         )
         return Measurement.timed(candidate, times)
+
+
+def _log_size(
+    problem: ConvProblem,
+    kernel: str,
+    micro_batch: int,
+    measured: list[Measurement],
+    seconds: float | None,
+) -> None:
+    """Benchmark progress at DEBUG, one line per problem size: measured now (in `seconds`), or
+    known already (None)."""
+    if logger.isEnabledFor(logging.DEBUG):  # describe() only for a record that is shown
+        ran = sum(m.ok for m in measured)
+        how = "served from the cache" if seconds is None else f"measured in {seconds:.2f} s"
+        logger.debug(
+            "%s of %s at micro-batch %d: %s; %d algorithms ran, %d could not",
+            kernel, problem.describe(), micro_batch, how, ran, len(measured) - ran,
+        )  # fmt: skip
 
 
 def _progress(total: int, show: bool | None) -> tqdm[Never]:  # a bar without an iterable

@@ -25,14 +25,15 @@ stated from these arguments; none has been measured on a GPU yet.
 from __future__ import annotations
 
 import dataclasses
-import sys
-from typing import TextIO
+import logging
 
 import numpy as np
 
 from ucudnn._native import _cuda
 from ucudnn.core.array import bfloat16_values
 from ucudnn.core.problem import ConvProblem
+
+logger = logging.getLogger(__name__)
 
 # Bounds on the normalised L2 distance, for the same algorithm and between algorithms.
 TOLERANCES = {"float64": 1e-12, "fp32": 1e-6, "tf32": 5e-3, "float16": 5e-3, "bfloat16": 2e-2}
@@ -96,17 +97,17 @@ class CheckResult:
     def __str__(self) -> str:
         verdict = "ok" if self.ok else "TOO FAR"
         return (
-            f"ucudnn check: {self.layer} {self.kernel}: normalised L2 distance "
+            f"equivalence check of {self.layer} {self.kernel}: normalised L2 distance "
             f"{self.distance:.3g} (bound {self.tolerance:g}) {verdict}"
         )
 
 
 class EquivalenceCheck:
-    """Collects one CheckResult per checked call and prints each to stderr."""
+    """Collects one CheckResult per checked call, and logs each: within its bound at INFO,
+    too far at WARNING."""
 
-    def __init__(self, stream_out: TextIO = sys.stderr) -> None:
+    def __init__(self) -> None:
         self.results: list[CheckResult] = []
-        self._out = stream_out
 
     def record(
         self,
@@ -127,4 +128,4 @@ class EquivalenceCheck:
             tolerance(problem, same_algorithm),
         )
         self.results.append(result)
-        print(result, file=self._out)
+        logger.log(logging.INFO if result.ok else logging.WARNING, "%s", result)

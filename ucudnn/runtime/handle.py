@@ -8,6 +8,7 @@ plans them together by integer programming, each schedule at its own offset in o
 from __future__ import annotations
 
 import dataclasses
+import logging
 import os
 import warnings
 from collections.abc import Iterable, Sequence
@@ -30,6 +31,8 @@ from ucudnn.runtime.options import HandleOptions, layer_option, scalar_option
 from ucudnn.runtime.planning import plan_kernels
 from ucudnn.runtime.steps import ROLES
 from ucudnn.runtime.work import Work
+
+logger = logging.getLogger(__name__)
 
 # Argument names of each kernel's tensors, matching ROLES (for error messages).
 _ARGS = {
@@ -297,6 +300,7 @@ class Handle:
             return
 
     def _warn_fallback(self, wanted: int, limit: int) -> None:
+        logger.info("could not allocate %d bytes of workspace; planning within %d", wanted, limit)
         if not self._fallback_warned:
             warnings.warn(
                 f"could not allocate {wanted} bytes of workspace; falling back to plans that "
