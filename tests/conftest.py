@@ -12,7 +12,7 @@ import os
 
 import pytest
 
-from ucudnn.planner.config import parse_bool
+from ucudnn.core.checks import parse_bool
 
 
 @functools.cache

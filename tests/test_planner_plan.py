@@ -330,8 +330,8 @@ def test_limits_are_taken_as_python_users_pass_them() -> None:
     tables = TimingTables([table])
     assert make_plan_wr(tables, np.int64(100)).limit_bytes == 100
     assert make_plan_wd(tables, "1KiB").limit_bytes == 1024
-    for make, name in ((make_plan_wr, "workspace limit"), (make_plan_wd, "total workspace budget")):
-        with pytest.raises(TypeError, match=f"{name} must be a number of bytes"):
+    for make, name in ((make_plan_wr, "limit_bytes"), (make_plan_wd, "budget_bytes")):
+        with pytest.raises(TypeError, match=f"{name}=.* is not a size"):
             make(tables, float("nan"))
-        with pytest.raises(ValueError, match=f"{name} must be >= 0"):
+        with pytest.raises(ValueError, match=f"{name}=-1 is not a size"):
             make(tables, -1)

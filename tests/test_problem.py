@@ -74,7 +74,7 @@ def test_every_field_changes_the_key() -> None:
         "batch": 9, "in_channels": 32, "out_channels": 16, "input_size": (28, 29),
         "filter_size": (3, 1), "padding": (1, 0), "stride": (2, 1), "dilation": (1, 2),
         "groups": 2, "layout": "NHWC", "filter_layout": "NHWC", "dtype": "float16",
-        "compute_dtype": "float16", "math_type": "fma", "mode": "convolution",
+        "compute_dtype": "float16", "math_type": "tensor_op", "mode": "convolution",
         "x_strides": (16 * 28 * 28 * 2, 28 * 28, 28, 1),
         "y_strides": (32 * 28 * 28 * 2, 28 * 28, 28, 1),
     }  # fmt: skip
@@ -104,7 +104,7 @@ def test_byte_extents_and_sample_offsets() -> None:
     padded = dataclasses.replace(p, x_strides=(100, 25, 5, 1))  # a gap after each sample
     assert padded.nbytes("x") == (3 * 100 + 2 * 25 + 4 * 5 + 4 + 1) * 2
     assert p.with_batch(0).nbytes("x") == 0
-    with pytest.raises(ValueError, match="tensor must be one of x, w, y, got 'dy'"):
+    with pytest.raises(ValueError, match="tensor must be one of x, w, y, b, got 'dy'"):
         p.nbytes("dy")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="tensor must be one of x, y, got 'w'"):
         p.sample_offset_bytes("w", 1)  # type: ignore[arg-type]

@@ -39,14 +39,14 @@ def test_limits_take_any_integer_or_a_size(arguments, environ, expected) -> None
 @pytest.mark.parametrize(
     ("value", "error", "message"),
     [
-        (float("nan"), TypeError, "workspace_limit must be a number of bytes"),
-        (float("inf"), TypeError, "workspace_limit must be a number of bytes"),
-        (1.5, TypeError, "workspace_limit must be a number of bytes"),
-        (True, TypeError, "workspace_limit must be a number of bytes"),
-        (-1, ValueError, "workspace_limit must be >= 0, got -1"),
-        (np.int8(-3), ValueError, "workspace_limit must be >= 0, got -3"),
+        (float("nan"), TypeError, "workspace_limit=nan is not a size"),
+        (float("inf"), TypeError, "workspace_limit=inf is not a size"),
+        (1.5, TypeError, "workspace_limit=1.5 is not a size"),
+        (True, TypeError, "workspace_limit=True is not a size"),
+        (-1, ValueError, "workspace_limit=-1 is not a size"),
+        (np.int8(-3), ValueError, r"workspace_limit=np.int8\(-3\) is not a size"),
         ("-1MiB", ValueError, "workspace_limit='-1MiB' is not a size"),
-        (2**70, ValueError, "workspace_limit must be <= "),
+        (2**70, ValueError, "workspace_limit=1180591620717411303424 is larger than any memory"),
     ],
 )
 def test_bad_limits_name_the_argument(value, error, message) -> None:

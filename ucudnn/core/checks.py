@@ -54,3 +54,30 @@ def integer(
     if maximum is not None and number > maximum:
         raise ValueError(f"{name} must be <= {maximum}, got {shown(number)}")
     return number
+
+
+_YES = ("1", "true", "yes", "on")
+_NO = ("0", "false", "no", "off")
+
+
+def parse_bool(text: str, name: str) -> bool:
+    """A yes/no setting: 1/0, true/false, yes/no, on/off in any letter case; errors name
+    `name` (the environment variable, the column)."""
+    word = text.strip().lower()
+    if word in _YES:
+        return True
+    if word in _NO:
+        return False
+    raise ValueError(
+        f"{name}={shown(text)} is not a yes/no value; expected one of {', '.join(_YES + _NO)}"
+    )
+
+
+def boolean(value: object, name: str) -> bool:
+    """A yes/no value passed from Python: True or False, numpy's included (1 or "no" are
+    likelier slips than intent); errors name `name`, the argument."""
+    if isinstance(value, bool):
+        return value
+    if type(value).__module__ == "numpy" and type(value).__name__ in ("bool", "bool_"):
+        return bool(value)
+    raise TypeError(f"{name} must be True or False, got {value!r}")

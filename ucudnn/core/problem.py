@@ -9,14 +9,16 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-from collections.abc import Iterable, Sequence
+import os
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Literal, TypeGuard, cast
 
-from ucudnn.core.checks import integer, shown
+from ucudnn.core.checks import boolean, integer, parse_bool, shown
+from ucudnn.core.padding import padding_word, word_padding
 
 Kernel = Literal["forward", "backward_data", "backward_filter"]
 KERNELS: tuple[Kernel, ...] = ("forward", "backward_data", "backward_filter")
-TensorName = Literal["x", "w", "y"]
+TensorName = Literal["x", "w", "y", "b"]  # "b": the bias, one value per output channel
 
 DTYPES = ("float32", "float16", "bfloat16", "float64")
 MATH_TYPES = ("default", "tensor_op", "tensor_op_allow_conversion", "fma")
@@ -35,6 +37,32 @@ _MINIMUM = {
 _TUPLE_FIELDS = ("input_size", "filter_size", "padding", "stride", "dilation")
 # The text fields, in the order they are checked (and layer lists write their columns).
 TEXT_FIELDS = ("layout", "filter_layout", "dtype", "compute_dtype", "math_type", "mode")
+
+
+# Whether float32 problems whose math type is not named may use TF32 tensor cores.
+ALLOW_TF32_VARIABLE = "UCUDNN_ALLOW_TF32"
+
+
+def tf32_allowed(environ: Mapping[str, str] = os.environ) -> bool:
+    """UCUDNN_ALLOW_TF32 as a yes/no value; unset or empty: no."""
+    text = environ.get(ALLOW_TF32_VARIABLE, "").strip()
+    return parse_bool(text, ALLOW_TF32_VARIABLE) if text else False
+
+
+def default_math_type(dtype: str, allow_tf32: bool | None = None) -> str:
+    """The library's one rule for a problem whose math type is not named.
+
+    float32 stays float32 ("fma": no TF32) unless TF32 is allowed (`allow_tf32`, else
+    UCUDNN_ALLOW_TF32), then "default", which lets cuDNN use TF32 tensor cores. Off by
+    default because a float32 caller expects float32 results: TF32 keeps 10 mantissa bits, an
+    error near 1e-3 that PyTorch accepts for its convolutions by default but a numpy user
+    comparing with numpy would call wrong. Half types use tensor cores ("tensor_op"), which
+    lose nothing they had; float64 has no tensor-core path ("default").
+    """
+    allowed = None if allow_tf32 is None else boolean(allow_tf32, "allow_tf32")
+    if dtype == "float32":
+        return "default" if (tf32_allowed() if allowed is None else allowed) else "fma"
+    return "tensor_op" if dtype in ("float16", "bfloat16") else "default"
 
 
 def check_kernel(kernel: str) -> Kernel:
@@ -156,7 +184,7 @@ class ConvProblem:
     filter_layout: str = ""  # default: same as layout
     dtype: str = "float32"
     compute_dtype: str = ""
-    math_type: str = "default"
+    math_type: str = ""  # default: `default_math_type(dtype)`
     mode: str = "cross_correlation"
     x_strides: tuple[int, ...] = ()
     y_strides: tuple[int, ...] = ()
@@ -169,23 +197,47 @@ class ConvProblem:
         out_channels: int,
         input_size: tuple[int, ...] | list[int],
         filter_size: tuple[int, ...] | list[int] | int,
-        padding: int | Sequence[int] = 0,
+        padding: int | Sequence[int] | str = 0,
         stride: int | Sequence[int] = 1,
         dilation: int | Sequence[int] = 1,
+        *,
+        allow_tf32: bool | None = None,
         **fields: object,
     ) -> ConvProblem:
-        """Build a problem, broadcasting int padding/stride/dilation/filter over the rank."""
+        """Build a problem, broadcasting int padding/stride/dilation/filter over the rank.
+
+        `padding` may also be "same" or "valid" (see `ucudnn.core.padding`). `allow_tf32`
+        picks the math type by `default_math_type` (unset: UCUDNN_ALLOW_TF32); give it or a
+        `math_type`, not both.
+        """
         input_size = _dimensions(input_size, "input_size")
         rank = len(input_size)
+        filter_size = _per_dimension(filter_size, rank, "filter_size")
+        stride = _per_dimension(stride, rank, "stride")
+        dilation = _per_dimension(dilation, rank, "dilation")
+        word = padding_word(padding)
+        if word is None:
+            padding = _per_dimension(padding, rank, "padding")
+        else:  # the arithmetic needs the sizes checked first
+            padding = word_padding(
+                word,
+                _dimensions(filter_size, "filter_size"),
+                _dimensions(stride, "stride"),
+                _dimensions(dilation, "dilation"),
+            )
+        if allow_tf32 is not None:
+            if fields.get("math_type"):
+                raise ValueError("give allow_tf32 or math_type, not both")
+            fields["math_type"] = default_math_type(str(fields.get("dtype", "float32")), allow_tf32)
         return cls(
             batch=batch,
             in_channels=in_channels,
             out_channels=out_channels,
             input_size=input_size,
-            filter_size=_per_dimension(filter_size, rank, "filter_size"),
-            padding=_per_dimension(padding, rank, "padding"),
-            stride=_per_dimension(stride, rank, "stride"),
-            dilation=_per_dimension(dilation, rank, "dilation"),
+            filter_size=filter_size,
+            padding=padding,
+            stride=stride,
+            dilation=dilation,
             **fields,  # type: ignore[arg-type]
         )
 
@@ -197,10 +249,11 @@ class ConvProblem:
         *,
         layout: str = "",
         filter_layout: str = "",
-        padding: int | Sequence[int] = 0,
+        padding: int | Sequence[int] | str = 0,
         stride: int | Sequence[int] = 1,
         dilation: int | Sequence[int] = 1,
         groups: int = 1,
+        allow_tf32: bool | None = None,
         x_strides: tuple[int, ...] | None = None,
         y_strides: tuple[int, ...] | None = None,
         **fields: object,
@@ -208,6 +261,7 @@ class ConvProblem:
         """A problem from array shapes as stored (NHWC arrays are (N, H, W, C)).
 
         `x_strides`/`y_strides` are element strides in the same stored order, if not packed.
+        The other arguments are as `create` takes them.
         """
         x_shape, w_shape = _dimensions(x_shape, "x_shape"), _dimensions(w_shape, "w_shape")
         if len(x_shape) not in (4, 5):
@@ -240,7 +294,8 @@ class ConvProblem:
                 strides[name] = to_logical(value, layout)
         return cls.create(
             n, c, k, tuple(spatial), tuple(filter_size), padding, stride, dilation,
-            groups=groups, layout=layout, filter_layout=filter_layout, **strides, **fields,
+            allow_tf32=allow_tf32, groups=groups, layout=layout, filter_layout=filter_layout,
+            **strides, **fields,
         )  # fmt: skip
 
     def __post_init__(self) -> None:
@@ -252,6 +307,8 @@ class ConvProblem:
             object.__setattr__(self, "layout", LAYOUTS.get(rank, ("",))[0])
         if not self.filter_layout:
             object.__setattr__(self, "filter_layout", self.layout)
+        if not self.math_type:
+            object.__setattr__(self, "math_type", default_math_type(self.dtype))
         if not self.compute_dtype:
             # cuDNN computes half-precision convolutions in float32 unless told otherwise.
             compute = "float64" if self.dtype == "float64" else "float32"
@@ -372,14 +429,24 @@ class ConvProblem:
         return to_physical(self.w_dims, self.filter_layout)
 
     @property
+    def b_shape(self) -> tuple[int, ...]:
+        """Shape of a bias: one value per output channel (as PyTorch stores it)."""
+        return (self.out_channels,)
+
+    @property
+    def b_dims(self) -> tuple[int, ...]:
+        """The bias as cuDNN broadcasts it over y: (1, K, 1, ...)."""
+        return (1, self.out_channels, *(1,) * self.rank)
+
+    @property
     def itemsize(self) -> int:
         return ITEMSIZE[self.dtype]
 
     def nbytes(self, tensor: TensorName) -> int:
-        """Bytes spanned by x, w or y (strided tensors span up to their last element)."""
-        _check_tensor(tensor, ("x", "w", "y"))
-        if tensor == "w":
-            return math.prod(self.w_dims) * self.itemsize
+        """Bytes spanned by x, w, y or b (strided tensors span up to their last element)."""
+        _check_tensor(tensor, ("x", "w", "y", "b"))
+        if tensor in ("w", "b"):
+            return math.prod(self.w_dims if tensor == "w" else self.b_shape) * self.itemsize
         dims, strides = (
             (self.x_dims, self.x_strides) if tensor == "x" else (self.y_dims, self.y_strides)
         )

@@ -19,8 +19,8 @@ from decimal import Decimal, localcontext
 from pathlib import Path
 from typing import cast
 
-from ucudnn.core.checks import integer, shown
-from ucudnn.core.problem import MAX_DIM
+from ucudnn.core.checks import boolean, integer, parse_bool, shown
+from ucudnn.core.problem import MAX_DIM, tf32_allowed
 
 POLICY_NAMES = ("undivided", "powerOfTwo", "all")
 
@@ -47,9 +47,6 @@ _POLICY_HELP = (
     f"positive micro-batch sizes up to {MAX_DIM} such as 1,2,4,32"
 )
 
-_TRUE = ("1", "true", "yes", "on")
-_FALSE = ("0", "false", "no", "off")
-
 
 def _setting(name: str, text: str) -> str:
     """ "NAME='value'" for an error, the value cut short: a pasted megabyte is no message."""
@@ -61,49 +58,37 @@ def parse_size(text: str, name: str) -> int:
     match = _SIZE.fullmatch(text)
     unit = _UNITS.get(match.group(2).lower()) if match else None
     if match is None or unit is None:
-        raise ValueError(f"{_setting(name, text)} is not a size; expected {_SIZE_HELP}")
+        raise ValueError(_not_a_size(name, text))
     number = match.group(1)
     # Exact: the product has at most the digits of both factors; Decimal's default precision
     # (28 digits) would round 1.99999...9 bytes up to 2, past the limit the user gave.
     with localcontext(prec=len(number) + len(str(unit))):
-        nbytes = int(Decimal(number) * unit)
-    if nbytes > MAX_BYTES:
-        raise ValueError(f"{_setting(name, text)} is larger than any memory ({MAX_BYTES} bytes)")
-    return nbytes
+        return _within_memory(int(Decimal(number) * unit), name, text)
 
 
 def byte_count(value: object, name: str) -> int:
     """A size passed from Python: an integer of any integral type (numpy's too, not bool) or
-    text such as "64MiB"; errors name `name`, the argument."""
+    text as `parse_size` reads it. Anything else gets the same error as bad text: TypeError
+    for a value of another type (a float, NaN included), ValueError for a negative count."""
     if isinstance(value, str):
         return parse_size(value, name)
     try:
-        return integer(value, name, minimum=0, maximum=MAX_BYTES)
+        nbytes = integer(value, name)
     except TypeError:
-        raise TypeError(
-            f"{name} must be a number of bytes (an integer) or a size such as '64MiB', "
-            f"got {value!r} ({type(value).__name__})"
-        ) from None
+        raise TypeError(_not_a_size(name, value)) from None
+    if nbytes < 0:
+        raise ValueError(_not_a_size(name, value))
+    return _within_memory(nbytes, name, value)
 
 
-def parse_bool(text: str, name: str) -> bool:
-    """A yes/no setting: 1/0, true/false, yes/no, on/off in any letter case."""
-    word = text.strip().lower()
-    if word in _TRUE:
-        return True
-    if word in _FALSE:
-        return False
-    raise ValueError(
-        f"{_setting(name, text)} is not a yes/no value; expected one of {', '.join(_TRUE + _FALSE)}"
-    )
+def _not_a_size(name: str, value: object) -> str:
+    return f"{name}={shown(value)} is not a size; expected {_SIZE_HELP}"
 
 
-def boolean(value: object, name: str) -> bool:
-    """A yes/no value passed from Python: True or False only (1 or "no" are likelier slips
-    than intent); errors name `name`, the argument."""
-    if not isinstance(value, bool):
-        raise TypeError(f"{name} must be True or False, got {value!r}")
-    return value
+def _within_memory(nbytes: int, name: str, value: object) -> int:
+    if nbytes > MAX_BYTES:
+        raise ValueError(f"{name}={shown(value)} is larger than any memory ({MAX_BYTES} bytes)")
+    return nbytes
 
 
 def parse_policy(text: str, name: str) -> str | tuple[int, ...]:
@@ -195,6 +180,8 @@ class Config:
     total_workspace_size: int | None = None  # set (> 0): plan the whole network at once (WD)
     database: Path = dataclasses.field(default_factory=default_database)
     check: bool = False  # compare every call with the undivided convolution
+    # float32 problems without a named math type may use TF32 (see core.problem.default_math_type)
+    allow_tf32: bool = False
 
     def __post_init__(self) -> None:
         # Built from Python as well as from the environment: both are checked here.
@@ -206,6 +193,7 @@ class Config:
             "total_workspace_size": _budget(self.total_workspace_size, "total_workspace_size"),
             "database": file_path(self.database, "database"),
             "check": boolean(self.check, "check"),
+            "allow_tf32": boolean(self.allow_tf32, "allow_tf32"),
         }
         for name, value in checked.items():
             object.__setattr__(self, name, value)
@@ -222,7 +210,10 @@ class Config:
             value = environ.get(name, "").strip()
             return value or None
 
-        fields: dict[str, object] = {"database": database_from_env(environ)}
+        fields: dict[str, object] = {
+            "database": database_from_env(environ),
+            "allow_tf32": tf32_allowed(environ),
+        }
         if (text := get("UCUDNN_BATCH_SIZE_POLICY")) is not None:
             fields["batch_size_policy"] = parse_policy(text, "UCUDNN_BATCH_SIZE_POLICY")
         if (text := get("UCUDNN_DEFAULT_WORKSPACE_LIMIT")) is not None:

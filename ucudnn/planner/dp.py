@@ -46,7 +46,7 @@ def eligible_candidates(
 ) -> list[Candidate]:
     """The candidates a schedule may use: at a policy size, within the limit (None: any)."""
     if limit_bytes is not None:
-        limit_bytes = byte_count(limit_bytes, "workspace limit")
+        limit_bytes = byte_count(limit_bytes, "limit_bytes")
     allowed = sizes_for_policy(policy, table.batch)
     return [
         c

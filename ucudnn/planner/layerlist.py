@@ -3,7 +3,8 @@
 2D files have W, H, C_in, N, C_out, kernel_w/h, pad_w/h, stride_w/h; 3D files add D and the
 _d columns. Optional columns: source (the layer's label), dilation_* (default 1), groups
 (default 1) and the problem's text fields (dtype, compute_dtype, math_type, mode, layout,
-filter_layout). pad_* defaults to 0 and stride_* to 1. Unknown columns are an error, so a
+filter_layout). pad_* defaults to 0 and stride_* to 1; a pad_* cell may also say "same" or
+"valid", as PyTorch means them (see ucudnn.core.padding). Unknown columns are an error, so a
 misspelt header cannot silently fall back to a default, and so is a column named twice.
 
 Integers are plain decimal digits, at least 1 (pad_* at least 0) and at most 2**31 - 1, since
@@ -17,12 +18,14 @@ from __future__ import annotations
 
 import csv
 import dataclasses
+import functools
 import io
 import os
 from collections.abc import Iterable
 from typing import IO, Any, NamedTuple
 
 from ucudnn.core.checks import integer, shown
+from ucudnn.core.padding import PADDING_WORDS, word_padding
 from ucudnn.core.problem import MAX_DIM, TEXT_FIELDS, ConvProblem, packed_strides
 from ucudnn.planner.files import CsvRecords, Source, atomic_write, field_errors, located_error
 from ucudnn.planner.tables import check_batch, integer_text, layer_name
@@ -59,6 +62,16 @@ def _int(row: dict[str, str], column: str, default: int | None) -> int:
         )
 
 
+def _padding(row: dict[str, str], axis: str, kernel: int, stride: int, dilation: int) -> int:
+    """pad_<axis>: an integer, or "same" or "valid" as PyTorch means them."""
+    column = f"pad_{axis}"
+    word = (row.get(column) or "").strip().lower()
+    if word not in PADDING_WORDS:
+        return _int(row, column, 0)
+    with field_errors(f"column {column!r}"):
+        return word_padding(word, (kernel,), (stride,), (dilation,))[0]
+
+
 def _label(row: dict[str, str], line: int) -> str:
     """The layer's label: its source cell, or "line<n>" when there is none."""
     text = (row.get("source") or "").strip()
@@ -71,15 +84,20 @@ def _parse_row(
 ) -> ConvProblem:
     # Logical spatial order is (D,) H, W whatever order the columns come in.
     axes = "dhw"[3 - rank :]
+    filter_size = tuple(_int(row, f"kernel_{a}", None) for a in axes)
+    stride = tuple(_int(row, f"stride_{a}", 1) for a in axes)
+    dilation = tuple(_int(row, f"dilation_{a}", 1) for a in axes)
     numbers = {
         "batch": batch if batch is not None else _int(row, "N", None),
         "in_channels": _int(row, "C_in", None),
         "out_channels": _int(row, "C_out", None),
         "input_size": tuple(_int(row, a.upper(), None) for a in axes),
-        "filter_size": tuple(_int(row, f"kernel_{a}", None) for a in axes),
-        "padding": tuple(_int(row, f"pad_{a}", 0) for a in axes),
-        "stride": tuple(_int(row, f"stride_{a}", 1) for a in axes),
-        "dilation": tuple(_int(row, f"dilation_{a}", 1) for a in axes),
+        "filter_size": filter_size,
+        "padding": tuple(
+            map(functools.partial(_padding, row), axes, filter_size, stride, dilation)
+        ),
+        "stride": stride,
+        "dilation": dilation,
         "groups": _int(row, "groups", 1),
     }
     texts = {f: row[f].strip() for f in TEXT_FIELDS if (row.get(f) or "").strip()}

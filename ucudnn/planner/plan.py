@@ -492,7 +492,7 @@ def make_plan_wr(
 ) -> Plan:
     """WR for every kernel in `tables`: each gets the fastest schedule within `limit_bytes`
     (bytes, or text such as "64MiB")."""
-    limit_bytes = byte_count(limit_bytes, "workspace limit")
+    limit_bytes = byte_count(limit_bytes, "limit_bytes")
     policy = micro_batch_policy(policy, "policy")
     schedules = _per_content(tables, lambda t: plan_wr(t, limit_bytes, policy, deterministic_only))
     baselines = {k: baseline(t, limit_bytes, deterministic_only) for k, t in tables.items()}
@@ -527,7 +527,7 @@ def make_plan_wd(
     solver_status is "optimal" only when both were proven optimal; a baseline the solver
     fails on is left out rather than failing the plan.
     """
-    budget_bytes = byte_count(budget_bytes, "total workspace budget")
+    budget_bytes = byte_count(budget_bytes, "budget_bytes")
     solver, time_limit_s = check_solver(solver, time_limit_s)
     policy = micro_batch_policy(policy, "policy")
     deadline = time.monotonic() + time_limit_s

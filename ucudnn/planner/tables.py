@@ -48,9 +48,8 @@ from typing import IO
 
 import numpy as np
 
-from ucudnn.core.checks import integer, shown
+from ucudnn.core.checks import integer, parse_bool, shown
 from ucudnn.core.problem import MATH_TYPES, MAX_DIM, check_kernel
-from ucudnn.planner.config import parse_bool
 from ucudnn.planner.documents import line_of, read_document
 from ucudnn.planner.files import (
     CsvRecords,

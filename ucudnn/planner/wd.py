@@ -115,7 +115,7 @@ def plan_wd(
     returns its best plan with status "feasible" (it starts from a known one). Ctrl-C stops the
     wait at once, but the solver thread runs on, in the background, until its time limit.
     """
-    budget_bytes = byte_count(budget_bytes, "total workspace budget")
+    budget_bytes = byte_count(budget_bytes, "budget_bytes")
     alignment = integer(alignment, "alignment", minimum=1)
     solver, time_limit_s = check_solver(solver, time_limit_s)
     groups = _groups(sets, alignment)

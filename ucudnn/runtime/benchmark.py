@@ -14,7 +14,7 @@ import statistics
 import sys
 import time
 from collections.abc import Iterable, Sequence
-from typing import Never
+from typing import Never, cast
 
 from tqdm import tqdm
 
@@ -24,6 +24,7 @@ from ucudnn.core.facts import DeviceFacts
 from ucudnn.core.problem import ConvProblem
 from ucudnn.errors import CudaOutOfMemoryError, CudnnError
 from ucudnn.planner.cache import BenchmarkCache, Measurement
+from ucudnn.planner.config import byte_count
 from ucudnn.planner.policies import Policy, sizes_to_measure
 from ucudnn.planner.tables import Candidate, KernelTable, TimingTables
 from ucudnn.runtime import backend, steps
@@ -72,7 +73,7 @@ class BenchmarkSettings:
     repeats: int = 5
     # Largest workspace an algorithm may use while benchmarking; bigger ones are recorded as
     # skipped. The planner never needs more than the user's limit, so this caps the search.
-    workspace_cap: int = 1 << 30
+    workspace_cap: int | str = 1 << 30  # an int once made
     progress: bool | None = None  # None: show a bar only on a terminal
 
     def __post_init__(self) -> None:
@@ -80,8 +81,13 @@ class BenchmarkSettings:
             raise ValueError(
                 f"need warmup >= 0 and repeats >= 1, got {self.warmup}, {self.repeats}"
             )
-        if self.workspace_cap < 0:
-            raise ValueError(f"workspace_cap must be >= 0, got {self.workspace_cap}")
+        # A size like every other: bytes or text such as "256MiB".
+        object.__setattr__(self, "workspace_cap", byte_count(self.workspace_cap, "workspace_cap"))
+
+    @property
+    def workspace_cap_bytes(self) -> int:
+        """`workspace_cap` as the int it was made into."""
+        return cast(int, self.workspace_cap)
 
 
 class ProblemBuffers:
@@ -244,7 +250,7 @@ class Benchmarker:
                 )
             except CudnnError:
                 continue  # unsupported here; Find reports it with its status
-            if size <= self.settings.workspace_cap:
+            if size <= self.settings.workspace_cap_bytes:
                 need = max(need, size)
         return need
 
@@ -260,7 +266,7 @@ class Benchmarker:
         b = descs.problem.batch
         try:
             need = backend.workspace_size(self.handle, descs, kernel, b, algo, math_type)
-            if need > self.settings.workspace_cap:
+            if need > self.settings.workspace_cap_bytes:
                 return Measurement.failed(b, algo, math_type, "WORKSPACE_OVER_CAP")
             # A variant Find reported under another math type may need more than Find had.
             workspace = self._workspace.ensure(need).ptr

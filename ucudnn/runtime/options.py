@@ -13,8 +13,8 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
-from ucudnn.core.checks import integer
-from ucudnn.planner.config import Config, boolean, byte_count, file_path, micro_batch_policy
+from ucudnn.core.checks import boolean, integer
+from ucudnn.planner.config import Config, byte_count, file_path, micro_batch_policy
 from ucudnn.planner.policies import Policy
 from ucudnn.planner.tables import layer_name
 from ucudnn.runtime.benchmark import BenchmarkSettings

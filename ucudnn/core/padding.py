@@ -1,0 +1,61 @@
+"""Padding as PyTorch users write it: integers, or the words "same" and "valid".
+
+cuDNN's convolution descriptors pad both ends of an axis alike. "valid" is no padding. "same"
+pads so that a stride-1 output keeps the input's extent: dilation * (kernel - 1) elements in
+all, half of them (rounded down) before and the rest after, as PyTorch splits them. An even
+effective kernel leaves one more after than before, which no descriptor holds:
+`AsymmetricPaddingError` says how much goes where, and the NumPy functions then pad the input
+themselves. As in PyTorch, "same" is refused for strided convolutions, whose output extent
+would depend on how the padding is split.
+"""
+
+from __future__ import annotations
+
+from ucudnn.core.checks import shown
+
+PADDING_WORDS = ("same", "valid")
+
+
+class AsymmetricPaddingError(ValueError):
+    """ "same" padding that needs more after than before on some axis."""
+
+    def __init__(self, before: tuple[int, ...], after: tuple[int, ...]) -> None:
+        self.before = before
+        self.after = after
+        super().__init__(
+            f"padding='same' here needs {before} before and {after} after the spatial axes, "
+            "but cuDNN's convolution descriptors pad both ends alike: pad the input's end by "
+            f"the difference and give padding={before} (the NumPy functions do so themselves)"
+        )
+
+
+def padding_word(value: object) -> str | None:
+    """ "same" or "valid" (any letter case) for text, None for anything else (integers)."""
+    if not isinstance(value, str):
+        return None
+    word = value.strip().lower()
+    if word not in PADDING_WORDS:
+        raise ValueError(
+            f"padding {shown(value)} is not 'same', 'valid', an integer or one per spatial axis"
+        )
+    return word
+
+
+def word_padding(
+    word: str, filter_size: tuple[int, ...], stride: tuple[int, ...], dilation: tuple[int, ...]
+) -> tuple[int, ...]:
+    """The symmetric padding that `word` means for this filter, per spatial axis; raises
+    AsymmetricPaddingError where "same" needs one more after than before."""
+    if word == "valid":
+        return (0,) * len(filter_size)
+    if any(s != 1 for s in stride):
+        raise ValueError(
+            f"padding='same' is not supported for strided convolutions (stride {stride}), as "
+            "in PyTorch; give the padding as integers"
+        )
+    totals = [d * (k - 1) for k, d in zip(filter_size, dilation, strict=True)]
+    before = tuple(total // 2 for total in totals)
+    after = tuple(total - total // 2 for total in totals)
+    if before != after:
+        raise AsymmetricPaddingError(before, after)
+    return before
