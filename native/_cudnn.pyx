@@ -115,6 +115,7 @@ from cudnn cimport (
     cudnnPoolingDescriptor_t,
     cudnnPoolingForward,
     cudnnPoolingMode_t,
+    cudnnScaleTensor,
     cudnnSetActivationDescriptor,
     cudnnSetConvolutionGroupCount,
     cudnnSetConvolutionMathType,
@@ -1009,6 +1010,18 @@ def add_tensor(Handle handle not None, double alpha, TensorDescriptor a_desc not
     with nogil:
         status = cudnnAddTensor(h, alpha_ptr, a_desc._desc, a_ptr, beta_ptr, c_desc._desc, c_ptr)
     check(status, "cudnnAddTensor")
+
+
+def scale_tensor(Handle handle not None, TensorDescriptor y_desc not None, y, double alpha):
+    """y = alpha * y."""
+    cdef _Scalar s_alpha
+    cdef const void* alpha_ptr = _scalar(&s_alpha, alpha, y_desc._dtype)
+    cdef cudnnHandle_t h = handle._live()
+    cdef void* y_ptr = <void*>to_address(y, "y")
+    cdef cudnnStatus_t status
+    with nogil:
+        status = cudnnScaleTensor(h, y_desc._desc, y_ptr, alpha_ptr)
+    check(status, "cudnnScaleTensor")
 
 
 # --- activation, pooling, softmax ------------------------------------------------------------

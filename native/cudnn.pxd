@@ -111,6 +111,8 @@ cdef extern from "cudnn.h" nogil:
     cudnnStatus_t cudnnAddTensor(cudnnHandle_t handle, const void* alpha,
                                  const cudnnTensorDescriptor_t aDesc, const void* A,
                                  const void* beta, const cudnnTensorDescriptor_t cDesc, void* C)
+    cudnnStatus_t cudnnScaleTensor(cudnnHandle_t handle, const cudnnTensorDescriptor_t yDesc,
+                                   void* y, const void* alpha)
 
     cudnnStatus_t cudnnCreateActivationDescriptor(cudnnActivationDescriptor_t* activationDesc)
     cudnnStatus_t cudnnDestroyActivationDescriptor(cudnnActivationDescriptor_t activationDesc)

@@ -270,6 +270,7 @@ def add_tensor(
     c_desc: TensorDescriptor,
     c: int,
 ) -> None: ...
+def scale_tensor(handle: Handle, y_desc: TensorDescriptor, y: int, alpha: float) -> None: ...
 def activation_forward(
     handle: Handle,
     activation_desc: ActivationDescriptor,

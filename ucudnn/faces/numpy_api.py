@@ -31,7 +31,8 @@ from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 import numpy as np
 import numpy.typing as npt
 
-from ucudnn.core.problem import MAX_DIM, ConvProblem
+from ucudnn.core.padding import AsymmetricPaddingError
+from ucudnn.core.problem import LAYOUTS, MAX_DIM, ConvProblem, to_logical, to_physical
 from ucudnn.planner.config import Config, byte_count, file_path, micro_batch_policy
 from ucudnn.runtime.steps import ROLES
 
@@ -82,29 +83,33 @@ def conv_forward(
     x: npt.NDArray[Any],
     w: npt.NDArray[Any],
     *,
-    padding: int | Sequence[int] = 0,
+    bias: npt.NDArray[Any] | None = None,
+    padding: int | Sequence[int] | str = 0,
     stride: int | Sequence[int] = 1,
     dilation: int | Sequence[int] = 1,
     groups: int = 1,
     layout: str = "",
     mode: str = "cross_correlation",
-    allow_tf32: bool = False,
+    allow_tf32: bool | None = None,
     math_type: str | None = None,
     workspace_limit: int | str | None = None,
     policy: str | Iterable[int] | None = None,
     database: str | os.PathLike[str] | None = None,
     algo: int | str | None = None,
 ) -> npt.NDArray[Any]:
-    """y = conv(x, w), as a new array of x's dtype.
+    """y = conv(x, w) (+ bias), as a new array of x's dtype.
 
     x: the input, of shape (N, C, H, W) or (N, C, D, H, W) in the order `layout` stores
         (NHWC: (N, H, W, C)).
     w: the filter, of shape (K, C / groups, R, S) or (K, C / groups, T, R, S), stored alike.
+    bias: None, or one value per output channel, of shape (K,) and x's dtype, added to every
+        sample and position of y (once, on the device, after all micro-batches).
     """
     options = _Options.of_call(locals())
     _check_arrays(x=x, w=w)
-    problem = _problem(x.shape, w.shape, x.dtype, options)
-    return _execute("forward", problem, {"x": x, "w": w}, options)
+    conv = _convolution(x.shape, w.shape, x.dtype, options)
+    _check_bias(bias, conv.problem)
+    return _execute("forward", conv.problem, {"x": conv.pad(x), "w": w}, options, bias)
 
 
 @_with_options_doc
@@ -113,13 +118,13 @@ def conv_backward_data(
     dy: npt.NDArray[Any],
     x_shape: tuple[int, ...],
     *,
-    padding: int | Sequence[int] = 0,
+    padding: int | Sequence[int] | str = 0,
     stride: int | Sequence[int] = 1,
     dilation: int | Sequence[int] = 1,
     groups: int = 1,
     layout: str = "",
     mode: str = "cross_correlation",
-    allow_tf32: bool = False,
+    allow_tf32: bool | None = None,
     math_type: str | None = None,
     workspace_limit: int | str | None = None,
     policy: str | Iterable[int] | None = None,
@@ -134,9 +139,9 @@ def conv_backward_data(
     """
     options = _Options.of_call(locals())
     _check_arrays(w=w, dy=dy)
-    problem = _problem(x_shape, w.shape, w.dtype, options)
-    _check_shape("dy", dy.shape, problem.y_shape)
-    return _execute("backward_data", problem, {"w": w, "y": dy}, options)
+    conv = _convolution(x_shape, w.shape, w.dtype, options)
+    _check_shape("dy", dy.shape, conv.problem.y_shape)
+    return conv.crop(_execute("backward_data", conv.problem, {"w": w, "y": dy}, options))
 
 
 @_with_options_doc
@@ -145,13 +150,13 @@ def conv_backward_filter(
     dy: npt.NDArray[Any],
     w_shape: tuple[int, ...],
     *,
-    padding: int | Sequence[int] = 0,
+    padding: int | Sequence[int] | str = 0,
     stride: int | Sequence[int] = 1,
     dilation: int | Sequence[int] = 1,
     groups: int = 1,
     layout: str = "",
     mode: str = "cross_correlation",
-    allow_tf32: bool = False,
+    allow_tf32: bool | None = None,
     math_type: str | None = None,
     workspace_limit: int | str | None = None,
     policy: str | Iterable[int] | None = None,
@@ -166,22 +171,43 @@ def conv_backward_filter(
     """
     options = _Options.of_call(locals())
     _check_arrays(x=x, dy=dy)
-    problem = _problem(x.shape, w_shape, x.dtype, options)
-    _check_shape("dy", dy.shape, problem.y_shape)
-    return _execute("backward_filter", problem, {"x": x, "y": dy}, options)
+    conv = _convolution(x.shape, w_shape, x.dtype, options)
+    _check_shape("dy", dy.shape, conv.problem.y_shape)
+    return _execute("backward_filter", conv.problem, {"x": conv.pad(x), "y": dy}, options)
+
+
+def conv_backward_bias(dy: npt.NDArray[Any], *, layout: str = "") -> npt.NDArray[Any]:
+    """db, the gradient of conv_forward(x, w, bias=b) with respect to b: dy summed over the
+    batch and every spatial position, as a new array of shape (K,) and dy's dtype.
+
+    dy: of y's shape, in the order `layout` stores (as the other functions take it).
+
+    A reduction, so numpy computes it on the host, as cuDNN would: in float64 for float64, in
+    float32 for the other types. No GPU is needed.
+    """
+    _check_arrays(dy=dy)
+    rank = dy.ndim - 2
+    stored = layout or LAYOUTS[rank][0]
+    if stored not in LAYOUTS[rank]:
+        raise ValueError(f"layout {stored!r} is not one of {', '.join(LAYOUTS[rank])}")
+    channels = to_physical(tuple(range(dy.ndim)), stored).index(1)
+    others = tuple(axis for axis in range(dy.ndim) if axis != channels)
+    accumulator = np.float64 if dy.dtype == np.float64 else np.float32
+    db: npt.NDArray[Any] = dy.astype(accumulator).sum(axis=others).astype(dy.dtype)
+    return db
 
 
 @dataclasses.dataclass(frozen=True)
 class _Options:
     """The keyword options of one call, as given: each is checked where it is used."""
 
-    padding: int | Sequence[int]
+    padding: int | Sequence[int] | str
     stride: int | Sequence[int]
     dilation: int | Sequence[int]
     groups: int
     layout: str
     mode: str
-    allow_tf32: bool
+    allow_tf32: bool | None
     math_type: str | None
     workspace_limit: int | str | None
     policy: str | Iterable[int] | None
@@ -214,31 +240,47 @@ class _RunOptions:
 
 
 def _check_arrays(**arrays: object) -> None:
-    dtypes = {}
-    for name, array in arrays.items():
-        if not isinstance(array, np.ndarray) or isinstance(array, np.ma.MaskedArray):
-            # A masked array's mask would be ignored on the device.
-            raise TypeError(f"{name} must be a numpy.ndarray, got {type(array).__name__}")
-        if array.dtype.name not in _DTYPES:
-            raise TypeError(
-                f"{name} has dtype {array.dtype.name}; supported: {', '.join(_DTYPES)} "
-                "(bfloat16 as ml_dtypes.bfloat16)"
-            )
-        if not array.dtype.isnative:
-            # Its bytes would be copied to the device as they are, and read as garbage.
-            raise TypeError(
-                f"{name} has non-native byte order ({array.dtype.str}); pass "
-                f"{name}.astype({name}.dtype.newbyteorder('='))"
-            )
-        if array.ndim not in (4, 5):
-            raise ValueError(f"{name} must have rank 4 (2D) or 5 (3D), got shape {array.shape}")
-        _check_elements(name, array.shape)
-        if not array.flags.c_contiguous:
-            raise ValueError(f"{name} is not C-contiguous; pass numpy.ascontiguousarray({name})")
-        dtypes[name] = array.dtype.name
+    """Convolution operands: 2D or 3D, of one dtype."""
+    dtypes = {
+        name: _check_array(name, array, ranks=(4, 5), what="rank 4 (2D) or 5 (3D)").dtype.name
+        for name, array in arrays.items()
+    }
     if len(set(dtypes.values())) > 1:
         listed = ", ".join(f"{n} is {d}" for n, d in dtypes.items())
         raise TypeError(f"arrays must share one dtype, but {listed}")
+
+
+def _check_array(name: str, array: object, ranks: tuple[int, ...], what: str) -> npt.NDArray[Any]:
+    """`array`, checked: a plain numpy array the device can take as it is."""
+    if not isinstance(array, np.ndarray) or isinstance(array, np.ma.MaskedArray):
+        # A masked array's mask would be ignored on the device.
+        raise TypeError(f"{name} must be a numpy.ndarray, got {type(array).__name__}")
+    if array.dtype.name not in _DTYPES:
+        raise TypeError(
+            f"{name} has dtype {array.dtype.name}; supported: {', '.join(_DTYPES)} "
+            "(bfloat16 as ml_dtypes.bfloat16)"
+        )
+    if not array.dtype.isnative:
+        # Its bytes would be copied to the device as they are, and read as garbage.
+        raise TypeError(
+            f"{name} has non-native byte order ({array.dtype.str}); pass "
+            f"{name}.astype({name}.dtype.newbyteorder('='))"
+        )
+    if array.ndim not in ranks:
+        raise ValueError(f"{name} must have {what}, got shape {array.shape}")
+    _check_elements(name, array.shape)
+    if not array.flags.c_contiguous:
+        raise ValueError(f"{name} is not C-contiguous; pass numpy.ascontiguousarray({name})")
+    return array
+
+
+def _check_bias(bias: object, problem: ConvProblem) -> None:
+    if bias is None:
+        return
+    bias = _check_array("bias", bias, ranks=(1,), what="rank 1 (one value per output channel)")
+    if bias.dtype.name != problem.dtype:
+        raise TypeError(f"bias has dtype {bias.dtype.name}, but x is {problem.dtype}")
+    _check_shape("bias", bias.shape, (problem.out_channels,))
 
 
 def _check_elements(name: str, shape: tuple[int, ...]) -> None:
@@ -257,28 +299,66 @@ def _check_shape(name: str, shape: tuple[int, ...], expected: tuple[int, ...]) -
         raise ValueError(f"{name} has shape {tuple(shape)}, expected {tuple(expected)}")
 
 
-def _problem(
+@dataclasses.dataclass(frozen=True)
+class _Convolution:
+    """The problem cuDNN runs, and the zeros that x lacks at the end of each spatial axis:
+    "same" padding of an even effective kernel puts one more there than before, which cuDNN
+    cannot, so x is padded explicitly by that much (and dx cropped back)."""
+
+    problem: ConvProblem
+    end_padding: tuple[int, ...]  # per spatial axis, in logical order
+
+    def _spatial_axes(self) -> list[int]:
+        # The stored position of each logical axis; spatial axes are logical 2, 3, ...
+        order = to_physical(tuple(range(self.problem.rank + 2)), self.problem.layout)
+        return [order.index(axis) for axis in range(2, self.problem.rank + 2)]
+
+    def pad(self, x: npt.NDArray[Any]) -> npt.NDArray[Any]:
+        """x with the zeros it lacks (x itself when it lacks none)."""
+        if not any(self.end_padding):
+            return x
+        widths = [(0, 0)] * x.ndim
+        for axis, extra in zip(self._spatial_axes(), self.end_padding, strict=True):
+            widths[axis] = (0, extra)
+        return np.pad(x, widths)
+
+    def crop(self, dx: npt.NDArray[Any]) -> npt.NDArray[Any]:
+        """The gradient of the caller's x, from that of the padded x."""
+        if not any(self.end_padding):
+            return dx
+        kept = [slice(None)] * dx.ndim
+        for axis, extra in zip(self._spatial_axes(), self.end_padding, strict=True):
+            kept[axis] = slice(0, dx.shape[axis] - extra)
+        return np.ascontiguousarray(dx[tuple(kept)])
+
+
+def _convolution(
     x_shape: tuple[int, ...], w_shape: tuple[int, ...], dtype: np.dtype[Any], options: _Options
+) -> _Convolution:
+    """The problem of a call; checks every option that describes the convolution."""
+    try:
+        return _Convolution(_problem(x_shape, w_shape, dtype, options, options.padding), ())
+    except AsymmetricPaddingError as uneven:
+        # Raised once the shapes and layout were checked, so they can be taken apart here.
+        layout = options.layout or LAYOUTS[len(x_shape) - 2][0]
+        n, c, *spatial = to_logical(tuple(x_shape), layout)
+        extra = tuple(a - b for a, b in zip(uneven.after, uneven.before, strict=True))
+        padded = to_physical((n, c, *(s + e for s, e in zip(spatial, extra, strict=True))), layout)
+        return _Convolution(_problem(padded, w_shape, dtype, options, uneven.before), extra)
+
+
+def _problem(
+    x_shape: tuple[int, ...],
+    w_shape: tuple[int, ...],
+    dtype: np.dtype[Any],
+    options: _Options,
+    padding: int | Sequence[int] | str,
 ) -> ConvProblem:
-    dtype_name = np.dtype(dtype).name
-    allow_tf32 = options.allow_tf32
-    if not isinstance(allow_tf32, (bool, np.bool_)):
-        raise TypeError(f"allow_tf32 must be True or False, got {allow_tf32!r}")
-    math_type = options.math_type
-    if math_type is None:
-        math_type = _default_math_type(dtype_name, bool(allow_tf32))
     return ConvProblem.from_shapes(
-        x_shape, w_shape, layout=options.layout, padding=options.padding,
-        stride=options.stride, dilation=options.dilation, groups=options.groups,
-        mode=options.mode, dtype=dtype_name, math_type=math_type,
+        x_shape, w_shape, layout=options.layout, padding=padding, stride=options.stride,
+        dilation=options.dilation, groups=options.groups, mode=options.mode,
+        dtype=np.dtype(dtype).name, allow_tf32=options.allow_tf32, math_type=options.math_type,
     )  # fmt: skip
-
-
-def _default_math_type(dtype: str, allow_tf32: bool) -> str:
-    """fp32 stays fp32 unless TF32 is allowed; half types may use tensor cores."""
-    if dtype == "float32":
-        return "default" if allow_tf32 else "fma"
-    return "tensor_op" if dtype in ("float16", "bfloat16") else "default"
 
 
 def _run_options(kernel: str, options: _Options) -> _RunOptions:
@@ -312,7 +392,11 @@ def _output_shape(kernel: str, problem: ConvProblem) -> tuple[int, ...]:
 
 
 def _execute(
-    kernel: str, problem: ConvProblem, inputs: dict[str, npt.NDArray[Any]], options: _Options
+    kernel: str,
+    problem: ConvProblem,
+    inputs: dict[str, npt.NDArray[Any]],
+    options: _Options,
+    bias: npt.NDArray[Any] | None = None,
 ) -> npt.NDArray[Any]:
     """Check what is left to check, then run on the device (unless the batch is empty)."""
     out_shape = _output_shape(kernel, problem)
@@ -328,8 +412,11 @@ def _execute(
     device = {name: DeviceArray.from_numpy(array) for name, array in inputs.items()}
     device[output] = DeviceArray.empty(out_shape, problem.dtype)
     tensors = [device[t] for t in ROLES[kernel]]
+    device_bias = None if bias is None else DeviceArray.from_numpy(bias)
     if run.algo is not None:
-        handle.run_algorithm(kernel, problem, tensors, run.algo)
+        handle.run_algorithm(kernel, problem, tensors, run.algo, bias=device_bias)
+    elif kernel == "forward":
+        handle.forward(device["x"], device["w"], device["y"], problem, bias=device_bias)
     else:
         getattr(handle, kernel)(*tensors, problem)
     result = device[output].to_numpy()

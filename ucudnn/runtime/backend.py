@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ucudnn._native import _cudnn
+from ucudnn._native import _cuda, _cudnn
 from ucudnn.core.checks import integer, shown
-from ucudnn.core.problem import KERNELS, ConvProblem, check_kernel
+from ucudnn.core.problem import KERNELS, LAYOUTS, ConvProblem, check_kernel, packed_strides
 from ucudnn.runtime.steps import ROLES
 
 # The binding names each kernel's calls alike: convolution_<kernel>, find_<kernel>_algorithm_ex,
@@ -64,6 +64,17 @@ class ProblemDescriptors:
             math_type=problem.math_type,
         )
         self._xy: dict[int, tuple[_cudnn.TensorDescriptor, _cudnn.TensorDescriptor]] = {}
+        self._b: _cudnn.TensorDescriptor | None = None
+
+    @property
+    def b(self) -> _cudnn.TensorDescriptor:
+        """The bias as cuDNN broadcasts it over y: (1, K, 1, ...), made on first use."""
+        if self._b is None:
+            dims = self.problem.b_dims
+            self._b = _cudnn.TensorDescriptor(
+                self.problem.dtype, dims, (dims[1], *(1,) * (len(dims) - 1))
+            )
+        return self._b
 
     def xy(self, micro_batch: int) -> tuple[_cudnn.TensorDescriptor, _cudnn.TensorDescriptor]:
         if micro_batch not in self._xy:
@@ -95,6 +106,57 @@ def candidate_math_type(requested: str, reported: str) -> str:
     if _MATH_LICENCE.get(reported, unknown) > _MATH_LICENCE[requested]:
         return requested
     return reported
+
+
+def add_bias(handle: _cudnn.Handle, descs: ProblemDescriptors, b: int, y: int) -> None:
+    """y += b over the whole mini-batch: once, after all its micro-batches."""
+    _cudnn.add_tensor(handle, 1.0, descs.b, b, 1.0, descs.xy(descs.problem.batch)[1], y)
+
+
+def backward_bias(
+    handle: _cudnn.Handle,
+    descs: ProblemDescriptors,
+    dy: int,
+    db: int,
+    alpha: float,
+    beta: float,
+) -> None:
+    """db = alpha * (dy summed over the batch and every position) + beta * db."""
+    dy_desc = descs.xy(descs.problem.batch)[1]
+    _cudnn.convolution_backward_bias(handle, alpha, dy_desc, dy, beta, descs.b, db)
+
+
+def _channels_first(dims: tuple[int, ...]) -> tuple[int, ...]:
+    """Strides of a packed (N, C, ...) tensor: (1, K, 1, ...) biases and filters as tensors."""
+    return packed_strides(dims, LAYOUTS[len(dims) - 2][0])
+
+
+def scale_gradient(
+    handle: _cudnn.Handle,
+    stream: int,
+    descs: ProblemDescriptors,
+    tensor: str,
+    ptr: int,
+    beta: float,
+) -> None:
+    """dw or db = beta * itself: what a gradient becomes when an empty batch adds nothing.
+
+    beta 0 writes zeros without reading, as cuDNN's calls do, so the old values may be
+    anything (NaN included)."""
+    p = descs.problem
+    nbytes = p.nbytes("w" if tensor == "w" else "b")
+    if beta == 1.0 or nbytes == 0:
+        return
+    if beta == 0.0:
+        _cuda.memset(ptr, 0, nbytes, stream)
+        return
+    # The scaling is element by element, so the filter's layout does not matter.
+    desc = (
+        descs.b
+        if tensor == "b"
+        else _cudnn.TensorDescriptor(p.dtype, p.w_dims, _channels_first(p.w_dims))
+    )
+    _cudnn.scale_tensor(handle, desc, ptr, beta)
 
 
 def _pointers(kernel: str, x: int, w: int, y: int) -> tuple[int, int, int]:

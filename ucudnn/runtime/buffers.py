@@ -52,14 +52,15 @@ def _as_device_array(obj: object, stream: int) -> DeviceArray:
 
 
 def _check_matches(array: DeviceArray, problem: ConvProblem, tensor: str, role: str) -> None:
-    shape = {"x": problem.x_shape, "w": problem.w_shape, "y": problem.y_shape}[tensor]
+    shapes = {"x": problem.x_shape, "w": problem.w_shape, "y": problem.y_shape}
+    shape = shapes.get(tensor, problem.b_shape)
     if tuple(array.shape) != shape:
         raise ValueError(f"{role} has shape {tuple(array.shape)}, expected {shape}")
     if array.dtype != problem.dtype:
         raise TypeError(f"{role} has dtype {array.dtype}, expected {problem.dtype}")
-    if tensor == "w":
+    if tensor in ("w", "b"):
         if not array.is_c_contiguous:
-            raise ValueError(f"{role} (the filter) must be C-contiguous")
+            raise ValueError(f"{role} must be C-contiguous")
         return
     layout = problem.layout
     expected = problem.x_strides if tensor == "x" else problem.y_strides

@@ -112,12 +112,14 @@ class Handle:
         y: object,
         problem: ConvProblem,
         *,
+        bias: object = None,
         alpha: float = 1.0,
         beta: float = 0.0,
         layer: str | None = None,
     ) -> None:
-        """y = alpha * conv(x, w) + beta * y."""
-        self._run("forward", problem, (x, w, y), alpha, beta, layer)
+        """y = alpha * conv(x, w) + beta * y, plus `bias` (when given: one value per output
+        channel, shape (K,), added once after all micro-batches)."""
+        self._run("forward", problem, (x, w, y), alpha, beta, layer, bias)
 
     def backward_data(
         self,
@@ -147,6 +149,21 @@ class Handle:
         """dw = alpha * (gradient of the filter from x and dy) + beta * dw."""
         self._run("backward_filter", problem, (x, dy, dw), alpha, beta, layer)
 
+    def backward_bias(
+        self, dy: object, db: object, problem: ConvProblem, *, alpha: float = 1.0, beta: float = 0.0
+    ) -> None:
+        """db = alpha * (dy summed over the batch and every position) + beta * db: the gradient
+        of `forward`'s bias, of shape (K,). One cuDNN call, not micro-batched."""
+        alpha, beta = scalar_option(alpha, "alpha"), scalar_option(beta, "beta")
+        self._check_open(problem)
+        dy_ptr = self._pointer(dy, problem, "y", "dy")
+        db_ptr = self._pointer(db, problem, "b", "db")
+        descs = self.descriptors(problem)
+        if problem.batch == 0:
+            backend.scale_gradient(self.cudnn, self.stream, descs, "b", db_ptr, beta)
+            return
+        backend.backward_bias(self.cudnn, descs, dy_ptr, db_ptr, alpha, beta)
+
     def run_algorithm(
         self,
         kernel: str,
@@ -154,20 +171,24 @@ class Handle:
         tensors: Sequence[object],
         algo: int | str,
         *,
+        bias: object = None,
         alpha: float = 1.0,
         beta: float = 0.0,
     ) -> None:
         """Run one algorithm (enum value or name) on the whole batch, with no micro-batching.
 
-        `tensors` are in the kernel's argument order (as for `forward` and the others).
+        `tensors` are in the kernel's argument order (as for `forward` and the others); `bias`
+        is forward's.
         """
         check_kernel(kernel)
         algo = backend.algorithm_number(kernel, algo)
         alpha, beta = scalar_option(alpha, "alpha"), scalar_option(beta, "beta")
         pointers = self._pointers(kernel, problem, tensors)
-        if problem.batch == 0:
-            return
+        bias_ptr = self._bias_pointer(kernel, bias, problem)
         descs = self.descriptors(problem)
+        if problem.batch == 0:
+            self._empty_batch(kernel, descs, pointers, beta)
+            return
         need = backend.workspace_size(
             self.cudnn, descs, kernel, problem.batch, algo, problem.math_type
         )
@@ -182,6 +203,8 @@ class Handle:
             self.cudnn, descs, kernel, [single], **pointers,
             workspace=workspace, workspace_bytes=need, alpha=alpha, beta=beta,
         )  # fmt: skip
+        if bias_ptr is not None:
+            backend.add_bias(self.cudnn, descs, bias_ptr, pointers["y"])
 
     # -- queries ----------------------------------------------------------------------------
     def schedule(self, problem: ConvProblem, kernel: str, layer: str | None = None) -> Schedule:
@@ -322,17 +345,35 @@ class Handle:
     ) -> dict[str, int]:
         """Device pointers of the kernel's tensors, each checked against the problem; arrays'
         pending work is ordered before this handle's stream."""
-        if self._closed:
-            raise ValueError("this Handle is closed")
-        _check_problem(problem)
+        self._check_open(problem)
         if len(tensors) != 3:
             raise TypeError(f"{kernel} takes 3 tensors ({', '.join(_ARGS[kernel])})")
         return {
-            tensor: device_pointer(
-                obj, problem, tensor, role, stream=self.stream, device=self.device
-            )
+            tensor: self._pointer(obj, problem, tensor, role)
             for tensor, role, obj in zip(ROLES[kernel], _ARGS[kernel], tensors, strict=True)
         }
+
+    def _check_open(self, problem: ConvProblem) -> None:
+        if self._closed:
+            raise ValueError("this Handle is closed")
+        _check_problem(problem)
+
+    def _pointer(self, obj: object, problem: ConvProblem, tensor: str, role: str) -> int:
+        return device_pointer(obj, problem, tensor, role, stream=self.stream, device=self.device)
+
+    def _bias_pointer(self, kernel: str, bias: object, problem: ConvProblem) -> int | None:
+        if bias is None:
+            return None
+        if kernel != "forward":
+            raise ValueError(f"bias is added by the forward kernel, not by {kernel}")
+        return self._pointer(bias, problem, "b", "bias")
+
+    def _empty_batch(
+        self, kernel: str, descs: backend.ProblemDescriptors, pointers: dict[str, int], beta: float
+    ) -> None:
+        """An empty batch: y and dx are empty too, and dw only scales by beta."""
+        if kernel == "backward_filter":
+            backend.scale_gradient(self.cudnn, self.stream, descs, "w", pointers["w"], beta)
 
     def _run(
         self,
@@ -342,11 +383,14 @@ class Handle:
         alpha: float,
         beta: float,
         layer: str | None,
+        bias: object = None,
     ) -> None:
         layer = layer_option(layer)
         alpha, beta = scalar_option(alpha, "alpha"), scalar_option(beta, "beta")
         pointers = self._pointers(kernel, problem, tensors)
+        bias_ptr = self._bias_pointer(kernel, bias, problem)
         if problem.batch == 0:
+            self._empty_batch(kernel, self.descriptors(problem), pointers, beta)
             return
         slot = self._slot(problem, kernel, layer)
         kernel_plan = self._kernel_plan(slot)
@@ -364,6 +408,8 @@ class Handle:
         )  # fmt: skip
         if self.check is not None and before is not None:
             self._check(self.check, slot, kernel_plan, descs, pointers, before, alpha, beta)
+        if bias_ptr is not None:
+            backend.add_bias(self.cudnn, descs, bias_ptr, pointers["y"])
 
     def _copy(self, ptr: int, nbytes: int) -> _cuda.DeviceBuffer:
         copy = _cuda.DeviceBuffer(nbytes)
