@@ -17,6 +17,8 @@ from tests.test_planner_cache import FACTS, PROBLEM, ok
 from ucudnn import errors
 from ucudnn.core.libraries import library_specs, load_library
 from ucudnn.errors import CacheWarning, SlowPlanWarning, UcudnnWarning
+from ucudnn.faces.cli import main
+from ucudnn.faces.commands import MODEL_NOTE
 from ucudnn.planner.cache import BenchmarkCache
 from ucudnn.planner.networks import builtin_network
 from ucudnn.planner.plan import make_plan_wd, make_plan_wr
@@ -153,13 +155,14 @@ def test_log_calls_format_lazily() -> None:
 
 
 def test_every_module_logs_to_its_own_child_of_the_ucudnn_logger() -> None:
+    found = 0
     for path in modules():
-        tree = ast.parse(path.read_text(), str(path))
-        for call in calls(tree):
-            if isinstance(call.func, ast.Attribute) and call.func.attr == "getLogger":
-                place = f"{path.relative_to(PACKAGE.parent)}:{call.lineno}"
-                (name,) = call.args
-                assert isinstance(name, ast.Name) and name.id == "__name__", place
+        for node in ast.parse(path.read_text(), str(path)).body:
+            if isinstance(node, ast.Assign) and ast.unparse(node.targets[0]) == "logger":
+                place = f"{path.relative_to(PACKAGE.parent)}:{node.lineno}"
+                assert ast.unparse(node.value) == "logging.getLogger(__name__)", place
+                found += 1
+    assert found >= 7
 
 
 @pytest.fixture(scope="module")
@@ -292,6 +295,94 @@ def test_a_kernel_slower_than_its_own_baseline_is_a_fair_trade_in_wd() -> None:
     assert plan.time_ms == 12.0 < plan.baseline_time_ms == 15.0
 
 
+# -- the command line: -v and -q ----------------------------------------------------------
+PLAN = ["plan", "--model", "alexnet", "--batch", "32"]
+SUMMARY = "ucudnn: WR plan of 15 kernels, per-kernel limit 64 MiB"
+
+
+def stderr_lines(capsys) -> list[str]:
+    return capsys.readouterr().err.splitlines()
+
+
+def test_the_default_shows_no_log_records_only_what_it_always_said(capsys) -> None:
+    assert main(PLAN) == 0
+    assert stderr_lines(capsys) == [f"planning from {MODEL_NOTE}"]
+
+
+@pytest.mark.parametrize("argv", [["-v", *PLAN], [*PLAN, "-v"], [*PLAN, "--verbose"]])
+def test_v_before_or_after_the_command_shows_the_plan_at_info(capsys, argv) -> None:
+    assert main(argv) == 0
+    lines = stderr_lines(capsys)
+    assert len(lines) == 2 and lines[1].startswith(SUMMARY)
+
+
+@pytest.mark.parametrize("argv", [["-vv", *PLAN], [*PLAN, "-vv"], ["-v", *PLAN, "-v"]])
+def test_vv_shows_each_kernel_and_the_counts_add_up(capsys, argv) -> None:
+    assert main(argv) == 0
+    lines = stderr_lines(capsys)
+    assert lines[1].startswith(SUMMARY) and len(lines) == 2 + 15
+    assert lines[2].startswith("ucudnn: kernel conv1/forward: micro-batches ")
+
+
+@pytest.fixture(scope="module")
+def trap_csv(tmp_path_factory) -> tuple[Path, int]:
+    tables, budget = greedy_trap(3000)
+    path = tmp_path_factory.mktemp("trap") / "trap.csv"
+    tables.write_csv(path)
+    return path, budget
+
+
+def slow_plan_argv(trap_csv: tuple[Path, int]) -> list[str]:
+    path, budget = trap_csv
+    argv = ["plan", "--timings", str(path), "--mode", "wd", "--total-workspace", str(budget)]
+    return [*argv, "--time-limit", "1e-9"]
+
+
+def test_a_warning_is_one_line_on_stderr_and_the_report_is_untouched(capsys, trap_csv) -> None:
+    assert main(slow_plan_argv(trap_csv)) == 0
+    out, err = capsys.readouterr()
+    assert out.startswith("WD plan: total budget") and "ucudnn" not in out
+    planning, warning = err.splitlines()
+    assert planning.startswith("planning from timings file")
+    assert warning.startswith("ucudnn: warning: the WD plan is predicted slower than its ")
+    assert warning.endswith("give it more time (time_limit_s, or ucudnn plan --time-limit)")
+
+
+@pytest.mark.parametrize("where", ["before", "after"])
+def test_q_shows_errors_only(capsys, trap_csv, where: str) -> None:
+    argv = slow_plan_argv(trap_csv)
+    assert main(["-q", *argv] if where == "before" else [*argv, "-q"]) == 0
+    out, err = capsys.readouterr()
+    assert out.startswith("WD plan: total budget") and err == ""
+    assert main(["-q", "plan", "--timings", "no-such.csv"]) == 2  # errors still show
+    assert "no-such.csv" in capsys.readouterr().err
+
+
+def test_q_and_v_together_are_a_usage_error(capsys) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        main(["-q", *PLAN, "-v"])
+    assert exit_.value.code == 2
+    assert "give -q or -v, not both" in capsys.readouterr().err
+
+
+def test_the_command_leaves_logging_and_warnings_as_it_found_them(capsys) -> None:
+    logger = logging.getLogger("ucudnn")
+    before = (logger.level, logger.propagate, list(logger.handlers), warnings.showwarning)
+    assert main(["-vv", *PLAN]) == 0
+    assert (logger.level, logger.propagate, list(logger.handlers), warnings.showwarning) == before
+
+
+def test_other_warnings_go_where_they_went_before(capsys) -> None:
+    from ucudnn.faces import messages
+
+    # pytest.warns stands for wherever warnings went before: it is entered first.
+    with pytest.warns(DeprecationWarning, match="not ours") as caught, messages.shown(0):
+        warnings.warn("not ours", DeprecationWarning, stacklevel=1)
+        warnings.warn("ours", UcudnnWarning, stacklevel=1)
+    assert [w.category for w in caught] == [DeprecationWarning]
+    assert capsys.readouterr().err == "ucudnn: warning: ours\n"
+
+
 @pytest.mark.gpu
 def test_benchmark_progress_says_what_was_measured_and_what_the_cache_served(
     tmp_path: Path, caplog
@@ -312,3 +403,13 @@ def test_benchmark_progress_says_what_was_measured_and_what_the_cache_served(
     shape = problem.describe()
     assert measured.startswith(f"forward of {shape} at micro-batch 8: measured in ")
     assert served.startswith(f"forward of {shape} at micro-batch 8: served from the cache; ")
+
+
+@pytest.mark.gpu
+def test_run_check_prints_each_result_even_when_quiet(tmp_path: Path, capsys) -> None:
+    argv = ["run", "alexnet", "--batch", "8", "--repeats", "1", "--check", "-q"]
+    assert main([*argv, "--database", str(tmp_path / "db")]) == 0
+    out, err = capsys.readouterr()
+    checks = [line for line in out.splitlines() if line.startswith("equivalence check of ")]
+    assert len(checks) == 15 and all(line.endswith(" ok") for line in checks)
+    assert err == ""

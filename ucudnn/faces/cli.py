@@ -8,7 +8,7 @@ import sys
 from collections.abc import Sequence
 
 from ucudnn.core.build import version_text
-from ucudnn.faces import commands
+from ucudnn.faces import commands, messages
 from ucudnn.planner.cli import add_limit_arguments, add_plan_arguments
 from ucudnn.planner.wd import DEFAULT_TIME_LIMIT_S
 
@@ -29,7 +29,26 @@ def _network_arguments(parser: argparse.ArgumentParser, required: bool = True) -
 
 def _device_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--database", metavar="PATH", help="benchmark cache (UCUDNN_DATABASE)")
-    parser.add_argument("--quiet", action="store_true", help="no progress bar")
+
+
+def _verbosity_arguments(parser: argparse.ArgumentParser, before_command: bool) -> None:
+    """-v and -q, taken before the command and after it. After it, -q defaults to SUPPRESS so
+    that it keeps a -q given before, and -v counts apart: `main` adds the two counts up."""
+    parser.add_argument(
+        "-v",
+        "--verbose",
+        action="count",
+        default=0,
+        dest="verbose" if before_command else "verbose_after_command",
+        help="say more on stderr: -v what is planned and measured, -vv every detail",
+    )
+    parser.add_argument(
+        "-q",
+        "--quiet",
+        action="store_true",
+        default=False if before_command else argparse.SUPPRESS,
+        help="errors only: no warnings, no progress bar",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -38,6 +57,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Faster cuDNN convolutions under a workspace budget, by micro-batching.",
     )
     parser.add_argument("--version", action="version", version=version_text())
+    _verbosity_arguments(parser, before_command=True)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     info = sub.add_parser("info", help="devices, driver, CUDA and cuDNN versions, cache")
@@ -89,22 +109,29 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--batch", type=int, default=128)
     demo.add_argument("--workspace-limit", default="64MiB", metavar="SIZE")
     demo.set_defaults(func=commands.demo)
+    for command in sub.choices.values():
+        _verbosity_arguments(command, before_command=False)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    try:
-        command: commands.Command = args.func  # set by the subcommand's parser
-        return command(args)
-    except KeyboardInterrupt:
-        print(f"ucudnn {args.command}: interrupted", file=sys.stderr)
-        return 130  # 128 + SIGINT, as shells report a process stopped by Ctrl-C
-    except BrokenPipeError:
-        # The reader went away (`ucudnn plan ... | head`): stop quietly, as Unix tools do,
-        # and keep Python from complaining when it flushes stdout at exit.
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 141  # 128 + SIGPIPE
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    verbosity = args.verbose + args.verbose_after_command
+    if args.quiet and verbosity:
+        parser.error("give -q or -v, not both")
+    with messages.shown(messages.QUIET if args.quiet else verbosity):
+        try:
+            command: commands.Command = args.func  # set by the subcommand's parser
+            return command(args)
+        except KeyboardInterrupt:
+            print(f"ucudnn {args.command}: interrupted", file=sys.stderr)
+            return 130  # 128 + SIGINT, as shells report a process stopped by Ctrl-C
+        except BrokenPipeError:
+            # The reader went away (`ucudnn plan ... | head`): stop quietly, as Unix tools do,
+            # and keep Python from complaining when it flushes stdout at exit.
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            return 141  # 128 + SIGPIPE
 
 
 if __name__ == "__main__":

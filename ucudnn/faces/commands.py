@@ -171,7 +171,8 @@ def plan(args: argparse.Namespace) -> int:
         tables, source = _model_tables(args), MODEL_NOTE
     else:
         tables, source = _measured_tables(args)
-    print(f"planning from {source}", file=sys.stderr)
+    if not args.quiet:
+        print(f"planning from {source}", file=sys.stderr)
     result = plan_tables(tables, args, source)
     print(result.to_json() if args.json else result.report())
     return 0
