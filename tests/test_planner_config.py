@@ -9,6 +9,7 @@ import pytest
 from ucudnn.planner.config import (
     MAX_BYTES,
     Config,
+    byte_count,
     database_from_env,
     default_database,
     micro_batch_policy,
@@ -47,11 +48,25 @@ def test_parse_size(text: str, expected: int) -> None:
 
 
 @pytest.mark.parametrize(
-    "text", ["", " ", "-1", "-64MiB", "1.2.3", "64XB", "MiB", "1e9", "nan", "inf", "6 4", "٣"]
-)
+    "text",
+    ["", " ", "-1", "-64MiB", "1.2.3", "64XB", "MiB", "1e9", "1e400", "nan", "inf", "abc", "6 4",
+     "٣"],
+)  # fmt: skip
 def test_parse_size_rejects(text: str) -> None:
     with pytest.raises(ValueError, match=r"LIMIT=.*is not a size; expected .*64MiB"):
         parse_size(text, "LIMIT")
+
+
+@pytest.mark.parametrize(
+    ("value", "error"),
+    [(-1, ValueError), (np.int64(-1), ValueError), ("-1", ValueError), ("abc", ValueError),
+     (float("nan"), TypeError), (1e400, TypeError), (1.5, TypeError), (None, TypeError),
+     (True, TypeError), (b"64", TypeError), ([64], TypeError)],
+)  # fmt: skip
+def test_every_bad_size_from_python_gets_the_one_error(value: object, error: type) -> None:
+    """Python values and text share parse_size's message, naming the argument and the forms."""
+    with pytest.raises(error, match=r"^limit=.* is not a size; expected a byte count such as"):
+        byte_count(value, "limit")
 
 
 @pytest.mark.parametrize(
@@ -272,11 +287,21 @@ def test_config_from_python_takes_what_the_environment_takes(tmp_path: Path) -> 
     ("field", "value", "error", "message"),
     [
         ("default_workspace_limit", -1, ValueError, "default_workspace_limit=-1 is not a size"),
-        ("default_workspace_limit", float("nan"), TypeError, "default_workspace_limit=nan is not a size"),
+        (
+            "default_workspace_limit",
+            float("nan"),
+            TypeError,
+            "default_workspace_limit=nan is not",
+        ),
         ("default_workspace_limit", 1.5, TypeError, "default_workspace_limit=1.5 is not a size"),
         ("default_workspace_limit", True, TypeError, "default_workspace_limit=True is not a size"),
         ("default_workspace_limit", "lots", ValueError, "default_workspace_limit='lots'"),
-        ("default_workspace_limit", 2**63, ValueError, "default_workspace_limit=9223372036854775808 is larger than any memory"),
+        (
+            "default_workspace_limit",
+            2**63,
+            ValueError,
+            "=9223372036854775808 is larger than any",
+        ),
         ("total_workspace_size", float("inf"), TypeError, "total_workspace_size=inf is not a size"),
         ("total_workspace_size", -5, ValueError, "total_workspace_size=-5 is not a size"),
         ("batch_size_policy", "fastest", ValueError, "batch_size_policy='fastest'"),

@@ -331,7 +331,7 @@ def test_limits_are_taken_as_python_users_pass_them() -> None:
     assert make_plan_wr(tables, np.int64(100)).limit_bytes == 100
     assert make_plan_wd(tables, "1KiB").limit_bytes == 1024
     for make, name in ((make_plan_wr, "limit_bytes"), (make_plan_wd, "budget_bytes")):
-        with pytest.raises(TypeError, match=f"{name}=.* is not a size"):
+        with pytest.raises(TypeError, match=rf"{name}=.* is not a size"):
             make(tables, float("nan"))
         with pytest.raises(ValueError, match=f"{name}=-1 is not a size"):
             make(tables, -1)

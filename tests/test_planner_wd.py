@@ -184,7 +184,7 @@ def test_bad_arguments() -> None:
     with pytest.raises(ValueError, match="budget_bytes=-1 is not a size"):
         plan_wd(sets, -1)
     for budget in (float("nan"), float("inf"), 1.5, True, None):
-        with pytest.raises(TypeError, match="budget_bytes=.* is not a size"):
+        with pytest.raises(TypeError, match=r"budget_bytes=.* is not a size"):
             plan_wd(sets, budget)
     assert plan_wd(sets, np.int64(256)).arena_bytes == 0
     assert plan_wd(sets, "64MiB").arena_bytes == 0

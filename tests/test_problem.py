@@ -13,9 +13,11 @@ from ucudnn.core.problem import (
     MAX_DIM,
     ConvProblem,
     conv_output_size,
+    default_math_type,
     packed_strides,
     to_logical,
 )
+from ucudnn.planner.config import Config
 
 BASE = ConvProblem.create(8, 16, 32, (28, 28), 3, padding=1)
 
@@ -99,6 +101,7 @@ def test_dict_round_trip_and_with_batch() -> None:
 def test_byte_extents_and_sample_offsets() -> None:
     p = ConvProblem.create(4, 3, 2, (5, 5), 3, dtype="float16")
     assert p.nbytes("x") == 4 * 3 * 25 * 2 and p.nbytes("w") == 2 * 3 * 9 * 2
+    assert p.nbytes("b") == 2 * 2 and p.b_shape == (2,) and p.b_dims == (1, 2, 1, 1)
     assert p.sample_offset_bytes("x", 3) == 3 * 75 * 2
     assert p.sample_offset_bytes("y", 1) == 2 * 9 * 2
     padded = dataclasses.replace(p, x_strides=(100, 25, 5, 1))  # a gap after each sample
@@ -249,3 +252,58 @@ def test_long_text_fields_are_shown_cut_short(field: str) -> None:
     assert len(str(caught.value)) < 200
     with pytest.raises(ValueError, match=r"unknown problem fields: 'yyy.*\(100000 characters\)"):
         ConvProblem.from_dict({**BASE.to_dict(), "y" * 100_000: 1})
+
+
+# -- the one TF32 rule -------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("dtype", "allow_tf32", "expected"),
+    [("float32", None, "fma"), ("float32", False, "fma"), ("float32", True, "default"),
+     ("float16", None, "tensor_op"), ("bfloat16", True, "tensor_op"),
+     ("float64", None, "default"), ("float64", True, "default")],
+)  # fmt: skip
+def test_one_rule_picks_the_math_type(monkeypatch, dtype, allow_tf32, expected) -> None:
+    monkeypatch.delenv("UCUDNN_ALLOW_TF32", raising=False)
+    assert default_math_type(dtype, allow_tf32) == expected
+    problem = ConvProblem.create(2, 3, 4, (5, 5), 3, dtype=dtype, allow_tf32=allow_tf32)
+    assert problem.math_type == expected
+    if allow_tf32 is None:  # every way of making a problem follows the rule
+        assert ConvProblem.create(2, 3, 4, (5, 5), 3, dtype=dtype).math_type == expected
+        assert (
+            ConvProblem(2, 3, 4, (5, 5), (3, 3), (0, 0), (1, 1), (1, 1), dtype=dtype).math_type
+            == expected
+        )
+
+
+def test_the_environment_allows_tf32_where_no_argument_says(monkeypatch) -> None:
+    monkeypatch.setenv("UCUDNN_ALLOW_TF32", "yes")
+    assert ConvProblem.create(2, 3, 4, (5, 5), 3).math_type == "default"
+    assert ConvProblem.create(2, 3, 4, (5, 5), 3, allow_tf32=False).math_type == "fma"
+    assert ConvProblem.create(2, 3, 4, (5, 5), 3, math_type="fma").math_type == "fma"
+    assert Config.from_env().allow_tf32 is True
+    monkeypatch.setenv("UCUDNN_ALLOW_TF32", "sometimes")
+    with pytest.raises(ValueError, match="UCUDNN_ALLOW_TF32='sometimes' is not a yes/no value"):
+        ConvProblem.create(2, 3, 4, (5, 5), 3)
+
+
+def test_tf32_on_and_off_never_share_a_key(monkeypatch) -> None:
+    """The math type is part of the key, so the cache and the plans keep the two apart."""
+    monkeypatch.delenv("UCUDNN_ALLOW_TF32", raising=False)
+    off = ConvProblem.create(2, 3, 4, (5, 5), 3)
+    on = ConvProblem.create(2, 3, 4, (5, 5), 3, allow_tf32=True)
+    assert off.key() != on.key()
+    monkeypatch.setenv("UCUDNN_ALLOW_TF32", "1")
+    assert ConvProblem.create(2, 3, 4, (5, 5), 3).key() == on.key()
+    assert ConvProblem.from_dict(off.to_dict()) == off  # a stored problem keeps its own
+
+
+@pytest.mark.parametrize(
+    ("arguments", "error", "message"),
+    [({"allow_tf32": True, "math_type": "fma"}, ValueError, "give allow_tf32 or math_type"),
+     ({"allow_tf32": "no"}, TypeError, "allow_tf32 must be True or False"),
+     ({"allow_tf32": 1}, TypeError, "allow_tf32 must be True or False"),
+     ({"allow_tf32": "no", "dtype": "float16"}, TypeError, "allow_tf32 must be True or False")],
+)  # fmt: skip
+def test_bad_tf32_arguments_are_named(arguments, error, message) -> None:
+    with pytest.raises(error, match=message):
+        ConvProblem.create(2, 3, 4, (5, 5), 3, **arguments)
+    assert ConvProblem.create(2, 3, 4, (5, 5), 3, allow_tf32=np.bool_(True)).math_type == "default"

@@ -113,7 +113,7 @@ def _dimensions(value: object, name: str) -> tuple[int, ...]:
     """A tuple field (sizes, padding, strides) or a shape as plain ints, each within cuDNN's
     bounds; entries are named as `name[i]`."""
     try:
-        values = tuple(cast("Iterable[object]", value))  # TypeError if it is not
+        values = tuple(_integer_sequence(value))  # TypeError if it is not
     except TypeError:
         raise TypeError(f"{name} must be a sequence of integers, got {shown(value)}") from None
     low = _MINIMUM.get(name, 0)
@@ -122,6 +122,14 @@ def _dimensions(value: object, name: str) -> tuple[int, ...]:
     return tuple(
         integer(v, f"{name}[{i}]", minimum=low, maximum=MAX_DIM) for i, v in enumerate(values)
     )
+
+
+def _integer_sequence(value: object) -> Iterable[object]:
+    """`value` as an iterable; TypeError if it is none, or bytes (whose iteration gives small
+    integers, never meant as sizes)."""
+    if isinstance(value, (bytes, bytearray)):
+        raise TypeError(f"bytes are not a sequence of integers: {shown(value)}")
+    return iter(cast("Iterable[object]", value))
 
 
 def _plain_ints_within(values: tuple[object, ...], low: int) -> TypeGuard[tuple[int, ...]]:
@@ -144,7 +152,7 @@ def _per_dimension(value: object, rank: int, name: str) -> tuple[int, ...]:
     converts them, as it does every field.
     """
     try:
-        values = tuple(cast("Iterable[object]", value))  # TypeError if it is not
+        values = tuple(_integer_sequence(value))  # TypeError if it is not
     except TypeError:  # not a sequence (numpy's 0-d arrays included): one integer for all
         return (integer(value, name),) * rank
     if len(values) != rank:
