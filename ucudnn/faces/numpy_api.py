@@ -5,7 +5,8 @@
 order, and return new ones. They share their keyword options (listed in each one's
 docstring): what the convolution is (`padding`, `stride`, `dilation`, `groups`, `layout`,
 `mode`, `allow_tf32`, `math_type`) and how to run it (`workspace_limit`, `policy`, `database`,
-`algo`). Integers may be of any integral type (numpy's too), never bools.
+`algo`). Integers may be of any integral type (numpy's too), never bools. `conv_forward` also
+takes a per-channel `bias`, and `conv_backward_bias` gives its gradient (on the host).
 
 Every argument is checked before any device work, so bad input raises ValueError or
 TypeError naming the argument even on a machine without a GPU.
@@ -46,16 +47,18 @@ _OPTIONS_DOC = """
     Keyword options:
 
     padding, stride, dilation: one integer for every spatial dimension, or one each
-        (defaults 0, 1 and 1).
+        (defaults 0, 1 and 1). padding may also be "valid" (none) or "same" (the output
+        keeps x's extent, stride 1 only), as PyTorch means them: where "same" needs one more
+        after than before (an even kernel), x is padded explicitly.
     groups: the number of channel groups (1).
     layout: the order the arrays are stored in, "NCHW" or "NHWC" (2D), "NCDHW" or "NDHWC"
         (3D); "" (the default) is channels-first. The filter is stored in the same order.
     mode: "cross_correlation" (the default) or "convolution" (the filter flipped).
-    allow_tf32: whether float32 convolutions may use TF32 tensor cores (False).
+    allow_tf32: whether float32 convolutions may use TF32 tensor cores; None (the default):
+        UCUDNN_ALLOW_TF32, else False (see ucudnn.core.problem.default_math_type).
     math_type: cuDNN's math type, "default", "tensor_op", "tensor_op_allow_conversion" or
-        "fma", in place of allow_tf32's choice; None (the default): "fma" for float32
-        ("default" with allow_tf32), "tensor_op" for float16 and bfloat16, "default" for
-        float64.
+        "fma", instead of allow_tf32; None (the default): "fma" for float32 ("default" with
+        TF32 allowed), "tensor_op" for float16 and bfloat16, "default" for float64.
     workspace_limit: the workspace each call may use, in bytes or as text such as "64MiB";
         None (the default): UCUDNN_DEFAULT_WORKSPACE_LIMIT, else 64 MiB.
     policy: the micro-batch sizes to try: "powerOfTwo", "all" or "undivided" (any letter
