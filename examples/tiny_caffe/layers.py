@@ -15,9 +15,6 @@ from ucudnn import Handle
 from ucudnn._native import _cudnn
 from ucudnn.core.problem import ConvProblem
 
-# Plain fp32 arithmetic (TF32 off), so micro-batched and undivided runs differ only by rounding.
-MATH_TYPE = "fma"
-
 
 class Layer:
     """One step of the network: bottom blob in, top blob out."""
@@ -46,7 +43,7 @@ class Convolution(Layer):
     """Square filters with bias; all three convolution kernels run micro-batched by the Handle."""
 
     def __init__(
-        self, name: str, out_channels: int, kernel: int, padding: int = 0, stride: int = 1
+        self, name: str, out_channels: int, kernel: int, padding: int | str = 0, stride: int = 1
     ) -> None:
         super().__init__(name)
         self.out_channels = out_channels
@@ -61,7 +58,7 @@ class Convolution(Layer):
         w_shape = (self.out_channels, bottom_shape[1], *self.filter_size(bottom_shape))
         self.problem = ConvProblem.from_shapes(
             bottom_shape, w_shape, padding=self.padding, stride=self.stride, dtype=DTYPE,
-            math_type=MATH_TYPE,
+            allow_tf32=False,  # so micro-batched and undivided runs differ only by rounding
         )  # fmt: skip
         return self.problem.y_shape
 
@@ -81,20 +78,18 @@ class Convolution(Layer):
         self.bias = Blob((1, self.out_channels, 1, 1))
         self.params = [self.weight, self.bias]
 
+    # The bias blob is (1, K, 1, 1), Caffe's shape, for the solver's descriptors; the Handle
+    # takes its K values by address.
     def forward(self, bottom: Blob, top: Blob) -> None:
-        h = self.handle
-        h.forward(bottom.data, self.weight.data, top.data, self.problem, layer=self.name)
-        # cudnnAddTensor broadcasts the (1, K, 1, 1) bias over N, H and W.
-        _cudnn.add_tensor(
-            h.cudnn, 1.0, self.bias.desc, self.bias.data.ptr, 1.0, top.desc, top.data.ptr
-        )
+        self.handle.forward(
+            bottom.data, self.weight.data, top.data, self.problem,
+            bias=self.bias.data.ptr, layer=self.name,
+        )  # fmt: skip
 
     def backward(self, top: Blob, bottom: Blob) -> None:
         h = self.handle
         h.backward_filter(bottom.data, top.diff, self.weight.diff, self.problem, layer=self.name)
-        _cudnn.convolution_backward_bias(
-            h.cudnn, 1.0, top.desc, top.diff.ptr, 0.0, self.bias.desc, self.bias.diff.ptr
-        )
+        h.backward_bias(top.diff, self.bias.diff.ptr, self.problem)
         if self.propagate_down:
             h.backward_data(self.weight.data, top.diff, bottom.diff, self.problem, layer=self.name)
 

@@ -40,10 +40,10 @@ COMPARE_TOLERANCE = 1e-3
 def build_net(batch: int) -> Net:
     return Net(
         [
-            Convolution("conv1", 16, kernel=5, padding=2),
+            Convolution("conv1", 16, kernel=5, padding="same"),
             ReLU("relu1"),
             Pooling("pool1"),
-            Convolution("conv2", 32, kernel=3, padding=1),
+            Convolution("conv2", 32, kernel=3, padding="same"),
             ReLU("relu2"),
             Pooling("pool2"),
             InnerProduct("ip1", 64),
