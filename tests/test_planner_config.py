@@ -323,3 +323,11 @@ def test_errors_show_a_long_value_cut_short() -> None:
     with pytest.raises(ValueError) as info:
         parse_size("9" * 100_000 + "x", "LIMIT")
     assert len(str(info.value)) < 400 and "(100001 characters)" in str(info.value)
+
+
+def test_the_tf32_variable_is_read_and_checked_with_the_others() -> None:
+    """Config reads UCUDNN_ALLOW_TF32 as ConvProblem does, so `ucudnn info` reports a bad one."""
+    assert Config.from_env({}).allow_tf32 is False
+    assert Config.from_env({"UCUDNN_ALLOW_TF32": "On"}).allow_tf32 is True
+    with pytest.raises(ValueError, match="UCUDNN_ALLOW_TF32='maybe' is not a yes/no value"):
+        Config.from_env({"UCUDNN_ALLOW_TF32": "maybe"})
