@@ -20,12 +20,12 @@ QUIET = -1  # errors only
 _LEVELS = {QUIET: logging.ERROR, 0: logging.WARNING, 1: logging.INFO, 2: logging.DEBUG}
 
 
-def level(verbosity: int) -> int:
+def _level(verbosity: int) -> int:
     """The lowest level shown: -q errors only, by default warnings, -v INFO, -vv DEBUG."""
     return _LEVELS[max(QUIET, min(verbosity, 2))]
 
 
-class LineFormatter(logging.Formatter):
+class _LineFormatter(logging.Formatter):
     """ "ucudnn: message", and from WARNING up "ucudnn: warning: message"."""
 
     def format(self, record: logging.LogRecord) -> str:
@@ -37,15 +37,15 @@ class LineFormatter(logging.Formatter):
 
 @contextlib.contextmanager
 def shown(verbosity: int) -> Iterator[None]:
-    """Within the block, records of the "ucudnn" loggers at `level(verbosity)` or above, and
+    """Within the block, records of the "ucudnn" loggers at `_level(verbosity)` or above, and
     UcudnnWarnings unless quiet, go to stderr one line each; other warnings as Python shows
     them."""
     logger = logging.getLogger("ucudnn")
     handler = logging.StreamHandler()  # the stderr of now: a test's capture, say
-    handler.setFormatter(LineFormatter())
+    handler.setFormatter(_LineFormatter())
     saved = logger.level, logger.propagate
     logger.addHandler(handler)
-    logger.setLevel(level(verbosity))
+    logger.setLevel(_level(verbosity))
     logger.propagate = False  # the command owns stderr: each record once, from this handler
     try:
         with warnings.catch_warnings():  # restores showwarning and the filters on exit
