@@ -7,6 +7,7 @@ import json
 import pytest
 
 from ucudnn.faces.cli import main
+from ucudnn.planner.plan import Plan
 from ucudnn.planner.tables import Candidate, KernelTable, TimingTables
 
 MiB = 1 << 20
@@ -117,3 +118,42 @@ def test_bad_files(tmp_path, capsys) -> None:
     empty.write_text("layer,kernel,batch,micro_batch,algo,time_ms,workspace_bytes\n")
     assert plan("--timings", str(empty)) == 2
     assert "has no timing rows" in capsys.readouterr().err
+
+
+def test_explain_follows_the_report(timings, capsys) -> None:
+    assert plan("--timings", timings, "--workspace-limit", "64MiB", "--explain") == 0
+    out = capsys.readouterr().out
+    report, why = out.split("\n\n")
+    assert report.startswith("WR plan:") and why.startswith("Why (WR):")
+    # 4x64 of algo 1 is the fastest schedule of both kernels; the next smaller is algo 0.
+    rows = [line.split() for line in why.splitlines()[2:4]]
+    assert rows[0][:2] == ["conv1", "forward"] and rows[0][-1] == "fastest"
+    assert rows[1][4:7] == ["4x64", "algo", "1"] and rows[1][11:14] == ["256", "algo", "0"]
+
+
+def test_explain_in_json_is_read_back_as_a_plan(timings, capsys) -> None:
+    argv = ["--timings", timings, "--mode", "wd", "--total-workspace", "100MiB"]
+    assert plan(*argv, "--json", "--explain") == 0
+    text = capsys.readouterr().out
+    data = json.loads(text)
+    # One kernel took 4x64 (64 MiB); the other could not: its runner-up needs 64 MiB more
+    # than its undivided algo 0 (1000 bytes, 1024 aligned).
+    assert data["explain"]["budget_left_bytes"] == 100 * MiB - 64 * MiB - 1024
+    reasons = sorted(k["reason"] for k in data["explain"]["kernels"])
+    assert reasons == ["fastest", "over_budget"]
+    assert Plan.from_json(text).to_dict() == {k: v for k, v in data.items() if k != "explain"}
+    assert plan(*argv, "--json") == 0
+    assert "explain" not in json.loads(capsys.readouterr().out)
+
+
+def test_explain_alexnet_from_the_model_in_wd(capsys) -> None:
+    argv = ["alexnet", "--model", "--batch", "128", "--mode", "wd", "--total-workspace", "256MiB"]
+    assert plan(*argv, "--explain") == 0
+    why = capsys.readouterr().out.split("\n\n")[1].splitlines()
+    rows = [line.split() for line in why[2:17]]
+    assert [row[0] for row in rows] == [f"conv{n}" for n in range(1, 6) for _ in range(3)]
+    assert {" ".join(row[-2:]) if row[-1] == "budget" else row[-1] for row in rows} == {
+        "over budget",
+        "fastest",
+    }
+    assert why[-2].startswith("Budget 256 MiB: ") and why[-2].endswith(" left.")

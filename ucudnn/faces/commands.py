@@ -16,7 +16,13 @@ from typing import TYPE_CHECKING
 
 from ucudnn.errors import UcudnnError
 from ucudnn.faces.info import info_text, unusable_reason
-from ucudnn.planner.cli import limit_from_args, mode_from_args, plan_tables, policy_from_args
+from ucudnn.planner.cli import (
+    limit_from_args,
+    mode_from_args,
+    plan_output,
+    plan_tables,
+    policy_from_args,
+)
 from ucudnn.planner.config import Config, database_from_env, default_database, parse_size
 from ucudnn.planner.errors import InfeasibleError, SolverError
 from ucudnn.planner.networks import load_network
@@ -173,8 +179,7 @@ def plan(args: argparse.Namespace) -> int:
         tables, source = _measured_tables(args)
     if not args.quiet:
         print(f"planning from {source}", file=sys.stderr)
-    result = plan_tables(tables, args, source)
-    print(result.to_json() if args.json else result.report())
+    print(plan_output(plan_tables(tables, args, source), tables, args))
     return 0
 
 

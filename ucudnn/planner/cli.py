@@ -1,4 +1,5 @@
-"""The planner's part of `ucudnn plan`: its options, and a plan from tables and options.
+"""The planner's part of `ucudnn plan`: its options, a plan from tables and options, and what
+the command prints of it.
 
 Pure Python, so that planning from a timings CSV works without a GPU; `ucudnn.faces.cli`
 mounts it and decides where the tables come from.
@@ -7,8 +8,10 @@ mounts it and decides where the tables come from.
 from __future__ import annotations
 
 import argparse
+import json
 
 from ucudnn.planner.config import Config, parse_policy, parse_size
+from ucudnn.planner.explain import explain_plan
 from ucudnn.planner.plan import Plan, make_plan_wd, make_plan_wr
 from ucudnn.planner.policies import Policy
 from ucudnn.planner.tables import TimingTables
@@ -67,7 +70,15 @@ def add_plan_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="SECONDS",
         help=f"wd: stop the solver after this long (default: {DEFAULT_TIME_LIMIT_S:g})",
     )
-    parser.add_argument("--json", action="store_true", help="print the plan as JSON")
+    parser.add_argument(
+        "--json", action="store_true", help="print the plan as a ucudnn-plan JSON document"
+    )
+    parser.add_argument(
+        "--explain",
+        action="store_true",
+        help="also say, per kernel, why it has its schedule: the runner-up of its desirable "
+        "set, the time saved and the workspace used",
+    )
 
 
 def policy_from_args(args: argparse.Namespace, config: Config) -> Policy:
@@ -117,3 +128,17 @@ def plan_tables(tables: TimingTables, args: argparse.Namespace, source: str) -> 
     if mode_from_args(args, config) == "wr":
         return make_plan_wr(tables, limit, **common)
     return make_plan_wd(tables, limit, solver=args.solver, time_limit_s=args.time_limit, **common)
+
+
+def plan_output(plan: Plan, tables: TimingTables, args: argparse.Namespace) -> str:
+    """What `ucudnn plan` prints: the plan's report or its JSON document (--json), with why
+    each kernel has its schedule (--explain) after the report or as the document's "explain"."""
+    explanation = explain_plan(plan, tables) if args.explain else None
+    if args.json:
+        document = plan.to_dict()
+        if explanation is not None:
+            document["explain"] = explanation.to_dict()
+        return json.dumps(document, indent=2, allow_nan=False)
+    if explanation is None:
+        return plan.report()
+    return f"{plan.report()}\n\n{explanation.report()}"

@@ -83,6 +83,17 @@ def speedup(baseline_ms: float | None, time_ms: float) -> float | None:
     return baseline_ms / time_ms
 
 
+def schedule_numbers(schedule: Schedule) -> dict[str, object]:
+    """A schedule in a plan document: each part's micro-batch and algorithm, in the order they
+    run, then its time and workspace."""
+    return {
+        "micro_batches": [p.micro_batch for p in schedule.parts],
+        "algos": [p.algo for p in schedule.parts],
+        "time_ms": schedule.time_ms,
+        "workspace_bytes": schedule.workspace_bytes,
+    }
+
+
 @dataclasses.dataclass(frozen=True)
 class KernelPlan:
     """The schedule of one kernel: micro-batches that add up to its batch."""
@@ -147,10 +158,7 @@ class KernelPlan:
             "layer": self.layer,
             "kernel": self.kernel,
             "batch": self.batch,
-            "micro_batches": [p.micro_batch for p in self.schedule.parts],
-            "algos": [p.algo for p in self.schedule.parts],
-            "time_ms": self.time_ms,
-            "workspace_bytes": self.workspace_bytes,
+            **schedule_numbers(self.schedule),
             "offset_bytes": self.offset,
             "speedup": self.speedup,
             "parts": [dataclasses.asdict(p) for p in self.schedule.parts],
@@ -451,7 +459,8 @@ def _baseline_cells(baseline_ms: float | None, time_ms: float) -> list[str]:
 def _rename_v1_fields(data: dict[str, object]) -> None:
     """A version 1 document's fields under their version 2 names, in place (its objects keep
     the lines they were read from). The texts version 1 derived are ignored as before."""
-    objects = [data, *(data["kernels"] if isinstance(data.get("kernels"), list) else ())]
+    kernels = data.get("kernels")
+    objects = [data, *(kernels if isinstance(kernels, list) else [])]
     for item in objects:
         if isinstance(item, dict):
             for old, new in _V1_NAMES.items():

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 
 def render_table(
@@ -10,8 +10,10 @@ def render_table(
     rows: Sequence[Sequence[str]],
     first_numeric: int,
     total: Sequence[str] | None = None,
+    text_columns: Collection[int] = (),
 ) -> list[str]:
-    """Lines of a table whose columns from `first_numeric` on are right-aligned."""
+    """Lines of a table whose columns from `first_numeric` on are right-aligned, but for the
+    `text_columns` among them."""
     body = [list(header), *map(list, rows)] + ([list(total)] if total is not None else [])
     widths = [max(len(row[i]) for row in body) for i in range(len(header))]
     lines = []
@@ -19,7 +21,7 @@ def render_table(
         if total is not None and n == len(body) - 1:
             lines.append("  ".join("-" * w for w in widths))
         cells = [
-            cell.rjust(width) if i >= first_numeric else cell.ljust(width)
+            cell.rjust(width) if i >= first_numeric and i not in text_columns else cell.ljust(width)
             for i, (cell, width) in enumerate(zip(row, widths, strict=True))
         ]
         lines.append("  ".join(cells).rstrip())
