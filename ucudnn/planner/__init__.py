@@ -2,7 +2,8 @@
 
 Benchmark tables go in (`TimingTables`), plans come out: `make_plan_wr` (a workspace limit per
 kernel, by dynamic programming) or `make_plan_wd` (one budget for the whole network, by an
-integer linear program over desirable sets).
+integer linear program over desirable sets); `explain_plan` says why each kernel got its
+schedule.
 
 The names below load on first use, so importing one planner module does not load them all
 (networkx, the solvers).
@@ -25,6 +26,10 @@ if TYPE_CHECKING:  # the lazily loaded names, for type checkers and IDEs
         parse_size as parse_size,
     )
     from ucudnn.planner.errors import InfeasibleError as InfeasibleError, SolverError as SolverError
+    from ucudnn.planner.explain import (
+        PlanExplanation as PlanExplanation,
+        explain_plan as explain_plan,
+    )
     from ucudnn.planner.graph import LayerGraph as LayerGraph
     from ucudnn.planner.networks import builtin_network as builtin_network
     from ucudnn.planner.pareto import (
@@ -56,6 +61,7 @@ _EXPORTS = {
     **dict.fromkeys(["BenchmarkCache", "inspect_cache"], ".cache"),
     **dict.fromkeys(["Config", "parse_policy", "parse_size"], ".config"),
     **dict.fromkeys(["InfeasibleError", "SolverError"], ".errors"),
+    **dict.fromkeys(["PlanExplanation", "explain_plan"], ".explain"),
     "LayerGraph": ".graph",
     "builtin_network": ".networks",
     **dict.fromkeys(["desirable_set", "pareto_front", "smallest_workspace"], ".pareto"),
