@@ -11,7 +11,6 @@ from __future__ import annotations
 import dataclasses
 import logging
 import statistics
-import sys
 import time
 from collections.abc import Iterable, Sequence
 from typing import Never, cast
@@ -28,6 +27,7 @@ from ucudnn.planner.config import byte_count
 from ucudnn.planner.policies import Policy, sizes_to_measure
 from ucudnn.planner.tables import Candidate, KernelTable, TimingTables
 from ucudnn.runtime import backend, steps
+from ucudnn.runtime.progress import progress_bar
 from ucudnn.runtime.timing import Timer
 from ucudnn.runtime.work import Work
 
@@ -153,7 +153,8 @@ class Benchmarker:
         tables = TimingTables()
         before, started = dict(self.counts), time.perf_counter()
         try:
-            with _progress(sum(len(sizes) for _, sizes in jobs), self.settings.progress) as bar:
+            total = sum(len(sizes) for _, sizes in jobs)
+            with progress_bar(total, self.settings.progress, "ucudnn benchmark", "size") as bar:
                 for item, sizes in jobs:
                     table = KernelTable(
                         layer=item.layer, kernel=item.kernel, batch=item.problem.batch
@@ -307,10 +308,3 @@ def _log_size(
             "%s of %s at micro-batch %d: %s; %d algorithms ran, %d could not",
             kernel, problem.describe(), micro_batch, how, ran, len(measured) - ran,
         )  # fmt: skip
-
-
-def _progress(total: int, show: bool | None) -> tqdm[Never]:  # a bar without an iterable
-    """A progress bar when asked, or by default when stderr is a terminal; silent otherwise."""
-    if show is None:
-        show = sys.stderr.isatty()
-    return tqdm(total=total, desc="ucudnn benchmark", unit="size", leave=False, disable=not show)

@@ -15,6 +15,7 @@ from ucudnn.planner.tables import Candidate
 from ucudnn.runtime import executor
 from ucudnn.runtime.benchmark import ProblemBuffers
 from ucudnn.runtime.handle import Handle
+from ucudnn.runtime.progress import progress_bar
 from ucudnn.runtime.steps import ROLES
 from ucudnn.runtime.timing import Timer
 from ucudnn.runtime.work import Work
@@ -38,32 +39,45 @@ class KernelTiming:
 
 
 def measure_plan(
-    handle: Handle, work: Sequence[Work], warmup: int = 3, repeats: int = 10
+    handle: Handle,
+    work: Sequence[Work],
+    warmup: int = 3,
+    repeats: int = 10,
+    progress: bool | None = None,
 ) -> list[KernelTiming]:
-    """Time every kernel of `work` with the handle's plan and with its baseline."""
+    """Time every kernel of `work` with the handle's plan and with its baseline; `progress`
+    shows a bar of the kernels timed (None: when stderr is a terminal)."""
+    _plan(handle, work)  # first: its benchmarking shows a bar of its own
     timer = Timer(handle.stream)
-    return [
-        _time_kernel(handle, timer, item, pointers, warmup, repeats)
-        for item, pointers in _with_buffers(handle, work)
-    ]
+    timings = []
+    with progress_bar(len(work), progress, "ucudnn timing", "kernel") as bar:
+        for item, pointers in _with_buffers(handle, work):
+            timings.append(_time_kernel(handle, timer, item, pointers, warmup, repeats))
+            bar.update(1)
+    return timings
 
 
 def run_once(handle: Handle, work: Sequence[Work]) -> None:
     """Run every kernel of `work` once through the handle (e.g. to check equivalence)."""
+    _plan(handle, work)
     for item, pointers in _with_buffers(handle, work):
         tensors = [pointers[t] for t in ROLES[item.kernel]]
         getattr(handle, item.kernel)(*tensors, item.problem, layer=item.layer)
     _cuda.stream_synchronize(handle.stream)
 
 
-def _with_buffers(handle: Handle, work: Sequence[Work]) -> Iterator[tuple[Work, dict[str, int]]]:
-    """Plan `work` as one network, then yield each item with x, w, y buffers of its problem.
-
-    Buffers live for one problem at a time, so a network needs only its largest layer's.
-    """
+def _plan(handle: Handle, work: Sequence[Work]) -> None:
+    """Plan `work` as one network."""
     for item in work:
         handle.register(item.problem, [item.kernel], layer=item.layer)
     handle.finalize()
+
+
+def _with_buffers(handle: Handle, work: Sequence[Work]) -> Iterator[tuple[Work, dict[str, int]]]:
+    """Each item of `work` with x, w, y buffers of its problem.
+
+    Buffers live for one problem at a time, so a network needs only its largest layer's.
+    """
     stream = handle.stream
     for problem in dict.fromkeys(item.problem for item in work):
         buffers = ProblemBuffers(problem, stream)
