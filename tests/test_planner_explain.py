@@ -7,6 +7,7 @@ import json
 
 import pytest
 
+from ucudnn.faces.schemas import validate
 from ucudnn.planner.explain import explain_plan
 from ucudnn.planner.networks import builtin_network
 from ucudnn.planner.pareto import desirable_set
@@ -217,5 +218,6 @@ def test_alexnet_from_the_model(alexnet: TimingTables, mode: str) -> None:
     assert reasons == {"fastest", "over_limit" if mode == "wr" else "over_budget"}
     assert explained.fastest_time_ms < plan.time_ms
     document = {**plan.to_dict(), "explain": explained.to_dict()}
+    validate(json.loads(json.dumps(document)))
     assert Plan.from_json(json.dumps(document)) == plan
     assert len(explained.report().splitlines()) == 2 + 15 + (6 if mode == "wd" else 5)

@@ -31,6 +31,14 @@ def _device_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--database", metavar="PATH", help="benchmark cache (UCUDNN_DATABASE)")
 
 
+def _json_argument(parser: argparse.ArgumentParser, document: str) -> None:
+    parser.add_argument(
+        "--json",
+        action="store_true",
+        help=f"print a {document} JSON document instead (fields: ucudnn.faces.schemas)",
+    )
+
+
 def _verbosity_arguments(parser: argparse.ArgumentParser, before_command: bool) -> None:
     """-v and -q, taken before the command and after it. After it, -q defaults to SUPPRESS so
     that it keeps a -q given before, and -v counts apart: `main` adds the two counts up."""
@@ -62,6 +70,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     info = sub.add_parser("info", help="devices, driver, CUDA and cuDNN versions, cache")
     info.add_argument("--database", metavar="PATH", help="benchmark cache (UCUDNN_DATABASE)")
+    _json_argument(info, "ucudnn-info")
     info.set_defaults(func=commands.info)
 
     bench = sub.add_parser("bench", help="benchmark a network's kernels into the cache (GPU)")
@@ -69,6 +78,7 @@ def build_parser() -> argparse.ArgumentParser:
     _device_arguments(bench)
     bench.add_argument("--policy", help="micro-batch sizes (default: powerOfTwo)")
     bench.add_argument("--export", metavar="FILE.csv", help="also write the timings as a CSV")
+    _json_argument(bench, "ucudnn-bench")
     bench.set_defaults(func=commands.bench)
 
     plan = sub.add_parser(
@@ -94,6 +104,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_limit_arguments(run)
     run.add_argument("--repeats", type=int, default=10, help="timed runs per kernel (median)")
     run.add_argument("--check", action="store_true", help="also compare with undivided runs")
+    _json_argument(run, "ucudnn-run")
     run.set_defaults(func=commands.run)
 
     plot = sub.add_parser("plot", help="desirable sets and a plan's breakdown as PNG files")
@@ -102,12 +113,14 @@ def build_parser() -> argparse.ArgumentParser:
     plot.add_argument("--out", default=".", metavar="DIR", help="where to write the PNGs")
     plot.add_argument("--layer", help="plot the desirable sets of this layer")
     plot.add_argument("--deterministic", action="store_true", help="deterministic algorithms only")
+    _json_argument(plot, "ucudnn-plot")
     plot.set_defaults(func=commands.plot, solver="highs", time_limit=DEFAULT_TIME_LIMIT_S)
 
     demo = sub.add_parser("demo", help="the README's main job: measure on a GPU, else plan")
     demo.add_argument("--network", default="alexnet", help="network to demonstrate on")
     demo.add_argument("--batch", type=int, default=128)
     demo.add_argument("--workspace-limit", default="64MiB", metavar="SIZE")
+    _json_argument(demo, "ucudnn-demo")
     demo.set_defaults(func=commands.demo)
     for command in sub.choices.values():
         _verbosity_arguments(command, before_command=False)

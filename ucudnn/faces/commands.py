@@ -7,6 +7,7 @@ cuDNN failure), 2 bad input or a solver failure; `cli.main` adds 130 for Ctrl-C.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import time
@@ -16,6 +17,14 @@ from typing import TYPE_CHECKING
 
 from ucudnn.errors import UcudnnError
 from ucudnn.faces.info import info_text, unusable_reason
+from ucudnn.faces.outputs import (
+    bench_document,
+    demo_document,
+    info_document,
+    numpy_check_part,
+    plot_document,
+    run_document,
+)
 from ucudnn.planner.cli import (
     limit_from_args,
     mode_from_args,
@@ -94,9 +103,26 @@ def _require_gpu() -> None:
         raise CommandError(f"this command needs a GPU: {reason}", status=1)
 
 
-def _progress(args: argparse.Namespace) -> bool | None:
-    """None lets the bar show itself on a terminal only; --quiet turns it off."""
-    return False if args.quiet else None
+def _progress(args: argparse.Namespace) -> bool:
+    """Whether long work shows a progress bar (on stderr): only for a person watching, so
+    only when stdout and stderr are both terminals (not when piped, redirected or read by a
+    program, as --json output usually is), and never with -q."""
+    return not args.quiet and sys.stderr.isatty() and sys.stdout.isatty()
+
+
+def _network_fields(args: argparse.Namespace) -> dict[str, object]:
+    """The network arguments as documents give them."""
+    return {
+        "network": args.network,
+        "batch": args.batch,
+        "dtype": args.dtype,
+        "layout": args.layout,
+    }
+
+
+def _emit(document: dict[str, object]) -> None:
+    """Print a --json document: the one thing on stdout."""
+    print(json.dumps(document, indent=2, allow_nan=False))
 
 
 def _database(args: argparse.Namespace, config: Config) -> Path:
@@ -130,12 +156,22 @@ def info(args: argparse.Namespace) -> int:
     it only reads: it creates, migrates or recovers nothing."""
     from ucudnn.planner.cache import inspect_cache
 
+    path = Path(args.database) if args.database else _database_or_default()
+    if args.json:
+        _emit(_info_document(path))
+        return 0
     print(info_text())
     for problem in _configuration_problems():
         print(f"warning: {problem}")
-    path = Path(args.database) if args.database else _database_or_default()
     print(f"cache: {inspect_cache(path).describe()}")
     return 0
+
+
+def _info_document(database: Path) -> dict[str, object]:
+    from ucudnn.core import device
+    from ucudnn.planner.cache import inspect_cache
+
+    return info_document(device.info(), _configuration_problems(), inspect_cache(database))
 
 
 @_command
@@ -145,19 +181,25 @@ def bench(args: argparse.Namespace) -> int:
     from ucudnn.runtime.work import work_from_graph
 
     config = Config.from_env()
-    graph = _network(args)
+    graph, policy = _network(args), policy_from_args(args, config)
     _require_gpu()
     with open_benchmarker(_database(args, config), progress=_progress(args)) as benchmarker:
         start = time.perf_counter()
-        tables = benchmarker.tables(work_from_graph(graph), policy_from_args(args, config))
+        tables = benchmarker.tables(work_from_graph(graph), policy)
         elapsed = time.perf_counter() - start
-        counts = benchmarker.counts
+        counts, facts = benchmarker.counts, benchmarker.facts
+    kernels = len(graph.kernel_ids())
+    if args.export:
+        tables.write_csv(args.export)
+    if args.json:
+        network = _network_fields(args)
+        _emit(bench_document(network, policy, kernels, counts, elapsed, args.export, facts, tables))
+        return 0
     print(
-        f"{args.network}: {len(graph.kernel_ids())} kernels; {counts['measured']} problem sizes "
+        f"{args.network}: {kernels} kernels; {counts['measured']} problem sizes "
         f"measured, {counts['cached']} served from the cache, in {elapsed:.1f} s"
     )
     if args.export:
-        tables.write_csv(args.export)
         print(f"timings written to {args.export} (plan from them anywhere: ucudnn plan --timings)")
     return 0
 
@@ -208,9 +250,19 @@ def _measured_tables(args: argparse.Namespace) -> tuple[TimingTables, str]:
 @_command
 def run(args: argparse.Namespace) -> int:
     """Execute plan and baseline on the GPU and print measured times side by side."""
+    status, document = _run_network(args)
+    if document is not None:
+        _emit(document)
+    return status
+
+
+def _run_network(args: argparse.Namespace) -> tuple[int, dict[str, object] | None]:
+    """Measure plan and baseline of the network on the GPU, and compare them with undivided
+    runs (--check): print what it finds as it goes, or with --json return it as a ucudnn-run
+    document instead. The exit status is 1 when a comparison fails."""
     from ucudnn.faces.report import timing_report
     from ucudnn.runtime.benchmark import BenchmarkSettings
-    from ucudnn.runtime.check import EquivalenceCheck
+    from ucudnn.runtime.check import CheckResult, EquivalenceCheck
     from ucudnn.runtime.handle import Handle
     from ucudnn.runtime.measure import measure_plan, run_once
     from ucudnn.runtime.work import work_from_graph
@@ -219,6 +271,7 @@ def run(args: argparse.Namespace) -> int:
     mode, limit = mode_from_args(args, config), limit_from_args(args, config)
     work = work_from_graph(_network(args))
     _require_gpu()
+    checks: list[CheckResult] | None = None
     with Handle(
         workspace_limit=limit if mode == "wr" else None,
         total_workspace=None if mode == "wr" else limit,
@@ -226,18 +279,24 @@ def run(args: argparse.Namespace) -> int:
         database=_database(args, config),
         benchmark=BenchmarkSettings(progress=_progress(args)),
     ) as handle:
-        timings = measure_plan(handle, work, repeats=args.repeats)
-        policy = policy_text(handle.policy)
-        print(f"{args.network}: {mode.upper()} at {format_size(limit)}, policy {policy}")
-        print(timing_report(timings))
+        timings = measure_plan(handle, work, repeats=args.repeats, progress=_progress(args))
+        if not args.json:
+            policy = policy_text(handle.policy)
+            print(f"{args.network}: {mode.upper()} at {format_size(limit)}, policy {policy}")
+            print(timing_report(timings))
         if args.check:
             handle.check = EquivalenceCheck()
             run_once(handle, work)
-            for result in handle.check.results:
-                print(result)
-            if not all(result.ok for result in handle.check.results):
-                return 1
-    return 0
+            checks = handle.check.results
+            if not args.json:
+                for result in checks:
+                    print(result)
+        plan = handle.plan
+    status = 0 if checks is None or all(result.ok for result in checks) else 1
+    if not args.json:
+        return status, None
+    assert plan is not None  # measure_plan planned the work
+    return status, run_document(_network_fields(args), args.repeats, timings, checks, plan)
 
 
 @_command
@@ -248,10 +307,14 @@ def plot(args: argparse.Namespace) -> int:
 
     tables = TimingTables.read_csv(args.timings)
     result = plan_tables(tables, args, f"timings file {args.timings}")
+    layer = args.layer or plots.most_improved_layer(result)
     try:
-        written = plots.write_plots(tables, result, args.out, layer=args.layer)
+        written = plots.write_plots(tables, result, args.out, layer=layer)
     except plots.PlottingUnavailable as exc:
         raise CommandError(str(exc), status=1) from None
+    if args.json:
+        _emit(plot_document(layer, written))
+        return 0
     for path in written:
         print(path)
     return 0
@@ -264,20 +327,34 @@ def demo(args: argparse.Namespace) -> int:
 
     limit = parse_size(args.workspace_limit, "--workspace-limit")
     graph = load_network(args.network, _batch(args))  # bad arguments first, before any output
-    print(info_text())
-    print()
+    if not args.json:
+        print(info_text())
+        print()
     reason = unusable_reason()
     if not reason:
-        return _demo_gpu(args, limit)
-    print(f"No usable GPU ({reason}), so nothing can be measured or run here.")
-    print(f"Planning {args.network} at batch {args.batch} from {MODEL_NOTE}.")
-    print("On a GPU this command measures, plans and runs the network instead.\n")
+        status, numpy_check, run_part = _demo_gpu(args, limit)
+        if args.json:
+            info_part = _info_document(_database_or_default())
+            _emit(
+                demo_document(args.network, args.batch, limit, info_part,
+                              numpy_check=numpy_check, run=run_part)
+            )  # fmt: skip
+        return status
+    if not args.json:
+        print(f"No usable GPU ({reason}), so nothing can be measured or run here.")
+        print(f"Planning {args.network} at batch {args.batch} from {MODEL_NOTE}.")
+        print("On a GPU this command measures, plans and runs the network instead.\n")
     tables = _model_tables_for(graph)
     wr = make_plan_wr(tables, limit, timings_source=MODEL_NOTE)
-    print(wr.report())
     budget = limit * len(graph.kernel_ids())
+    wd = make_plan_wd(tables, budget, timings_source=MODEL_NOTE)
+    if args.json:
+        info_part = _info_document(_database_or_default())
+        _emit(demo_document(args.network, args.batch, limit, info_part, model_plans=(wr, wd)))
+        return 0
+    print(wr.report())
     print()
-    print(make_plan_wd(tables, budget, timings_source=MODEL_NOTE).report())
+    print(wd.report())
     return 0
 
 
@@ -287,7 +364,11 @@ def _model_tables_for(graph: LayerGraph, policy: Policy = "powerOfTwo") -> Timin
     return model_tables(((n, graph.problem(n), graph.kernels(n)) for n in graph.layers()), policy)
 
 
-def _demo_gpu(args: argparse.Namespace, limit: int) -> int:
+def _demo_gpu(
+    args: argparse.Namespace, limit: int
+) -> tuple[int, dict[str, object], dict[str, object] | None]:
+    """A checked numpy convolution, then the network run and checked: (exit status, the
+    convolution's document part, the run's document with --json)."""
     import numpy as np
 
     import ucudnn
@@ -298,11 +379,20 @@ def _demo_gpu(args: argparse.Namespace, limit: int) -> int:
     w = rng.standard_normal((32, 16, 3, 3), dtype=np.float32)
     y = ucudnn.conv_forward(x, w, padding=1, workspace_limit=limit)
     undivided = ucudnn.conv_forward(x, w, padding=1, workspace_limit=limit, policy="undivided")
-    print(f"numpy conv_forward {x.shape} * {w.shape} -> {y.shape}; micro-batched vs undivided: "
-          f"normalised L2 {normalised_l2(y, undivided):.2e}\n")  # fmt: skip
-    run_args = argparse.Namespace(
+    distance = normalised_l2(y, undivided)
+    if not args.json:
+        print(f"numpy conv_forward {x.shape} * {w.shape} -> {y.shape}; micro-batched vs "
+              f"undivided: normalised L2 {distance:.2e}\n")  # fmt: skip
+    status, run_part = _run_network(_demo_run_arguments(args))
+    return status, numpy_check_part(x.shape, w.shape, y.shape, distance), run_part
+
+
+def _demo_run_arguments(args: argparse.Namespace) -> argparse.Namespace:
+    """What the demo runs: `ucudnn run NETWORK --check` in WR mode at the demo's limit, with
+    its -q (so its progress bars too) and --json."""
+    return argparse.Namespace(
         command="demo", network=args.network, batch=args.batch, dtype="float32", layout=None,
-        database=None, quiet=False, mode="wr", workspace_limit=args.workspace_limit,
-        total_workspace=None, policy=None, repeats=10, check=True,
+        database=None, quiet=args.quiet, json=args.json, mode="wr",
+        workspace_limit=args.workspace_limit, total_workspace=None, policy=None, repeats=10,
+        check=True,
     )  # fmt: skip
-    return run(run_args)

@@ -7,9 +7,11 @@ from ucudnn.core import device
 from ucudnn.planner.units import format_size
 
 
-def unusable_reason() -> str | None:
-    """None when a CUDA device is there to use, else why not (driver, device, library)."""
-    report = device.info()
+def unusable_reason(report: device.InfoReport | None = None) -> str | None:
+    """None when a CUDA device is there to use, else why not (driver, device, library); from
+    `report` when given, else from a fresh `device.info()`."""
+    if report is None:
+        report = device.info()
     if report["reason"]:
         return str(report["reason"])
     if not report["devices"]:

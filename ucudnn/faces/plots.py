@@ -44,7 +44,7 @@ def write_plots(
     breakdown.png (planned vs baseline time per kernel); return their paths."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    layer = layer or _most_improved_layer(plan)
+    layer = layer or most_improved_layer(plan)
     if layer not in {k.layer for k in plan.kernels}:
         raise ValueError(f"no layer {layer!r} in the timings")
     return [
@@ -64,7 +64,8 @@ def save_png(plt: ModuleType, fig: Figure, path: Path) -> Path:
     return path
 
 
-def _most_improved_layer(plan: Plan) -> str:
+def most_improved_layer(plan: Plan) -> str:
+    """The layer of the kernel with the largest speedup: the one worth plotting."""
     return max(plan.kernels, key=lambda k: k.speedup or 0.0).layer
 
 

@@ -1,0 +1,206 @@
+"""The JSON documents `ucudnn COMMAND --json` prints, built from what the command found.
+
+`ucudnn.faces.schemas` describes their fields. The builders take plain results and touch no
+device, so they are tested on a CPU with real data objects; the commands print them.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import ucudnn
+from ucudnn.core.build import distribution
+from ucudnn.faces.info import unusable_reason
+from ucudnn.faces.report import timing_totals
+from ucudnn.faces.schemas import header
+
+if TYPE_CHECKING:  # none is needed at run time; the runtime's would load native modules
+    from ucudnn.core.device import InfoReport
+    from ucudnn.core.facts import DeviceFacts
+    from ucudnn.planner.cache import CacheReport
+    from ucudnn.planner.plan import Plan
+    from ucudnn.planner.policies import Policy
+    from ucudnn.planner.tables import TimingTables
+    from ucudnn.runtime.check import CheckResult
+    from ucudnn.runtime.measure import KernelTiming
+
+Document = dict[str, object]
+
+
+def policy_value(policy: Policy) -> object:
+    """A policy as documents hold it: its name, or its sizes as a list."""
+    return policy if isinstance(policy, str) else list(policy)
+
+
+def info_document(report: InfoReport, problems: Sequence[str], cache: CacheReport) -> Document:
+    """ucudnn-info: what `device.info()` reports, the bad settings and the cache as found."""
+    stats = cache.stats
+    return {
+        **header("ucudnn-info"),
+        "ucudnn_version": ucudnn.__version__,
+        "distribution": distribution(),
+        "native_loaded": report["native"],
+        "cudnn_version": report.get("cudnn"),
+        "cudnn_build_version": report.get("cudnn_build"),
+        "cuda_runtime_version": report.get("cuda_runtime"),
+        "cuda_driver_version": report.get("cuda_driver"),
+        "libraries": [
+            {field: library[field] for field in ("name", "soname", "path", "found_by")}
+            for library in report.get("libraries", [])
+        ],
+        "devices": [
+            {
+                "index": d["index"],
+                "name": d["name"],
+                "compute_capability": d["compute_capability"],
+                "total_memory_bytes": d["total_memory"],
+                "multiprocessor_count": d["multiprocessor_count"],
+                "uuid": d["uuid"],
+                "pci_bus_id": d["pci_bus_id"],
+            }
+            for d in report["devices"]
+        ],
+        "unusable_reason": unusable_reason(report),
+        "configuration_problems": list(problems),
+        "cache": {
+            "path": cache.path,
+            "state": "ready" if stats else "unusable" if cache.problem else "absent",
+            "problem": cache.problem or None,
+            "measured_problem_sizes": stats.sets if stats else None,
+            "rows": stats.measurements if stats else None,
+            "file_bytes": stats.file_bytes if stats else None,
+        },
+    }
+
+
+def bench_document(
+    network: Mapping[str, object],
+    policy: Policy,
+    kernels: int,
+    counts: Mapping[str, int],
+    elapsed_s: float,
+    export_path: str | None,
+    facts: DeviceFacts,
+    tables: TimingTables,
+) -> Document:
+    """ucudnn-bench: what was measured for `network` (its fields as `network_fields` gives
+    them), and the timings themselves."""
+    return {
+        **header("ucudnn-bench"),
+        **network,
+        "policy": policy_value(policy),
+        "kernels": kernels,
+        "problem_sizes_measured": counts["measured"],
+        "problem_sizes_cached": counts["cached"],
+        "elapsed_s": elapsed_s,
+        "export_path": export_path,
+        "device": facts.to_dict(),
+        "timings": json.loads(tables.to_json()),  # the ucudnn-timings document, as written
+    }
+
+
+def run_document(
+    network: Mapping[str, object],
+    repeats: int,
+    timings: Sequence[KernelTiming],
+    checks: Sequence[CheckResult] | None,
+    plan: Plan,
+) -> Document:
+    """ucudnn-run: each kernel's predicted and measured times, the comparisons with undivided
+    runs when there were any (`checks`), and the plan that ran."""
+    totals = timing_totals(timings)
+    return {
+        **header("ucudnn-run"),
+        **network,
+        "mode": plan.mode,
+        "limit_bytes": plan.limit_bytes,
+        "policy": policy_value(plan.policy),
+        "repeats": repeats,
+        "kernels": [
+            {
+                "layer": t.layer,
+                "kernel": t.kernel,
+                "predicted_ms": t.predicted_ms,
+                "measured_ms": t.measured_ms,
+                "baseline_predicted_ms": t.baseline_predicted_ms,
+                "baseline_measured_ms": t.baseline_measured_ms,
+                "speedup": t.speedup,
+            }
+            for t in timings
+        ],
+        "totals": {
+            "predicted_ms": totals.predicted_ms,
+            "measured_ms": totals.measured_ms,
+            "baseline_measured_ms": totals.baseline_measured_ms,
+            "speedup": totals.speedup,
+            "prediction_error": totals.prediction_error,
+        },
+        "check": None if checks is None else _check_part(checks),
+        "plan": plan.to_dict(),
+    }
+
+
+def _check_part(checks: Sequence[CheckResult]) -> Document:
+    return {
+        "passed": all(c.ok for c in checks),
+        "results": [
+            {
+                "layer": c.layer,
+                "kernel": c.kernel,
+                "normalised_l2_distance": c.distance,
+                "bound": c.tolerance,
+                "within_bound": c.ok,
+            }
+            for c in checks
+        ],
+    }
+
+
+def plot_document(layer: str, paths: Sequence[Path]) -> Document:
+    """ucudnn-plot: the files written, each named by what it shows (its file name's stem)."""
+    return {
+        **header("ucudnn-plot"),
+        "layer": layer,
+        "files": [{"kind": path.stem, "path": str(path)} for path in paths],
+    }
+
+
+def numpy_check_part(
+    x_shape: Sequence[int], w_shape: Sequence[int], y_shape: Sequence[int], distance: float
+) -> Document:
+    """The demo's numpy convolution: its shapes, and how far micro-batching moved the result."""
+    return {
+        "x_shape": list(x_shape),
+        "w_shape": list(w_shape),
+        "y_shape": list(y_shape),
+        "normalised_l2_distance": distance,
+    }
+
+
+def demo_document(
+    network: str,
+    batch: int,
+    workspace_limit_bytes: int,
+    info: Document,
+    *,
+    numpy_check: Document | None = None,
+    run: Document | None = None,
+    model_plans: Sequence[Plan] | None = None,
+) -> Document:
+    """ucudnn-demo: on a GPU the numpy check and the run, without one the model's plans."""
+    return {
+        **header("ucudnn-demo"),
+        "network": network,
+        "batch": batch,
+        "workspace_limit_bytes": workspace_limit_bytes,
+        "info": info,
+        "gpu": run is not None,
+        "numpy_check": numpy_check,
+        "run": run,
+        "model_plans": None
+        if model_plans is None
+        else {plan.mode: plan.to_dict() for plan in model_plans},
+    }
