@@ -9,6 +9,7 @@ module, keeping the same methods.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Literal
 
 from ucudnn._native import _cuda, _cudnn
 from ucudnn.core.checks import integer, shown
@@ -135,7 +136,7 @@ def scale_gradient(
     handle: _cudnn.Handle,
     stream: int,
     descs: ProblemDescriptors,
-    tensor: str,
+    tensor: Literal["w", "b"],
     ptr: int,
     beta: float,
 ) -> None:
@@ -144,7 +145,7 @@ def scale_gradient(
     beta 0 writes zeros without reading, as cuDNN's calls do, so the old values may be
     anything (NaN included)."""
     p = descs.problem
-    nbytes = p.nbytes("w" if tensor == "w" else "b")
+    nbytes = p.nbytes(tensor)
     if beta == 1.0 or nbytes == 0:
         return
     if beta == 0.0:
