@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 from ucudnn.core.build import version_text
 from ucudnn.faces import commands, messages
-from ucudnn.planner.cli import add_limit_arguments, add_plan_arguments
+from ucudnn.planner.cli import add_limit_arguments, add_plan_arguments, add_solver_arguments
 from ucudnn.planner.wd import DEFAULT_TIME_LIMIT_S
 
 
@@ -97,6 +97,42 @@ def build_parser() -> argparse.ArgumentParser:
         "planner without a GPU)",
     )
     plan.set_defaults(func=commands.plan)
+
+    tune = sub.add_parser(
+        "tune",
+        help="the mini-batch size, and its WD plan, that trains fastest within a memory size",
+        description="Model the memory of a training step of NETWORK at each batch size, plan "
+        "its convolutions (WD) in the memory left, and pick the batch with the most samples per "
+        "second. Timings come from --timings FILE, --model, or measurements on the GPU at "
+        "--batch (the network's own by default); batch sizes above theirs are refused.",
+    )
+    _network_arguments(tune)
+    _device_arguments(tune)
+    tune.add_argument(
+        "--memory", required=True, metavar="SIZE", help="device memory for the whole step"
+    )
+    tune.add_argument(
+        "--batches",
+        metavar="LIST",
+        help="batch sizes to try, such as 32,64,96 (default: powers of two and multiples "
+        "of 8 up to the timings' batch)",
+    )
+    tune.add_argument(
+        "--framework-overhead",
+        default="0",
+        metavar="SIZE|P%",
+        help="memory the model does not see: a size (CUDA context, optimizer state), a "
+        "percentage of the per-sample memory (layers between convolutions), or both: 1GiB+30%%",
+    )
+    tune.add_argument("--timings", metavar="FILE.csv", help="timings of NETWORK to plan from")
+    tune.add_argument(
+        "--model", action="store_true", help="plan from the built-in cost MODEL (not measurements)"
+    )
+    tune.add_argument("--policy", metavar="POLICY", help="micro-batch sizes (default: powerOfTwo)")
+    add_solver_arguments(tune)
+    tune.add_argument("--plot", metavar="FILE.png", help="also plot samples/s and memory by batch")
+    _json_argument(tune, "ucudnn-tune")
+    tune.set_defaults(func=commands.tune)
 
     run = sub.add_parser("run", help="run plan and baseline on the GPU; print measured speedups")
     _network_arguments(run)

@@ -24,6 +24,7 @@ from ucudnn.faces.outputs import (
     numpy_check_part,
     plot_document,
     run_document,
+    tune_document,
 )
 from ucudnn.planner.cli import (
     limit_from_args,
@@ -43,6 +44,7 @@ if TYPE_CHECKING:
     from ucudnn.planner.graph import LayerGraph
     from ucudnn.planner.policies import Policy
     from ucudnn.planner.tables import TimingTables
+    from ucudnn.planner.tune import TuneResult
 
 # A subcommand: the parsed arguments in, the exit status out.
 Command = Callable[[argparse.Namespace], int]
@@ -223,6 +225,66 @@ def plan(args: argparse.Namespace) -> int:
         print(f"planning from {source}", file=sys.stderr)
     print(plan_output(plan_tables(tables, args, source), tables, args))
     return 0
+
+
+@_command
+def tune(args: argparse.Namespace) -> int:
+    """The batch size, and its plan, with the most samples per second within --memory."""
+    from ucudnn.planner.memory import parse_overhead
+    from ucudnn.planner.tables import TimingTables
+    from ucudnn.planner.tune import tune as tune_network
+
+    config = Config.from_env()
+    memory = parse_size(args.memory, "--memory")
+    overhead = parse_overhead(args.framework_overhead, "--framework-overhead")
+    batches = None if args.batches is None else _batch_list(args.batches)
+    policy = policy_from_args(args, config)
+    graph = _network(args)
+    if args.timings is not None:
+        if args.model:
+            raise CommandError("give --timings FILE or --model, not both")
+        tables, source = TimingTables.read_csv(args.timings), f"timings file {args.timings}"
+    elif args.model:
+        tables, source = _model_tables_for(graph, policy), MODEL_NOTE
+    else:
+        tables, source = _measured_tables(args)
+    if not args.quiet:
+        print(f"tuning from {source}", file=sys.stderr)
+    result = tune_network(
+        graph, tables, memory, batches=batches, overhead=overhead, policy=policy,
+        deterministic_only=args.deterministic, solver=args.solver,
+        time_limit_s=args.time_limit, timings_source=source,
+    )  # fmt: skip
+    plot = _tune_plot(result, args.plot) if args.plot else None
+    if args.json:
+        _emit(tune_document(_network_fields(args), result, plot))
+        return 0
+    assert result.best.plan is not None  # the best point fits
+    print(result.report())
+    print()
+    print(result.best.plan.report())
+    if plot is not None:
+        print(f"plot written to {plot}")
+    return 0
+
+
+def _batch_list(text: str) -> list[int]:
+    """--batches: a comma-separated list of batch sizes."""
+    try:
+        return [check_batch(int(part)) for part in text.split(",")]
+    except ValueError as exc:
+        raise CommandError(
+            f"--batches={text!r} is not a list of batch sizes such as 32,64,96 ({exc})"
+        ) from None
+
+
+def _tune_plot(result: TuneResult, path: str) -> Path:
+    from ucudnn.faces import plots
+
+    try:
+        return plots.write_tune_plot(result, path)
+    except plots.PlottingUnavailable as exc:
+        raise CommandError(str(exc), status=1) from None
 
 
 def _model_tables(args: argparse.Namespace) -> TimingTables:

@@ -21,9 +21,11 @@ if TYPE_CHECKING:  # none is needed at run time; the runtime's would load native
     from ucudnn.core.device import InfoReport
     from ucudnn.core.facts import DeviceFacts
     from ucudnn.planner.cache import CacheReport
+    from ucudnn.planner.memory import StepMemory
     from ucudnn.planner.plan import Plan
     from ucudnn.planner.policies import Policy
     from ucudnn.planner.tables import TimingTables
+    from ucudnn.planner.tune import TunePoint, TuneResult
     from ucudnn.runtime.check import CheckResult
     from ucudnn.runtime.measure import KernelTiming
 
@@ -203,4 +205,53 @@ def demo_document(
         "model_plans": None
         if model_plans is None
         else {plan.mode: plan.to_dict() for plan in model_plans},
+    }
+
+
+def tune_document(network: Mapping[str, object], result: TuneResult, plot: Path | None) -> Document:
+    """ucudnn-tune: the chosen batch and its plan, the memory model and the whole curve."""
+    best, model = result.best, result.model
+    assert best.plan is not None  # the best point fits
+    return {
+        **header("ucudnn-tune"),
+        **{field: network[field] for field in ("network", "dtype", "layout")},
+        "batch": best.batch,
+        "samples_per_s": best.samples_per_s,
+        "time_ms": best.time_ms,
+        "memory_bytes": result.memory_bytes,
+        "table_batch": result.table_batch,
+        "memory_model": {
+            "weights_bytes": model.weights_bytes,
+            "activations_per_sample_bytes": model.activations_per_sample,
+            "gradients_per_sample_bytes": model.gradients_per_sample,
+            "overhead_bytes": model.overhead.fixed_bytes,
+            "overhead_per_sample_fraction": float(model.overhead.per_sample),
+        },
+        "curve": [_tune_point(point) for point in result.points],
+        "plan": best.plan.to_dict(),
+        "plot_path": None if plot is None else str(plot),
+    }
+
+
+def _tune_point(point: TunePoint) -> Document:
+    return {
+        "batch": point.batch,
+        "status": point.status,
+        "measured_undivided": point.measured,
+        "time_ms": point.time_ms,
+        "samples_per_s": point.samples_per_s,
+        "memory": None if point.step is None else _step_memory(point.step),
+        "minimum_memory": _step_memory(point.minimum),
+    }
+
+
+def _step_memory(step: StepMemory) -> Document:
+    return {
+        "weights_bytes": step.weights_bytes,
+        "weight_gradients_bytes": step.weights_bytes,
+        "activations_bytes": step.activations_bytes,
+        "gradients_bytes": step.gradients_bytes,
+        "overhead_bytes": step.overhead_bytes,
+        "arena_bytes": step.arena_bytes,
+        "total_bytes": step.total_bytes,
     }

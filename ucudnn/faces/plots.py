@@ -12,11 +12,13 @@ from ucudnn.planner.files import atomic_write
 from ucudnn.planner.pareto import desirable_set
 from ucudnn.planner.plan import Plan
 from ucudnn.planner.tables import TimingTables
+from ucudnn.planner.tune import TuneResult
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 _MIB = 1 << 20
+_GIB = 1 << 30
 
 
 class PlottingUnavailable(RuntimeError):
@@ -109,3 +111,42 @@ def _breakdown(plan: Plan, path: Path) -> Path:
     ax.set_title(f"{plan.mode.upper()} plan, predicted times")
     ax.legend()
     return save_png(plt, fig, path)
+
+
+def write_tune_plot(result: TuneResult, path: str | os.PathLike[str]) -> Path:
+    """Samples per second and memory against the batch size, with the memory given and the
+    chosen batch; batches planned only from smaller measured micro-batches are hollow."""
+    plt = _pyplot()
+    fig, (speed, memory) = plt.subplots(2, 1, sharex=True, figsize=(8, 7))
+    fitting = [p for p in result.points if p.fits]
+    for measured in (True, False):
+        points = [p for p in fitting if p.measured == measured]
+        speed.plot(
+            [p.batch for p in points],
+            [p.samples_per_s or 0.0 for p in points],
+            "o",
+            fillstyle="full" if measured else "none",
+            color="C0",
+            label="measured at this batch" if measured else "composed of smaller micro-batches",
+        )
+    best = result.best
+    speed.plot(best.batch, best.samples_per_s or 0.0, "r*", markersize=16, label="chosen")
+    speed.set_ylabel("samples/s (convolutions)")
+    speed.legend()
+    batches = [p.batch for p in result.points]
+    memory.plot(
+        batches, [p.minimum.total_bytes / _GIB for p in result.points], "--", color="C1",
+        label="needed with the smallest workspace",
+    )  # fmt: skip
+    memory.plot(
+        [p.batch for p in fitting],
+        [p.step.total_bytes / _GIB for p in fitting if p.step is not None],
+        "o-", color="C0", label="used by the plan",
+    )  # fmt: skip
+    memory.axhline(result.memory_bytes / _GIB, color="gray", linestyle=":", label="memory given")
+    if best.step is not None:
+        memory.plot(best.batch, best.step.total_bytes / _GIB, "r*", markersize=16)
+    memory.set_xlabel("mini-batch size")
+    memory.set_ylabel("memory (GiB)")
+    memory.legend()
+    return save_png(plt, fig, Path(path))

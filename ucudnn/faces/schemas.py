@@ -522,6 +522,81 @@ DEMO = _document(
 )
 
 
+# -- ucudnn-tune ----------------------------------------------------------------------------
+_STEP_MEMORY = _object(
+    "the device memory of one training step, by part, bytes",
+    {
+        "weights_bytes": _integer("every layer's filters"),
+        "weight_gradients_bytes": _integer("their gradients"),
+        "activations_bytes": _integer("the activations kept for backward"),
+        "gradients_bytes": _integer("the activation gradients in flight at the peak"),
+        "overhead_bytes": _integer("the framework overhead given"),
+        "arena_bytes": _integer("the workspace arena of the plan"),
+        "total_bytes": _integer("all of them"),
+    },
+)
+_TUNE_STATUS = ("fits", "over_memory", "unplannable")
+TUNE = _document(
+    "ucudnn-tune",
+    1,
+    "the mini-batch size that trains fastest within a memory size, its WD plan, and the curve "
+    "of every batch size tried (ucudnn.planner.tune, ucudnn.planner.memory)",
+    {
+        "network": _NETWORK_FIELDS["network"],
+        "dtype": _NETWORK_FIELDS["dtype"],
+        "layout": _NETWORK_FIELDS["layout"],
+        "batch": _integer("the chosen mini-batch: the most samples per second that fits", 1),
+        "samples_per_s": _or_null(
+            _number("its samples per second over the step's convolutions"), "no time at all"
+        ),
+        "time_ms": _number("its step's predicted convolution time, milliseconds"),
+        "memory_bytes": _integer("the device memory given for the whole step"),
+        "table_batch": _integer("the mini-batch the timings were measured at", 1),
+        "memory_model": _object(
+            "the parts of the model that do not depend on the plan",
+            {
+                "weights_bytes": _integer("every layer's filters (their gradients as much)"),
+                "activations_per_sample_bytes": _integer("activations kept, per sample"),
+                "gradients_per_sample_bytes": _integer("gradients in flight, per sample"),
+                "overhead_bytes": _integer("the fixed framework overhead given"),
+                "overhead_per_sample_fraction": _number(
+                    "the framework overhead per sample, a fraction of the modelled per-sample "
+                    "memory"
+                ),
+            },
+        ),
+        "curve": _list(
+            _object(
+                "one batch size tried",
+                {
+                    "batch": _integer("the mini-batch", 1),
+                    "status": _text(
+                        "fits; over_memory: even the smallest workspace does not fit; "
+                        "unplannable: the measured micro-batches cannot make it up",
+                        _TUNE_STATUS,
+                    ),
+                    "measured_undivided": _flag(
+                        "whether every kernel was measured at this batch itself; if not, it "
+                        "is planned from smaller measured micro-batches only"
+                    ),
+                    "time_ms": _or_null(
+                        _number("its plan's convolution time, milliseconds"), "does not fit"
+                    ),
+                    "samples_per_s": _or_null(
+                        _number("batch over time"), "does not fit, or takes no time"
+                    ),
+                    "memory": _or_null(_STEP_MEMORY, "does not fit"),
+                    "minimum_memory": _STEP_MEMORY,
+                },
+            ),
+            "batch ascending",
+        ),
+        "plan": PLAN,
+        "plot_path": _or_null(_text("the PNG written (--plot)"), "none written"),
+    },
+)
+
+
 # -- the formats, and checking a document against its own -----------------------------------
 def _const(schema: Schema, field: str) -> object:
     properties = cast(dict[str, Schema], schema["properties"])
@@ -530,7 +605,7 @@ def _const(schema: Schema, field: str) -> object:
 
 SCHEMAS: dict[str, Schema] = {
     str(_const(schema, "format")): schema
-    for schema in (INFO, BENCH, PLAN, RUN, PLOT, DEMO, TIMINGS)
+    for schema in (INFO, BENCH, PLAN, RUN, PLOT, DEMO, TUNE, TIMINGS)
 }
 VERSIONS = {name: cast(int, _const(schema, "version")) for name, schema in SCHEMAS.items()}
 

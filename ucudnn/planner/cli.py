@@ -51,12 +51,8 @@ def add_limit_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def add_plan_arguments(parser: argparse.ArgumentParser) -> None:
-    """The options of `ucudnn plan`."""
-    parser.epilog = EPILOG
-    parser.formatter_class = argparse.RawDescriptionHelpFormatter
-    parser.add_argument("--timings", metavar="FILE.csv", help="timings to plan from")
-    add_limit_arguments(parser)
+def add_solver_arguments(parser: argparse.ArgumentParser) -> None:
+    """--deterministic, --solver and --time-limit: how plans are chosen."""
     parser.add_argument(
         "--deterministic", action="store_true", help="use deterministic algorithms only"
     )
@@ -70,6 +66,15 @@ def add_plan_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="SECONDS",
         help=f"wd: stop the solver after this long (default: {DEFAULT_TIME_LIMIT_S:g})",
     )
+
+
+def add_plan_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of `ucudnn plan`."""
+    parser.epilog = EPILOG
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    parser.add_argument("--timings", metavar="FILE.csv", help="timings to plan from")
+    add_limit_arguments(parser)
+    add_solver_arguments(parser)
     parser.add_argument(
         "--json", action="store_true", help="print the plan as a ucudnn-plan JSON document"
     )

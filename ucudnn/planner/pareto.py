@@ -15,14 +15,16 @@ while running one scalar dynamic program per distinct workspace instead of mergi
 
 from __future__ import annotations
 
+import bisect
 import itertools
 import math
 from collections.abc import Callable, Iterable
 from typing import TypeVar
 
+from ucudnn.planner.config import micro_batch_policy
 from ucudnn.planner.dp import SplitDP, eligible_candidates
 from ucudnn.planner.policies import DEFAULT_POLICY, Policy
-from ucudnn.planner.tables import KernelTable, Schedule
+from ucudnn.planner.tables import Candidate, KernelTable, Schedule
 
 T = TypeVar("T")
 
@@ -74,3 +76,32 @@ def smallest_workspace(
     """The smallest limit under which `table` has a schedule, or None if it has none."""
     front = desirable_set(table, None, policy, deterministic_only)
     return front[0].workspace_bytes if front else None
+
+
+class DesirableSets:
+    """Desirable sets under a fixed policy, each computed once per table content and kept.
+
+    The set under any limit is a prefix of the unlimited one (a schedule within the limit
+    that an unlimited point dominates is dominated by one no larger, so also within the
+    limit), so one front per table answers every limit: planning a network again at another
+    budget, or at several batch sizes (`ucudnn.planner.tune`), reuses what was computed.
+    """
+
+    def __init__(self, policy: Policy = DEFAULT_POLICY, deterministic_only: bool = False) -> None:
+        self.policy = micro_batch_policy(policy, "policy")
+        self.deterministic_only = bool(deterministic_only)
+        self._fronts: dict[tuple[int, tuple[Candidate, ...]], list[Schedule]] = {}
+
+    def front(self, table: KernelTable) -> list[Schedule]:
+        """The unlimited desirable set of `table`, workspace ascending."""
+        key = table.content_key()
+        front = self._fronts.get(key)
+        if front is None:
+            front = desirable_set(table, None, self.policy, self.deterministic_only)
+            self._fronts[key] = front
+        return front
+
+    def within(self, table: KernelTable, limit_bytes: int) -> list[Schedule]:
+        """The desirable set of `table` within `limit_bytes`: equal to `desirable_set`'s."""
+        front = self.front(table)
+        return front[: bisect.bisect_right(front, limit_bytes, key=lambda s: s.workspace_bytes)]

@@ -29,7 +29,7 @@ from ucudnn.planner.documents import line_of, read_document
 from ucudnn.planner.dp import eligible_candidates
 from ucudnn.planner.errors import InfeasibleError, SolverError
 from ucudnn.planner.files import FieldError, field_errors, located_error
-from ucudnn.planner.pareto import desirable_set
+from ucudnn.planner.pareto import DesirableSets, desirable_set
 from ucudnn.planner.policies import DEFAULT_POLICY, Policy, policy_text
 from ucudnn.planner.tables import (
     Candidate,
@@ -528,9 +528,13 @@ def make_plan_wd(
     device: DeviceFacts | None = None,
     timings_source: str = "",
     time_limit_s: float = DEFAULT_TIME_LIMIT_S,
+    sets: DesirableSets | None = None,
 ) -> Plan:
     """WD over every kernel in `tables`: the fastest set of schedules whose aligned
     workspaces fit together in `budget_bytes` (bytes, or text such as "512MiB").
+
+    `sets` keeps the desirable sets between calls (its policy and determinism must be the
+    plan's): pass the same one to plan tables again at other budgets without recomputing them.
 
     `time_limit_s` bounds the two solves together: the plan's, then its baseline's. The plan's
     solver_status is "optimal" only when both were proven optimal; a baseline the solver
@@ -540,14 +544,19 @@ def make_plan_wd(
     solver, time_limit_s = check_solver(solver, time_limit_s)
     policy = micro_batch_policy(policy, "policy")
     deadline = time.monotonic() + time_limit_s
+    if sets is None:
+        sets = DesirableSets(policy, deterministic_only)
+    elif (sets.policy, sets.deterministic_only) != (policy, deterministic_only):
+        raise ValueError(
+            f"the desirable sets were made for policy {policy_text(sets.policy)}"
+            f"{', deterministic only' if sets.deterministic_only else ''}, not for this plan's "
+            f"{policy_text(policy)}{', deterministic only' if deterministic_only else ''}"
+        )
 
     def options(table: KernelTable) -> list[Schedule]:
         # A kernel with nothing under the budget brings its smallest schedule, so that plan_wd
         # can name the minimum feasible budget of the whole network.
-        found = (
-            desirable_set(table, budget_bytes, policy, deterministic_only)
-            or (desirable_set(table, None, policy, deterministic_only)[:1])
-        )
+        found = sets.within(table, budget_bytes) or sets.front(table)[:1]
         if not found:
             raise kernel_infeasible(table, budget_bytes, policy, deterministic_only)
         return found

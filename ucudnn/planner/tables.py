@@ -264,6 +264,22 @@ class KernelTable:
     def micro_batches(self) -> list[int]:
         return sorted(self.candidates)
 
+    def at_batch(self, batch: int) -> KernelTable:
+        """The table of this kernel at a smaller mini-batch `batch`, from the rows measured at
+        micro-batches up to it: a run on b samples costs the same whatever mini-batch it is a
+        slice of. It has the undivided run only if `batch` itself was measured."""
+        batch = check_batch(batch)
+        if batch > self.batch:
+            raise ValueError(
+                f"{self.layer}/{self.kernel} was measured at batch {self.batch}; its table "
+                f"says nothing about batch {batch}"
+            )
+        table = KernelTable(self.layer, self.kernel, batch)
+        for b, found in self.candidates.items():
+            if b <= batch:
+                table.candidates[b] = list(found)  # already checked and in canonical order
+        return table
+
     def __iter__(self) -> Iterator[Candidate]:
         for b in self.micro_batches():
             yield from self.candidates[b]

@@ -1,0 +1,263 @@
+"""The fastest mini-batch size, and its plan, that fit a GPU's memory in training.
+
+A table measured at mini-batch N gives the cost of every micro-batch up to N, so the table of
+any batch B <= N follows from it (`KernelTable.at_batch`): the same rows, at sizes up to B.
+For each candidate B, the memory model (`ucudnn.planner.memory`) says what the weights,
+activations, gradients and overhead leave of the memory; the best WD plan whose arena fits in
+that is the step's convolution time; B over that time is the speed in samples per second. The
+chosen B is the fastest per sample, which need not be the largest that fits: a large batch
+leaves little room for workspace, and so may have to run slower algorithms.
+
+Nothing is extrapolated: a B above the tables' N is refused, and a B that was not itself
+measured is planned from the measured micro-batches that add up to it (so its undivided run,
+which may be faster, is not among its choices), and says so.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Sequence
+
+from ucudnn.core.arena import CUDNN_ALIGNMENT
+from ucudnn.core.checks import integer
+from ucudnn.planner.errors import InfeasibleError
+from ucudnn.planner.graph import LayerGraph
+from ucudnn.planner.memory import (
+    NO_OVERHEAD,
+    FrameworkOverhead,
+    StepMemory,
+    TrainingMemory,
+    training_memory,
+)
+from ucudnn.planner.pareto import DesirableSets
+from ucudnn.planner.plan import Plan, make_plan_wd
+from ucudnn.planner.policies import DEFAULT_POLICY, Policy
+from ucudnn.planner.tables import KernelId, TimingTables, check_batch
+from ucudnn.planner.textable import render_table
+from ucudnn.planner.units import bytes_text, format_size
+from ucudnn.planner.wd import DEFAULT_TIME_LIMIT_S, aligned
+
+
+@dataclasses.dataclass(frozen=True)
+class TunePoint:
+    """One candidate mini-batch: its plan and memory when it fits, else why not."""
+
+    batch: int
+    measured: bool  # whether every kernel was measured undivided at this batch
+    minimum: StepMemory  # with the smallest workspace arena any plan needs
+    status: str = "fits"  # or "over_memory", or "unplannable" (no schedule makes it up)
+    plan: Plan | None = None  # the best WD plan in the memory left, when it fits
+    step: StepMemory | None = None  # with the plan's arena
+
+    @property
+    def fits(self) -> bool:
+        return self.plan is not None
+
+    @property
+    def time_ms(self) -> float | None:
+        """The step's predicted convolution time (all kernels of all layers once)."""
+        return None if self.plan is None else self.plan.time_ms
+
+    @property
+    def samples_per_s(self) -> float | None:
+        if self.plan is None or self.plan.time_ms == 0:
+            return None
+        return self.batch / (self.plan.time_ms / 1e3)
+
+
+@dataclasses.dataclass(frozen=True)
+class TuneResult:
+    memory_bytes: int
+    table_batch: int  # the N the tables were measured at
+    model: TrainingMemory
+    points: tuple[TunePoint, ...]  # batch ascending; at least one fits
+
+    @property
+    def best(self) -> TunePoint:
+        """The point with the most samples per second (the larger batch on a tie)."""
+        fitting = [p for p in self.points if p.fits]
+        return max(fitting, key=lambda p: (p.samples_per_s or 0.0, p.batch))
+
+    def report(self) -> str:
+        """The memory model, the curve as a table, and the choice."""
+        m, best = self.model, self.best
+        lines = [
+            f"memory {format_size(self.memory_bytes)}: weights {format_size(m.weights_bytes)} "
+            f"and as much for their gradients; per sample, activations "
+            f"{format_size(m.activations_per_sample)} and gradients in flight "
+            f"{format_size(m.gradients_per_sample)}; framework overhead {m.overhead.text()}",
+            f"timings measured at batch {self.table_batch}",
+        ]
+        header = ["batch", "fits", "step ms", "samples/s", "memory", "workspace", "note"]
+        lines += render_table(header, [_row(p, p is best) for p in self.points], 0, None, {1, 6})
+        if any(not p.measured for p in self.points):
+            lines.append(
+                "composed: not measured undivided, so planned only from the measured "
+                "micro-batches that add up to it (its undivided run might be faster)"
+            )
+        assert best.step is not None and best.time_ms is not None
+        lines.append(
+            f"best: batch {best.batch}, {best.samples_per_s or 0:.0f} samples/s "
+            f"({best.time_ms:.3f} ms of convolutions per step), "
+            f"{format_size(best.step.total_bytes)} of {format_size(self.memory_bytes)} "
+            f"with {format_size(best.step.arena_bytes)} of workspace"
+        )
+        return "\n".join(lines)
+
+
+def _row(point: TunePoint, best: bool) -> list[str]:
+    notes = [] if point.measured else ["composed"]
+    notes += ["best"] if best else []
+    if point.step is None or point.time_ms is None:
+        fits = "no" if point.status == "over_memory" else "—"
+        needs = f"needs {format_size(point.minimum.total_bytes)}" if fits == "no" else ""
+        return [str(point.batch), fits, "", "", needs, "", ", ".join(notes)]
+    return [
+        str(point.batch), "yes", f"{point.time_ms:.3f}", f"{point.samples_per_s or 0:.0f}",
+        format_size(point.step.total_bytes), format_size(point.step.arena_bytes),
+        ", ".join(notes),
+    ]  # fmt: skip
+
+
+def default_batches(table_batch: int) -> list[int]:
+    """Powers of two and multiples of 8 up to `table_batch`, and `table_batch` itself."""
+    powers = {1 << i for i in range(table_batch.bit_length())}
+    return sorted({*powers, *range(8, table_batch + 1, 8), table_batch})
+
+
+def tables_batch(graph: LayerGraph, tables: TimingTables) -> int:
+    """The one mini-batch N at which `tables` measured every kernel of `graph`."""
+    wanted = graph.kernel_ids()
+    missing = [k for k in wanted if k not in tables]
+    if missing:
+        raise ValueError(
+            f"the timings have no rows for {len(missing)} of the network's {len(wanted)} "
+            f"kernels, such as {_names(missing)}; measure the network itself (ucudnn bench "
+            "NETWORK --export FILE.csv) or plan it from --model"
+        )
+    extra = [k for k in tables if k not in set(wanted)]
+    if extra:
+        raise ValueError(
+            f"the timings have rows for {len(extra)} kernels that are not in the network, "
+            f"such as {_names(extra)}: they were measured for another network"
+        )
+    batches = sorted({tables[k].batch for k in wanted})
+    if len(batches) > 1:
+        raise ValueError(
+            f"the network's layers were measured at different batches ({_numbers(batches)}); "
+            "tuning needs one mini-batch for the whole network: measure it at one --batch"
+        )
+    return batches[0]
+
+
+def _names(kernels: Sequence[KernelId]) -> str:
+    return ", ".join(f"{layer}/{kernel}" for layer, kernel in kernels[:3])
+
+
+def _numbers(values: Iterable[int]) -> str:
+    return ", ".join(map(str, values))
+
+
+def check_batches(batches: Iterable[int], table_batch: int) -> list[int]:
+    """`batches`, checked and sorted: none above `table_batch`, which is never extrapolated."""
+    checked = sorted({check_batch(b) for b in batches})
+    if not checked:
+        raise ValueError("no batch sizes to tune over")
+    beyond = [b for b in checked if b > table_batch]
+    if beyond:
+        raise ValueError(
+            f"batch {_numbers(beyond)} is beyond the batch {table_batch} the timings were "
+            f"measured at, and timings are never extrapolated; measure at batch "
+            f"{beyond[-1]} or more (ucudnn bench NETWORK --batch {beyond[-1]})"
+        )
+    return checked
+
+
+def tune(
+    graph: LayerGraph,
+    tables: TimingTables,
+    memory_bytes: int,
+    *,
+    batches: Iterable[int] | None = None,
+    overhead: FrameworkOverhead = NO_OVERHEAD,
+    policy: Policy = DEFAULT_POLICY,
+    deterministic_only: bool = False,
+    solver: str = "highs",
+    time_limit_s: float = DEFAULT_TIME_LIMIT_S,
+    alignment: int = CUDNN_ALIGNMENT,
+    timings_source: str = "",
+) -> TuneResult:
+    """Plan `graph`'s training step at each batch size in `batches` (default: powers of two and
+    multiples of 8 up to the tables' N) within `memory_bytes` of device memory in all.
+
+    `tables` must hold every kernel of `graph`, measured at one mini-batch N. Raises
+    ValueError for a batch above N, and InfeasibleError, naming the memory the smallest batch
+    needs, when no batch fits.
+    """
+    memory_bytes = integer(memory_bytes, "memory_bytes", minimum=0)
+    alignment = integer(alignment, "alignment", minimum=1)
+    table_batch = tables_batch(graph, tables)
+    sizes = default_batches(table_batch) if batches is None else check_batches(batches, table_batch)
+    model = training_memory(graph, overhead)
+    sets = DesirableSets(policy, deterministic_only)
+    points = []
+    for batch in sizes:
+        at_batch = TimingTables(tables[k].at_batch(batch) for k in graph.kernel_ids())
+        smallest = _smallest_arena(at_batch, sets, alignment)
+        point = TunePoint(
+            batch=batch,
+            measured=all(batch in t.candidates for _, t in at_batch.items()),
+            minimum=model.step(batch, smallest or 0),
+        )
+        room = model.arena_room(batch, memory_bytes)
+        if smallest is None:
+            point = dataclasses.replace(point, status="unplannable")
+        elif room < smallest:
+            point = dataclasses.replace(point, status="over_memory")
+        else:
+            plan = make_plan_wd(
+                at_batch, room, policy, deterministic_only, solver, alignment,
+                timings_source=timings_source, time_limit_s=time_limit_s, sets=sets,
+            )  # fmt: skip
+            step = model.step(batch, plan.workspace_bytes)
+            point = dataclasses.replace(point, plan=plan, step=step)
+        points.append(point)
+    result = TuneResult(memory_bytes, table_batch, model, tuple(points))
+    if not any(p.fits for p in points):
+        raise _nothing_fits(result)
+    return result
+
+
+def _smallest_arena(tables: TimingTables, sets: DesirableSets, alignment: int) -> int | None:
+    """The smallest WD arena of `tables`, or None when a kernel has no schedule at all."""
+    total = 0
+    for _, table in tables.items():
+        front = sets.front(table)
+        if not front:
+            return None
+        total += aligned(front[0].workspace_bytes, alignment)
+    return total
+
+
+def _nothing_fits(result: TuneResult) -> InfeasibleError:
+    plannable = [p for p in result.points if p.status != "unplannable"]
+    if not plannable:
+        return InfeasibleError(
+            "no batch size can be planned: the measured micro-batch sizes make up none of "
+            f"{_numbers(p.batch for p in result.points)}"
+        )
+    smallest = plannable[0]
+    return InfeasibleError(
+        f"no batch size fits in {bytes_text(result.memory_bytes)}: the smallest, batch "
+        f"{smallest.batch}, needs {bytes_text(smallest.minimum.total_bytes)} "
+        f"({_parts_text(smallest.minimum)})",
+        required_bytes=smallest.minimum.total_bytes,
+    )
+
+
+def _parts_text(step: StepMemory) -> str:
+    return (
+        f"weights and their gradients {format_size(2 * step.weights_bytes)}, activations "
+        f"{format_size(step.activations_bytes)}, gradients {format_size(step.gradients_bytes)}, "
+        f"overhead {format_size(step.overhead_bytes)}, workspace {format_size(step.arena_bytes)}"
+    )
