@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import random
 
+import pytest
 from hypothesis import given, settings, strategies as st
 
 from tests.planner_oracles import all_schedules, clip_policy, front_points, kernel_tables, policies
-from ucudnn.planner.pareto import desirable_set, pareto_front, smallest_workspace
+from ucudnn.planner.pareto import DesirableSets, desirable_set, pareto_front, smallest_workspace
+from ucudnn.planner.plan import make_plan_wd
 from ucudnn.planner.policies import sizes_for_policy
-from ucudnn.planner.tables import Candidate, KernelTable
+from ucudnn.planner.tables import Candidate, KernelTable, Schedule, TimingTables
 from ucudnn.planner.wr import plan_wr
 
 MiB = 1 << 20
@@ -84,3 +86,27 @@ def test_desirable_set_is_the_exact_front_of_all_schedules(
     unlimited = front_points(schedules)
     smallest = unlimited[0][0] if unlimited else None
     assert smallest_workspace(table, policy, deterministic) == smallest
+
+
+@given(kernel_tables(), policies, st.integers(0, 64), st.booleans())
+def test_a_kept_set_within_a_limit_is_the_desirable_set_at_that_limit(
+    table: KernelTable, policy, limit: int, deterministic: bool
+) -> None:
+    policy = clip_policy(policy, table.batch)
+    sets = DesirableSets(policy, deterministic)
+    assert sets.within(table, limit) == desirable_set(table, limit, policy, deterministic)
+    assert sets.front(table) == desirable_set(table, None, policy, deterministic)
+
+
+def test_kept_sets_are_computed_once_per_table_content() -> None:
+    sets = DesirableSets()
+    a = KernelTable("a", "forward", 4, [Candidate(4, 0, 1.0, 0), Candidate(2, 1, 0.2, 64)])
+    b = KernelTable("b", "forward", 4, list(a))
+    assert sets.front(a) is sets.front(b)  # same rows under another name: one front
+    assert sets.within(a, 63) == [Schedule((Candidate(4, 0, 1.0, 0),))]
+
+
+def test_a_plan_refuses_sets_kept_for_another_policy() -> None:
+    table = KernelTable("a", "forward", 4, [Candidate(4, 0, 1.0, 0)])
+    with pytest.raises(ValueError, match="made for policy undivided, not for this plan's all"):
+        make_plan_wd(TimingTables([table]), 0, "all", sets=DesirableSets("undivided"))

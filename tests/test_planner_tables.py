@@ -497,3 +497,24 @@ def test_json_repeated_keys_and_syntax_errors_are_located() -> None:
         TimingTables.from_json(text, "t.json")
     with pytest.raises(ValueError, match=r"^t.json, line 2, column 5: malformed JSON: Expecting"):
         TimingTables.from_json('{"format": "ucudnn-timings",\n"a" "b"}', "t.json")
+
+
+def test_a_table_at_a_smaller_batch_keeps_the_rows_up_to_it() -> None:
+    rows = [Candidate(b, a, 0.1 * b + a, 8 * b * a) for b in (1, 2, 4, 8) for a in (0, 1)]
+    table = KernelTable("conv", "forward", 8, reversed(rows))
+
+    four = table.at_batch(4)
+    assert (four.layer, four.kernel, four.batch) == ("conv", "forward", 4)
+    assert list(four) == [c for c in rows if c.micro_batch <= 4]
+    four.check_complete()  # measured at 4 itself
+    six = table.at_batch(6)
+    assert six.micro_batches() == [1, 2, 4]
+    with pytest.raises(ValueError, match="no rows at micro_batch == batch"):
+        six.check_complete()  # 6 was not measured: it has no undivided run
+    assert table.at_batch(8) == table
+    with pytest.raises(
+        ValueError, match="measured at batch 8; its table says nothing about batch 9"
+    ):
+        table.at_batch(9)
+    with pytest.raises(ValueError, match="batch"):
+        table.at_batch(0)
