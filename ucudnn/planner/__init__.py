@@ -3,7 +3,8 @@
 Benchmark tables go in (`TimingTables`), plans come out: `make_plan_wr` (a workspace limit per
 kernel, by dynamic programming) or `make_plan_wd` (one budget for the whole network, by an
 integer linear program over desirable sets); `explain_plan` says why each kernel got its
-schedule.
+schedule; `ucudnn.planner.tune.tune` finds the training mini-batch size that runs fastest
+within a memory size.
 
 The names below load on first use, so importing one planner module does not load them all
 (networkx, the solvers).
@@ -31,6 +32,11 @@ if TYPE_CHECKING:  # the lazily loaded names, for type checkers and IDEs
         explain_plan as explain_plan,
     )
     from ucudnn.planner.graph import LayerGraph as LayerGraph
+    from ucudnn.planner.memory import (
+        FrameworkOverhead as FrameworkOverhead,
+        TrainingMemory as TrainingMemory,
+        training_memory as training_memory,
+    )
     from ucudnn.planner.networks import builtin_network as builtin_network
     from ucudnn.planner.pareto import (
         desirable_set as desirable_set,
@@ -54,6 +60,7 @@ if TYPE_CHECKING:  # the lazily loaded names, for type checkers and IDEs
         Schedule as Schedule,
         TimingTables as TimingTables,
     )
+    from ucudnn.planner.tune import TuneResult as TuneResult
     from ucudnn.planner.wd import WDSolution as WDSolution, plan_wd as plan_wd
     from ucudnn.planner.wr import plan_wr as plan_wr
 
@@ -68,6 +75,8 @@ _EXPORTS = {
     **dict.fromkeys(["KernelPlan", "Plan", "baseline", "make_plan_wd", "make_plan_wr"], ".plan"),
     **dict.fromkeys(["DEFAULT_POLICY", "sizes_for_policy"], ".policies"),
     **dict.fromkeys(["Candidate", "KernelTable", "Schedule", "TimingTables"], ".tables"),
+    **dict.fromkeys(["FrameworkOverhead", "TrainingMemory", "training_memory"], ".memory"),
+    "TuneResult": ".tune",
     **dict.fromkeys(["WDSolution", "plan_wd"], ".wd"),
     "plan_wr": ".wr",
 }

@@ -20,6 +20,7 @@ from collections.abc import Iterable, Sequence
 
 from ucudnn.core.arena import CUDNN_ALIGNMENT
 from ucudnn.core.checks import integer
+from ucudnn.planner.config import byte_count
 from ucudnn.planner.errors import InfeasibleError
 from ucudnn.planner.graph import LayerGraph
 from ucudnn.planner.memory import (
@@ -27,6 +28,7 @@ from ucudnn.planner.memory import (
     FrameworkOverhead,
     StepMemory,
     TrainingMemory,
+    parse_overhead,
     training_memory,
 )
 from ucudnn.planner.pareto import DesirableSets
@@ -176,10 +178,10 @@ def check_batches(batches: Iterable[int], table_batch: int) -> list[int]:
 def tune(
     graph: LayerGraph,
     tables: TimingTables,
-    memory_bytes: int,
+    memory_bytes: int | str,
     *,
     batches: Iterable[int] | None = None,
-    overhead: FrameworkOverhead = NO_OVERHEAD,
+    overhead: FrameworkOverhead | str = NO_OVERHEAD,
     policy: Policy = DEFAULT_POLICY,
     deterministic_only: bool = False,
     solver: str = "highs",
@@ -188,13 +190,16 @@ def tune(
     timings_source: str = "",
 ) -> TuneResult:
     """Plan `graph`'s training step at each batch size in `batches` (default: powers of two and
-    multiples of 8 up to the tables' N) within `memory_bytes` of device memory in all.
+    multiples of 8 up to the tables' N) within `memory_bytes` of device memory in all (bytes,
+    or text such as "16GiB"), `overhead` ("1GiB+30%") being what the memory model does not see.
 
-    `tables` must hold every kernel of `graph`, measured at one mini-batch N. Raises
-    ValueError for a batch above N, and InfeasibleError, naming the memory the smallest batch
-    needs, when no batch fits.
+    `tables` must hold every kernel of `graph`, measured at one mini-batch N. Each batch size's
+    WD solve gets up to `time_limit_s`. Raises ValueError for a batch above N, and
+    InfeasibleError, naming the memory the smallest batch needs, when no batch fits.
     """
-    memory_bytes = integer(memory_bytes, "memory_bytes", minimum=0)
+    memory_bytes = byte_count(memory_bytes, "memory_bytes")
+    if isinstance(overhead, str):
+        overhead = parse_overhead(overhead, "overhead")
     alignment = integer(alignment, "alignment", minimum=1)
     table_batch = tables_batch(graph, tables)
     sizes = default_batches(table_batch) if batches is None else check_batches(batches, table_batch)
