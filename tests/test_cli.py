@@ -35,7 +35,7 @@ def no_gpu():
 
 
 def test_help_of_every_command(capsys) -> None:
-    for command in ([], ["info"], ["bench"], ["plan"], ["run"], ["plot"], ["demo"]):
+    for command in ([], ["info"], ["bench"], ["plan"], ["tune"], ["run"], ["plot"], ["demo"]):
         with pytest.raises(SystemExit) as exit_:
             main([*command, "--help"])
         assert exit_.value.code == 0

@@ -19,7 +19,7 @@ README = (Path(__file__).resolve().parent.parent / "README.md").read_text()
 def test_each_format_is_named_and_versioned_once() -> None:
     assert sorted(SCHEMAS) == [
         "ucudnn-bench", "ucudnn-demo", "ucudnn-info", "ucudnn-plan", "ucudnn-plot",
-        "ucudnn-run", "ucudnn-timings",
+        "ucudnn-run", "ucudnn-timings", "ucudnn-tune",
     ]  # fmt: skip
     for name, schema in SCHEMAS.items():
         assert schema["properties"]["format"]["const"] == name

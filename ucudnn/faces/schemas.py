@@ -524,7 +524,7 @@ DEMO = _document(
 
 # -- ucudnn-tune ----------------------------------------------------------------------------
 _STEP_MEMORY = _object(
-    "the device memory of one training step, by part, bytes",
+    "the device memory of one training step, by part (each in bytes)",
     {
         "weights_bytes": _integer("every layer's filters"),
         "weight_gradients_bytes": _integer("their gradients"),
