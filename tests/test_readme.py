@@ -79,3 +79,22 @@ def test_each_link_inside_the_readme_points_at_a_section() -> None:
         assert target in anchors, target
     for target in re.findall(r"\]\((?!https?:|#)([^)]+)\)", README):
         assert (ROOT / target).exists(), target
+
+
+def test_the_tune_example_runs_and_says_what_it_finds(capsys) -> None:
+    """The `tune` example runs on the CPU from MODEL tables, and its comment is true."""
+    (block,) = [
+        block
+        for block in re.findall(r"```python\n(.*?)```", README, flags=re.S)
+        if "from ucudnn.planner.tune import tune" in block
+    ]
+    namespace: dict[str, object] = {}
+    exec(compile(block, "README.md", "exec"), namespace)
+    result = namespace["result"]
+    points = {point.batch: point for point in result.points}  # type: ignore[attr-defined]
+    assert result.best.batch == 32  # type: ignore[attr-defined]
+    assert points[64].status == "over_memory"
+    assert not points[48].measured and points[48].samples_per_s < points[32].samples_per_s
+    out = capsys.readouterr().out
+    assert out.startswith(f"32 {points[32].samples_per_s:.0f} samples/s\n")
+    assert "WD plan: total budget" in out
