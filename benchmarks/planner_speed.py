@@ -9,7 +9,10 @@ Two networks at N=256 with the powerOfTwo policy, from MODEL timing tables
 
 Times what a user calls: make_plan_wr for every kernel at 64 MiB, and make_plan_wd at budgets
 of 64 MiB, 512 MiB and 4 GiB (desirable sets, the ILP, and the ILP over undivided runs that
-gives WD's baseline). Each figure is the median of --repeat runs.
+gives WD's baseline). On ResNet-50 it also times ucudnn.planner.tune.tune: the fastest batch size
+per sample within 16 GiB of device memory, over 16 batch sizes from 8 to 256 planned from the
+N=256 tables (a memory model and a WD plan per batch that fits). Each figure is the median of
+--repeat runs.
 
     python benchmarks/planner_speed.py [--repeat 5] [--solver highs] [--networks resnet50 deep-600]
 """
@@ -27,11 +30,15 @@ from ucudnn.planner.networks import builtin_network
 from ucudnn.planner.plan import make_plan_wd, make_plan_wr
 from ucudnn.planner.synthetic import model_tables
 from ucudnn.planner.tables import TimingTables
+from ucudnn.planner.tune import TuneResult, tune
 from ucudnn.planner.units import format_size
 
 MiB = 1 << 20
 BUDGETS = (64 * MiB, 512 * MiB, 4096 * MiB)
 BATCH = 256
+TUNE_MEMORY = 16 << 30
+TUNE_BATCHES = (8, 16, 24, 32, 48, 64, 80, 96, 112, 128, 144, 160, 192, 224, 240, 256)
+TUNED = ("resnet50",)  # deep-600 plans 1,800 kernels per batch: too slow to time 16 times
 
 
 def deep_chain(layers: int = 600) -> LayerGraph:
@@ -82,6 +89,20 @@ def report(name: str, tables: TimingTables, repeat: int, solver: str) -> None:
         )
 
 
+def report_tune(graph: LayerGraph, tables: TimingTables, repeat: int, solver: str) -> None:
+    def run() -> TuneResult:
+        return tune(graph, tables, TUNE_MEMORY, batches=TUNE_BATCHES, solver=solver)
+
+    tune_s, result = median_s(run, repeat)
+    assert isinstance(result, TuneResult)
+    best, fitting = result.best, sum(p.fits for p in result.points)
+    print(
+        f"  tune, {len(TUNE_BATCHES)} batches {TUNE_BATCHES[0]}-{TUNE_BATCHES[-1]} in "
+        f"{format_size(TUNE_MEMORY)}: {tune_s * 1e3:8.1f} ms; {fitting} fit, best batch "
+        f"{best.batch} ({best.samples_per_s or 0:.0f} samples/s predicted)"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=5)
@@ -93,6 +114,8 @@ def main() -> None:
         graph = NETWORKS[name]()
         tables = model_tables((n, graph.problem(n), graph.kernels(n)) for n in graph.layers())
         report(name, tables, args.repeat, args.solver)
+        if name in TUNED:
+            report_tune(graph, tables, args.repeat, args.solver)
         print()
 
 
