@@ -144,6 +144,10 @@ def test_a_timings_file_gives_the_choice_the_model_gives(capsys, tmp_path, alexn
     assert from_file["batch"] == from_model["batch"] == tune(*alexnet, 900 << 20).best.batch
     assert from_file["curve"] == from_model["curve"]
     assert from_file["plan"]["timings_source"] == f"timings file {path}"
+    # A timings file has its own batch: a --batch beside it would be silently ignored.
+    argv = ["tune", "alexnet", "--timings", str(path), "--batch", "32", "--memory", "900MiB"]
+    status, err = failure(capsys, argv)
+    assert status == 2 and "a timings file has its own" in err
 
 
 def test_timings_of_another_network_are_refused(capsys, tmp_path) -> None:
@@ -173,9 +177,13 @@ def test_timings_with_kernels_of_another_network_are_refused(capsys, tmp_path, a
     ("extra", "status", "messages"),
     [
         (["--batches", "128"], 2, ["batch 128 is beyond the batch 64", "never extrapolated"]),
-        (["--batches", "32,128,256"], 2, ["batch 128, 256 is beyond the batch 64"]),
+        (["--batches", "32,128,256"], 2, ["batches 128, 256 are beyond the batch 64"]),
         (["--batches", "0"], 2, ["--batches='0'", "batch must be >= 1"]),
-        (["--batches", "x"], 2, ["--batches='x'", "not a list of batch sizes"]),
+        (
+            ["--batches", "x"],
+            2,
+            ["--batches='x'", "not a list of batch sizes", "'x' is not a whole"],
+        ),
         (["--batches", "32,,64"], 2, ["--batches='32,,64'"]),
         (["--framework-overhead", "5%%"], 2, ["--framework-overhead='5%%' is not an overhead"]),
         (["--framework-overhead", "abc"], 2, ["--framework-overhead='abc' is not an overhead"]),
@@ -201,8 +209,10 @@ def test_nothing_fits_names_what_the_smallest_batch_needs(capsys, alexnet) -> No
     assert needed is not None and needed > 1 << 20
     status, err = failure(capsys, [*ALEXNET, "--memory", "1MiB", "-q"])
     assert status == 1
-    assert err.startswith("ucudnn tune: no plan fits: no batch size fits in 1048576 bytes")
-    assert f"the smallest, batch 1, needs {needed} bytes" in err
+    assert err.startswith(
+        f"ucudnn tune: no plan fits: the smallest batch size tried, 1, needs {needed} bytes"
+    )
+    assert "more than the 1048576 bytes (1 MiB) given" in err
 
 
 def test_layers_at_different_batches_are_refused(capsys) -> None:

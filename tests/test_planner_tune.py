@@ -95,7 +95,9 @@ def test_below_the_smallest_batch_the_error_names_what_it_needs() -> None:
     graph = one_layer()
     need = training_memory(graph).step(1).total_bytes  # algorithm 0 needs no workspace
 
-    with pytest.raises(InfeasibleError, match=f"the smallest, batch 1, needs {need} bytes") as info:
+    with pytest.raises(
+        InfeasibleError, match=f"the smallest batch size tried, 1, needs {need} "
+    ) as info:
         tune(graph, squeezable_table(), need - 1, batches=SIZES)
 
     assert info.value.required_bytes == need
@@ -130,7 +132,7 @@ def test_sizes_the_measurements_cannot_make_up_are_unplannable() -> None:
 
 def test_batches_above_the_measured_one_are_refused_not_extrapolated() -> None:
     with pytest.raises(
-        ValueError, match=r"batch 9, 16 is beyond the batch 8 .* never extrapolated"
+        ValueError, match=r"batches 9, 16 are beyond the batch 8 .* never extrapolated"
     ):
         tune(one_layer(), squeezable_table(), 1 << 40, batches=[4, 9, 16])
     with pytest.raises(ValueError, match="no batch sizes"):

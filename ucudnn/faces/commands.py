@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 import time
 from collections.abc import Callable
@@ -50,6 +51,7 @@ if TYPE_CHECKING:
 Command = Callable[[argparse.Namespace], int]
 
 MODEL_NOTE = "MODEL timings (built-in cost model, NOT measurements)"
+_DIGITS = re.compile("[0-9]+")
 
 
 class CommandError(Exception):
@@ -243,6 +245,10 @@ def tune(args: argparse.Namespace) -> int:
     if args.timings is not None:
         if args.model:
             raise CommandError("give --timings FILE or --model, not both")
+        if args.batch is not None:
+            raise CommandError(
+                "--batch is the batch to measure or model at; a timings file has its own"
+            )
         tables, source = TimingTables.read_csv(args.timings), f"timings file {args.timings}"
     elif args.model:
         tables, source = _model_tables_for(graph, policy), MODEL_NOTE
@@ -271,6 +277,9 @@ def tune(args: argparse.Namespace) -> int:
 def _batch_list(text: str) -> list[int]:
     """--batches: a comma-separated list of batch sizes."""
     try:
+        bad = next((part for part in text.split(",") if not _DIGITS.fullmatch(part.strip())), None)
+        if bad is not None:
+            raise ValueError(f"{bad.strip()!r} is not a whole number")
         return [check_batch(int(part)) for part in text.split(",")]
     except ValueError as exc:
         raise CommandError(

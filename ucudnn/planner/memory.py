@@ -36,6 +36,7 @@ from fractions import Fraction
 from ucudnn.core.checks import shown
 from ucudnn.planner.config import byte_count, parse_size
 from ucudnn.planner.graph import LayerGraph
+from ucudnn.planner.units import format_size
 
 _PERCENT = re.compile(r"\s*([0-9]+(?:\.[0-9]*)?|\.[0-9]+)\s*%\s*")
 _OVERHEAD_HELP = (
@@ -59,8 +60,8 @@ class FrameworkOverhead:
         object.__setattr__(self, "per_sample", fraction)
 
     def text(self) -> str:
-        """As the command line writes it: "1GiB+30%", "0"."""
-        parts = [str(self.fixed_bytes)] if self.fixed_bytes else []
+        """For people, as the command line takes it: "1 GiB+30%", "0"."""
+        parts = [format_size(self.fixed_bytes)] if self.fixed_bytes else []
         if self.per_sample:
             parts.append(f"{float(self.per_sample * 100):g}%")
         return "+".join(parts) or "0"

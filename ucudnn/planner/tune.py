@@ -91,7 +91,9 @@ class TuneResult:
             f"timings measured at batch {self.table_batch}",
         ]
         header = ["batch", "fits", "step ms", "samples/s", "memory", "workspace", "note"]
-        lines += render_table(header, [_row(p, p is best) for p in self.points], 0, None, {1, 6})
+        lines += render_table(
+            header, [_row(p, p is best, self.memory_bytes) for p in self.points], 0, None, {1, 6}
+        )
         if any(not p.measured for p in self.points):
             lines.append(
                 "composed: not measured undivided, so planned only from the measured "
@@ -107,13 +109,16 @@ class TuneResult:
         return "\n".join(lines)
 
 
-def _row(point: TunePoint, best: bool) -> list[str]:
+def _row(point: TunePoint, best: bool, memory_bytes: int) -> list[str]:
     notes = [] if point.measured else ["composed"]
     notes += ["best"] if best else []
     if point.step is None or point.time_ms is None:
         fits = "no" if point.status == "over_memory" else "—"
-        needs = f"needs {format_size(point.minimum.total_bytes)}" if fits == "no" else ""
-        return [str(point.batch), fits, "", "", needs, "", ", ".join(notes)]
+        needs = format_size(point.minimum.total_bytes)
+        if needs == format_size(memory_bytes):  # more than the memory, if only just
+            needs = f"> {needs}"
+        return [str(point.batch), fits, "", "", f"needs {needs}" if fits == "no" else "", "",
+                ", ".join(notes)]  # fmt: skip
     return [
         str(point.batch), "yes", f"{point.time_ms:.3f}", f"{point.samples_per_s or 0:.0f}",
         format_size(point.step.total_bytes), format_size(point.step.arena_bytes),
@@ -167,10 +172,11 @@ def check_batches(batches: Iterable[int], table_batch: int) -> list[int]:
         raise ValueError("no batch sizes to tune over")
     beyond = [b for b in checked if b > table_batch]
     if beyond:
+        which = f"batch {beyond[0]} is" if len(beyond) == 1 else f"batches {_numbers(beyond)} are"
         raise ValueError(
-            f"batch {_numbers(beyond)} is beyond the batch {table_batch} the timings were "
-            f"measured at, and timings are never extrapolated; measure at batch "
-            f"{beyond[-1]} or more (ucudnn bench NETWORK --batch {beyond[-1]})"
+            f"{which} beyond the batch {table_batch} the timings were measured at, and "
+            f"timings are never extrapolated; they must be measured (or modelled) at batch "
+            f"{beyond[-1]} or more"
         )
     return checked
 
@@ -253,9 +259,9 @@ def _nothing_fits(result: TuneResult) -> InfeasibleError:
         )
     smallest = plannable[0]
     return InfeasibleError(
-        f"no batch size fits in {bytes_text(result.memory_bytes)}: the smallest, batch "
-        f"{smallest.batch}, needs {bytes_text(smallest.minimum.total_bytes)} "
-        f"({_parts_text(smallest.minimum)})",
+        f"the smallest batch size tried, {smallest.batch}, needs "
+        f"{bytes_text(smallest.minimum.total_bytes)} ({_parts_text(smallest.minimum)}), more "
+        f"than the {bytes_text(result.memory_bytes)} given",
         required_bytes=smallest.minimum.total_bytes,
     )
 
