@@ -21,7 +21,6 @@ if TYPE_CHECKING:  # none is needed at run time; the runtime's would load native
     from ucudnn.core.device import InfoReport
     from ucudnn.core.facts import DeviceFacts
     from ucudnn.planner.cache import CacheReport
-    from ucudnn.planner.memory import StepMemory
     from ucudnn.planner.plan import Plan
     from ucudnn.planner.policies import Policy
     from ucudnn.planner.tables import TimingTables
@@ -240,18 +239,6 @@ def _tune_point(point: TunePoint) -> Document:
         "measured_undivided": point.measured,
         "time_ms": point.time_ms,
         "samples_per_s": point.samples_per_s,
-        "memory": None if point.step is None else _step_memory(point.step),
-        "minimum_memory": _step_memory(point.minimum),
-    }
-
-
-def _step_memory(step: StepMemory) -> Document:
-    return {
-        "weights_bytes": step.weights_bytes,
-        "weight_gradients_bytes": step.weights_bytes,
-        "activations_bytes": step.activations_bytes,
-        "gradients_bytes": step.gradients_bytes,
-        "overhead_bytes": step.overhead_bytes,
-        "arena_bytes": step.arena_bytes,
-        "total_bytes": step.total_bytes,
+        "memory": None if point.step is None else point.step.to_dict(),
+        "minimum_memory": point.minimum.to_dict(),
     }

@@ -115,7 +115,16 @@ class StepMemory:
         )
 
     def to_dict(self) -> dict[str, int]:
-        return {**dataclasses.asdict(self), "total_bytes": self.total_bytes}
+        """The parts as a ucudnn-tune document holds them, the gradients of weights apart."""
+        return {
+            "weights_bytes": self.weights_bytes,
+            "weight_gradients_bytes": self.weights_bytes,
+            "activations_bytes": self.activations_bytes,
+            "gradients_bytes": self.gradients_bytes,
+            "overhead_bytes": self.overhead_bytes,
+            "arena_bytes": self.arena_bytes,
+            "total_bytes": self.total_bytes,
+        }
 
 
 @dataclasses.dataclass(frozen=True)
