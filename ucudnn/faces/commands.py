@@ -276,11 +276,12 @@ def tune(args: argparse.Namespace) -> int:
 
 def _batch_list(text: str) -> list[int]:
     """--batches: a comma-separated list of batch sizes."""
+    parts = [part.strip() for part in text.split(",")]
     try:
-        bad = next((part for part in text.split(",") if not _DIGITS.fullmatch(part.strip())), None)
+        bad = next((part for part in parts if not _DIGITS.fullmatch(part)), None)
         if bad is not None:
-            raise ValueError(f"{bad.strip()!r} is not a whole number")
-        return [check_batch(int(part)) for part in text.split(",")]
+            raise ValueError(f"{bad!r} is not a whole number")
+        return [check_batch(int(part)) for part in parts]
     except ValueError as exc:
         raise CommandError(
             f"--batches={text!r} is not a list of batch sizes such as 32,64,96 ({exc})"
