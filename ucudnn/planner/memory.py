@@ -72,24 +72,17 @@ NO_OVERHEAD = FrameworkOverhead()
 
 def parse_overhead(text: str, name: str) -> FrameworkOverhead:
     """ "1GiB", "30%" or "1GiB+30%" (either part once); `name` is named in errors."""
-    fixed, percent = 0, Fraction(0)
+    error = ValueError(f"{name}={shown(text)} is not an overhead; expected {_OVERHEAD_HELP}")
     parts = text.split("+")
-    seen: set[str] = set()
-    for part in parts:
-        match = _PERCENT.fullmatch(part)
-        kind = "percent" if match else "size"
-        if kind in seen or len(parts) > 2:
-            raise ValueError(f"{name}={shown(text)} is not an overhead; expected {_OVERHEAD_HELP}")
-        seen.add(kind)
-        if match:
-            percent = Fraction(match.group(1)) / 100
-        else:
-            try:
-                fixed = parse_size(part, name)
-            except ValueError:
-                raise ValueError(
-                    f"{name}={shown(text)} is not an overhead; expected {_OVERHEAD_HELP}"
-                ) from None
+    percents = [match for part in parts if (match := _PERCENT.fullmatch(part))]
+    sizes = [part for part in parts if not _PERCENT.fullmatch(part)]
+    if len(percents) > 1 or len(sizes) > 1:
+        raise error
+    try:
+        fixed = parse_size(sizes[0], name) if sizes else 0
+    except ValueError:
+        raise error from None
+    percent = Fraction(percents[0].group(1)) / 100 if percents else Fraction(0)
     return FrameworkOverhead(fixed, percent)
 
 
