@@ -142,7 +142,8 @@ def tables_batch(graph: LayerGraph, tables: TimingTables) -> int:
             f"kernels, such as {_names(missing)}; measure the network itself (ucudnn bench "
             "NETWORK --export FILE.csv) or plan it from --model"
         )
-    extra = [k for k in tables if k not in set(wanted)]
+    known = set(wanted)
+    extra = [k for k in tables if k not in known]
     if extra:
         raise ValueError(
             f"the timings have rows for {len(extra)} kernels that are not in the network, "
