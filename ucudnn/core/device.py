@@ -112,6 +112,7 @@ class InfoReport(TypedDict, total=False):
     """What `info()` returns; the versions and libraries only when the native modules load."""
 
     native: Required[bool]
+    simulated: bool  # the native modules are the simulated device's (UCUDNN_DEVICE=sim)
     devices: Required[list[dict[str, Any]]]  # each a Device as a dict
     reason: Required[str | None]  # why no device is usable; None when one is
     libraries: list[dict[str, Any]]  # each a LoadedLibrary as a dict
@@ -130,10 +131,11 @@ def info() -> InfoReport:
         numbers = versions()
     except ImportError as exc:
         return {"native": False, "devices": [], "reason": f"native modules did not import: {exc}"}
-    from ucudnn._native import LIBRARIES
+    from ucudnn._native import LIBRARIES, SIMULATED
 
     report: InfoReport = {
         "native": True,
+        "simulated": SIMULATED,
         "libraries": [dataclasses.asdict(library) for library in LIBRARIES],
         "cudnn": cudnn_version_string(numbers["cudnn"]),
         "cudnn_build": cudnn_version_string(numbers["cudnn_build"]),

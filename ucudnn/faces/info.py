@@ -26,6 +26,11 @@ def info_text() -> str:
     if not report["native"]:
         lines.append(f"native modules: not loaded ({report['reason']})")
         return "\n".join(lines)
+    if report.get("simulated"):
+        lines.append(
+            "SIMULATED DEVICE (UCUDNN_DEVICE=sim): a test double in Python, not a GPU; its "
+            "times come from tables and a model, never from hardware"
+        )
     driver = f"supports CUDA {report['cuda_driver']}" if report["cuda_driver"] else "none"
     lines.append(
         f"cuDNN {report['cudnn']} (built against {report['cudnn_build']}), "

@@ -457,6 +457,12 @@ class _RecentHandles(Generic[_Kept]):
             oldest.close()
         return handle
 
+    def close_all(self) -> None:
+        """Close and forget every handle kept."""
+        while self._handles:
+            _, oldest = self._handles.popitem(last=False)
+            oldest.close()
+
 
 def _new_handle(
     workspace_limit: int, policy: str | tuple[int, ...], database: Path | None
@@ -469,6 +475,13 @@ def _new_handle(
 # Enough for a program that alternates between a few configurations, while a sweep over many
 # limits holds at most this many workspaces.
 _HANDLES = _RecentHandles(4, _new_handle)
+
+
+def release_handles() -> None:
+    """Close the Handles the functions above keep between calls (their workspaces and cache
+    connections), say before a phase that needs the device memory; the next call makes anew
+    the one it needs."""
+    _HANDLES.close_all()
 
 
 def _default_handle(

@@ -1,0 +1,303 @@
+"""The simulated device itself: each of its checks fires, with the error class the real
+libraries raise, and its faults drive the Handle's fallback paths. These run only on the
+simulator (`--device=sim`), where `ucudnn._native` is its modules.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from tests import reference_conv as ref
+from ucudnn import errors
+from ucudnn.core.problem import ConvProblem
+from ucudnn.runtime.check import normalised_l2, tolerance
+
+pytestmark = pytest.mark.simulator
+
+MiB = 1 << 20
+
+
+@pytest.fixture
+def sim():
+    from ucudnn.testing import simulator
+
+    return simulator
+
+
+@pytest.fixture
+def conv():
+    """A small float32 NCHW forward problem with its descriptors and buffers on the device."""
+    from ucudnn._native import _cuda
+    from ucudnn.runtime import backend
+
+    problem = ConvProblem.create(4, 3, 8, (6, 6), 3, padding=1, math_type="fma")
+    descs = backend.ProblemDescriptors(problem)
+    buffers = {t: _cuda.DeviceBuffer(problem.nbytes(t)) for t in ("x", "w", "y")}
+    rng = np.random.default_rng(3)
+    host = {t: rng.standard_normal(problem.nbytes(t) // 4).astype(np.float32) for t in ("x", "w")}
+    for t, values in host.items():
+        _cuda.memcpy_htod(buffers[t].ptr, values, values.nbytes)
+    yield problem, descs, buffers
+    for buffer in buffers.values():
+        buffer.release()
+
+
+def _forward(descs, x, w, y, algo=0, workspace=0, workspace_bytes=0, batch=None):
+    from ucudnn._native import _cudnn
+    from ucudnn.runtime import backend
+
+    handle = _cudnn.Handle()
+    backend.run(
+        handle, descs, "forward", batch or descs.problem.batch, algo, "fma", 1.0, 0.0,
+        x, w, y, workspace, workspace_bytes,
+    )  # fmt: skip
+
+
+def test_a_micro_batch_one_sample_too_long_is_an_illegal_address(conv, sim) -> None:
+    problem, descs, buffers = conv
+    # Samples 1..4 of a 4-sample batch: the last one lies past the end of x.
+    sample = problem.sample_offset_bytes("x", 1)
+    with pytest.raises(errors.CudaError) as info:
+        _forward(descs, buffers["x"].ptr + sample, buffers["w"].ptr, buffers["y"].ptr)
+    assert isinstance(info.value, sim.IllegalAddressError)
+    assert info.value.name == "cudaErrorIllegalAddress"
+    assert info.value.call == "cudnnConvolutionForward"
+    assert f"{sample} bytes past the end of allocation" in str(info.value)
+
+
+def test_a_short_workspace_is_refused_with_cudnns_status(conv) -> None:
+    from ucudnn._native import _cuda, _cudnn
+    from ucudnn.runtime import backend
+
+    problem, descs, buffers = conv
+    handle = _cudnn.Handle()
+    needs = {
+        algo: backend.workspace_size(handle, descs, "forward", problem.batch, algo, "fma")
+        for algo in range(len(_cudnn.ALGORITHMS["forward"]))
+        if _runs(lambda a=algo: backend.workspace_size(handle, descs, "forward", 4, a, "fma"))
+    }
+    algo, need = max(needs.items(), key=lambda item: item[1])
+    assert need > 0
+    workspace = _cuda.DeviceBuffer(need)
+    with pytest.raises(errors.CudnnError, match=r"needs .* bytes of workspace"):
+        _forward(descs, buffers["x"].ptr, buffers["w"].ptr, buffers["y"].ptr, algo,
+                 workspace.ptr, need - 1)  # fmt: skip
+    _forward(descs, buffers["x"].ptr, buffers["w"].ptr, buffers["y"].ptr, algo, workspace.ptr, need)
+
+
+def _runs(call) -> bool:
+    try:
+        call()
+    except errors.CudnnError:
+        return False
+    return True
+
+
+def test_use_after_free_and_double_free(conv, sim) -> None:
+    from ucudnn._native import _cuda
+
+    _, descs, buffers = conv
+    x = buffers["x"].ptr
+    buffers["x"].release()
+    with pytest.raises(sim.IllegalAddressError, match="is in freed memory"):
+        _forward(descs, x, buffers["w"].ptr, buffers["y"].ptr)
+    with pytest.raises(errors.CudaError, match="cudaErrorInvalidValue") as info:
+        _cuda.memcpy_dtoh(np.empty(4, np.uint8), x, 4)
+    assert "freed" in str(info.value.__cause__)
+    ptr = _cuda.malloc(64)
+    _cuda.free(ptr)
+    with pytest.raises(errors.CudaError, match="cudaFree failed: cudaErrorInvalidValue"):
+        _cuda.free(ptr)
+
+
+def test_leaks_are_reported_with_where_they_were_made(sim) -> None:
+    import gc
+
+    from ucudnn._native import _cuda, _cudnn
+
+    mark = sim.DEVICE.mark()
+    ptr = _cuda.malloc(1000)
+    descriptor = _cudnn.TensorDescriptor("float32", (1, 2, 3, 4), (24, 12, 4, 1))
+    leaks = sim.DEVICE.leaks(since=mark)
+    assert sorted(leak.kind for leak in leaks) == ["allocation", "descriptor"]
+    assert all(__file__ in leak.made_at for leak in leaks), leaks
+    _cuda.free(ptr)
+    del descriptor
+    gc.collect()
+    assert sim.DEVICE.leaks(since=mark) == []
+
+
+def test_a_layout_cudnn_cannot_run_is_not_supported() -> None:
+    """NDHWC float64 forward: the first H100 run found no algorithm for it."""
+    from ucudnn._native import _cudnn
+    from ucudnn.runtime import backend
+
+    problem = ConvProblem.create(2, 3, 4, (6, 5, 7), 3, padding=1, layout="NDHWC",
+                                 dtype="float64")  # fmt: skip
+    descs = backend.ProblemDescriptors(problem)
+    handle = _cudnn.Handle()
+    for algo in range(len(_cudnn.ALGORITHMS["forward"])):
+        with pytest.raises(errors.CudnnNotSupportedError, match="observed"):
+            backend.workspace_size(handle, descs, "forward", 2, algo, problem.math_type)
+
+
+def test_misaligned_and_overlapping_operands(conv, sim) -> None:
+    from ucudnn._native import _cuda
+
+    problem, descs, buffers = conv
+    with pytest.raises(errors.CudnnBadParamError, match="not aligned"):
+        _forward(descs, buffers["x"].ptr + 2, buffers["w"].ptr, buffers["y"].ptr)
+    both = _cuda.DeviceBuffer(problem.nbytes("x") + problem.nbytes("y"))
+    with pytest.raises(sim.ConformanceError, match="output y overlaps x"):
+        _forward(descs, both.ptr, buffers["w"].ptr, both.ptr + problem.nbytes("x") - 4)
+    both.release()
+
+
+def test_memory_capacity_and_mem_get_info(sim) -> None:
+    from ucudnn._native import _cuda
+
+    free, total = _cuda.mem_get_info()
+    buffer = _cuda.DeviceBuffer(3 * MiB + 1)  # two granules of 2 MiB
+    assert _cuda.mem_get_info()[0] == free - 4 * MiB
+    sim.withhold_memory(free - 4 * MiB - MiB)
+    with pytest.raises(errors.CudaOutOfMemoryError) as info:
+        _cuda.DeviceBuffer(2 * MiB)
+    assert "requested 2097152 bytes" in info.value.__notes__
+    sim.reset()
+    buffer.release()
+    assert _cuda.mem_get_info() == (free, total)
+
+
+def test_find_ranks_as_cudnn_and_overwrites_the_output(conv) -> None:
+    from ucudnn._native import _cuda
+    from ucudnn.runtime import backend
+
+    problem, descs, buffers = conv
+    from ucudnn._native import _cudnn
+
+    handle = _cudnn.Handle()
+    workspace = _cuda.DeviceBuffer(64 * MiB)
+    perfs = backend.find(handle, descs, "forward", problem.batch, buffers["x"].ptr,
+                         buffers["w"].ptr, buffers["y"].ptr, workspace.ptr, 64 * MiB)  # fmt: skip
+    ran = [p for p in perfs if p.status == 0]
+    assert ran and [p.time_ms for p in ran] == sorted(p.time_ms for p in ran)
+    assert perfs[: len(ran)] == ran  # failures last
+    assert {p.algo for p in perfs} == set(range(len(_cudnn.ALGORITHMS["forward"])))
+    y = np.empty(problem.nbytes("y") // 4, np.float32)
+    _cuda.memcpy_dtoh(y, buffers["y"].ptr, y.nbytes)
+    assert np.isnan(y).all()
+
+
+def test_convolutions_are_computed_only_when_read(conv, sim) -> None:
+    from ucudnn._native import _cuda
+
+    problem, descs, buffers = conv
+    for _ in range(3):  # each replaces the last, unread
+        _forward(descs, buffers["x"].ptr, buffers["w"].ptr, buffers["y"].ptr)
+    assert sim.DEVICE.deferred == 1
+    y = np.empty(problem.y_shape, np.float32)
+    _cuda.memcpy_dtoh(y, buffers["y"].ptr, y.nbytes)
+    assert sim.DEVICE.deferred == 0
+    x, w = (_download(buffers[t], problem.nbytes(t)) for t in ("x", "w"))
+    expected = ref.forward(problem, x.reshape(problem.x_shape), w.reshape(problem.w_shape))
+    assert normalised_l2(y, expected) <= tolerance(problem, same_algorithm=False)
+
+
+def _download(buffer, nbytes: int) -> np.ndarray:
+    from ucudnn._native import _cuda
+
+    out = np.empty(nbytes // 4, np.float32)
+    _cuda.memcpy_dtoh(out, buffer.ptr, nbytes)
+    return out
+
+
+def test_the_device_is_named_simulated_everywhere() -> None:
+    from ucudnn.core.device import device_facts, info
+    from ucudnn.faces.info import info_text
+
+    facts = device_facts()
+    assert facts.device_name.startswith("SIMULATED ") and "ucudnn-sim" in facts.device_name
+    assert info()["simulated"] is True
+    assert "SIMULATED DEVICE" in info_text()
+
+
+# --- the Handle's fallbacks, by fault injection ----------------------------------------------
+
+
+def test_allocation_failure_falls_back_and_stays_correct(tmp_path, sim) -> None:
+    """The deterministic form of the H100 test that starves the real allocator."""
+    from ucudnn.core.array import DeviceArray
+    from ucudnn.errors import WorkspaceFallbackWarning
+    from ucudnn.runtime.handle import Handle
+
+    problem = ConvProblem.create(32, 64, 64, (56, 56), 3, padding=1, math_type="fma")
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal(problem.x_shape).astype(np.float32)
+    w = rng.standard_normal(problem.w_shape).astype(np.float32)
+    device = {"x": DeviceArray.from_numpy(x), "w": DeviceArray.from_numpy(w),
+              "y": DeviceArray.empty(problem.y_shape, "float32")}  # fmt: skip
+    with Handle(workspace_limit=4 << 30, database=tmp_path / "db.sqlite") as handle:
+        wanted = handle.workspace_size(problem, "forward")
+        assert wanted > 0
+        handle.release_workspace()
+        rule = sim.fail_allocations(at_least=wanted, times=None)
+        with pytest.warns(WorkspaceFallbackWarning, match="falling back"):
+            handle.forward(device["x"], device["w"], device["y"], problem)
+        assert rule.hits >= 1 and handle.workspace_in_use < wanted
+    expected = ref.forward(problem, x, w)
+    got = device["y"].to_numpy()
+    assert normalised_l2(got, expected) <= tolerance(problem, same_algorithm=False)
+
+
+def test_an_algorithm_failing_while_timed_is_left_out(tmp_path, sim) -> None:
+    from ucudnn.runtime.handle import Handle
+
+    problem = ConvProblem.create(8, 16, 16, (12, 12), 3, padding=1, math_type="fma")
+    with Handle(workspace_limit=64 * MiB, database=tmp_path / "first.sqlite") as handle:
+        fastest = handle.schedule(problem, "forward").parts[0].algo
+    sim.fail_algorithm("forward", fastest)
+    with Handle(workspace_limit=64 * MiB, database=tmp_path / "second.sqlite") as handle:
+        schedule = handle.schedule(problem, "forward")
+    assert fastest not in {part.algo for part in schedule.parts}
+
+
+def test_an_algorithm_failing_mid_schedule_names_the_micro_batch(tmp_path, sim) -> None:
+    from ucudnn._native import _cudnn
+    from ucudnn.core.array import DeviceArray
+    from ucudnn.planner.tables import Candidate
+    from ucudnn.runtime import backend, executor
+
+    problem = ConvProblem.create(6, 3, 4, (5, 5), 3, padding=1, math_type="fma")
+    arrays = {t: DeviceArray.empty((problem.nbytes(t) // 4,), "float32") for t in "xwy"}
+    sim.fail_algorithm("forward", 0, when=lambda p: p.batch == 2)
+    parts = [Candidate(4, 0, 0.0, 0, "fma"), Candidate(2, 0, 0.0, 0, "fma")]
+    with pytest.raises(errors.CudnnExecutionFailedError) as info:
+        executor.execute(
+            _cudnn.Handle(), backend.ProblemDescriptors(problem), "forward", parts,
+            **{t: a.ptr for t, a in arrays.items()}, workspace=0, workspace_bytes=0,
+        )  # fmt: skip
+    assert "micro-batch 4:6 with algo 0" in info.value.__notes__[-1]
+
+
+def test_no_device_paths(tmp_path) -> None:
+    """UCUDNN_SIM_DEVICES=0: a driver and no GPU, in a process of its own."""
+    code = (
+        "import ucudnn\n"
+        "from ucudnn.faces.info import unusable_reason\n"
+        "print(unusable_reason())\n"
+        "import numpy as np\n"
+        "try:\n"
+        "    x, w = np.ones((1, 1, 3, 3), np.float32), np.ones((1, 1, 1, 1), np.float32)\n"
+        "    ucudnn.conv_forward(x, w)\n"
+        "except ucudnn.errors.NoDeviceError as exc:\n"
+        "    print(type(exc).__name__, exc.code)\n"
+    )  # fmt: skip
+    env = {**os.environ, "UCUDNN_DEVICE": "sim", "UCUDNN_SIM_DEVICES": "0"}
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                          check=True)  # fmt: skip
+    assert done.stdout.splitlines() == ["no CUDA device (cudaErrorNoDevice)", "NoDeviceError 100"]

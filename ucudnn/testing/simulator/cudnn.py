@@ -1,0 +1,504 @@
+"""The simulated cuDNN: `ucudnn._native._cudnn`'s surface over the simulated device.
+
+Same names, parameters, Python-side checks and exceptions as native/_cudnn.pyx. What cuDNN
+can run, with what workspace and time, comes from the capability model; the version reported
+is that of the cuDNN the model's data was measured with.
+"""
+
+from __future__ import annotations
+
+import collections
+from typing import Any
+
+from ucudnn.testing.simulator import numerics, statuses
+from ucudnn.testing.simulator.capabilities import ALGORITHMS as ALGORITHMS
+from ucudnn.testing.simulator.convert import cudnn_error, lookup, to_address, to_c_int, to_size
+from ucudnn.testing.simulator.convolutions import (
+    Descriptors,
+    algorithm,
+    find,
+    heuristics,
+    run as _run_convolution,
+    workspace_size as _workspace_size,
+)
+from ucudnn.testing.simulator.descriptors import (  # the binding's name tables
+    ACTIVATIONS as ACTIVATIONS,
+    BAD_PARAM as _BAD_PARAM,
+    CONVOLUTION_MODES as CONVOLUTION_MODES,
+    DTYPES as DTYPES,
+    FILTER_LAYOUTS as FILTER_LAYOUTS,
+    MATH_TYPES as MATH_TYPES,
+    POOLING_MODES as POOLING_MODES,
+    SOFTMAX_ALGORITHMS,
+    SOFTMAX_MODES,
+    ActivationDescriptor,
+    ConvolutionDescriptor,
+    FilterDescriptor,
+    PoolingDescriptor,
+    TensorDescriptor,
+)
+from ucudnn.testing.simulator.device import DEVICE
+from ucudnn.testing.simulator.operations import apply, same_dims
+
+# The classes are this module's, as in the binding (the stub test holds the surface to it).
+for _cls in (
+    TensorDescriptor,
+    FilterDescriptor,
+    ConvolutionDescriptor,
+    ActivationDescriptor,
+    PoolingDescriptor,
+):
+    _cls.__module__ = __name__
+_NOT_INITIALIZED = 1001
+_CUDART_VERSION = 13000
+
+
+def status_name(status: int) -> str:
+    return statuses.cudnn_status_name(to_c_int(status, "status"))
+
+
+def version() -> int:
+    return DEVICE.caps.cudnn_version
+
+
+def build_version() -> int:
+    return DEVICE.caps.cudnn_version
+
+
+def cudart_version() -> int:
+    return _CUDART_VERSION
+
+
+class Handle:
+    """A simulated cuDNN handle, bound to the current device."""
+
+    def __init__(self) -> None:
+        if not DEVICE.memories:
+            raise cudnn_error(_NOT_INITIALIZED, "cudnnCreate", "there is no device")
+        self._stream = 0
+        self._handle = DEVICE.new_handle("cudnn handle", self)
+
+    def __del__(self) -> None:
+        if getattr(self, "_handle", 0):
+            DEVICE.release_handle(self._handle)
+
+    def _live(self) -> int:
+        if not self._handle:
+            raise ValueError("the cuDNN handle was destroyed")
+        return self._handle
+
+    @property
+    def ptr(self) -> int:
+        return self._live()
+
+    @property
+    def stream(self) -> int:
+        self._live()
+        return self._stream
+
+    def set_stream(self, stream: int) -> None:
+        self._live()
+        handle = to_address(stream, "stream")
+        if DEVICE.stream(handle) is None:
+            raise cudnn_error(_BAD_PARAM, "cudnnSetStream", f"{handle:#x} is not a live stream")
+        self._stream = handle
+
+    def destroy(self) -> None:
+        handle, self._handle = self._handle, 0
+        if handle:
+            DEVICE.release_handle(handle)
+
+
+def _live(handle: Handle) -> int:
+    if not isinstance(handle, Handle):
+        got = "None" if handle is None else type(handle).__name__
+        raise TypeError(f"Argument 'handle' has incorrect type (expected Handle, got {got})")
+    handle._live()
+    return handle.stream
+
+
+AlgoPerf = collections.namedtuple(
+    "AlgoPerf", "algo status status_name time_ms memory deterministic math_type"
+)
+AlgoPerf.__doc__ = """One row of cuDNN's algorithm list (Find: measured; Get: heuristic).
+
+Rows whose status is not 0 (CUDNN_STATUS_SUCCESS) are algorithms that cannot run this problem.
+"""
+
+
+def _perfs(rows: list[Any], math_type: str) -> list[AlgoPerf]:
+    return [
+        AlgoPerf(
+            r.algo,
+            r.status,
+            statuses.cudnn_status_name(r.status),
+            r.time_ms,
+            r.memory,
+            r.deterministic,
+            math_type,
+        )
+        for r in rows
+    ]
+
+
+def _requested(requested: object) -> int:
+    count = to_c_int(requested, "requested")
+    if count < 1:
+        raise ValueError(f"requested must be >= 1, got {count}")
+    return count
+
+
+def forward_algorithm_max_count(handle: Handle) -> int:
+    _live(handle)
+    return len(ALGORITHMS["forward"])
+
+
+def backward_data_algorithm_max_count(handle: Handle) -> int:
+    _live(handle)
+    return len(ALGORITHMS["backward_data"])
+
+
+def backward_filter_algorithm_max_count(handle: Handle) -> int:
+    _live(handle)
+    return len(ALGORITHMS["backward_filter"])
+
+
+def find_forward_algorithm_ex(
+    handle: Handle, x_desc: TensorDescriptor, x: int, w_desc: FilterDescriptor, w: int,
+    conv_desc: ConvolutionDescriptor, y_desc: TensorDescriptor, y: int, requested: int,
+    workspace: int, workspace_bytes: int,
+) -> list[AlgoPerf]:  # fmt: skip
+    """Time the forward algorithms on the caller's buffers (y is overwritten)."""
+    descs = Descriptors("forward", x_desc, w_desc, y_desc, conv_desc)
+    return _find(handle, descs, (x, w, y), requested, workspace, workspace_bytes)
+
+
+def find_backward_data_algorithm_ex(
+    handle: Handle, w_desc: FilterDescriptor, w: int, dy_desc: TensorDescriptor, dy: int,
+    conv_desc: ConvolutionDescriptor, dx_desc: TensorDescriptor, dx: int, requested: int,
+    workspace: int, workspace_bytes: int,
+) -> list[AlgoPerf]:  # fmt: skip
+    """Time the backward-data algorithms on the caller's buffers (dx is overwritten)."""
+    descs = Descriptors("backward_data", dx_desc, w_desc, dy_desc, conv_desc)
+    return _find(handle, descs, (dx, w, dy), requested, workspace, workspace_bytes)
+
+
+def find_backward_filter_algorithm_ex(
+    handle: Handle, x_desc: TensorDescriptor, x: int, dy_desc: TensorDescriptor, dy: int,
+    conv_desc: ConvolutionDescriptor, dw_desc: FilterDescriptor, dw: int, requested: int,
+    workspace: int, workspace_bytes: int,
+) -> list[AlgoPerf]:  # fmt: skip
+    """Time the backward-filter algorithms on the caller's buffers (dw is overwritten)."""
+    descs = Descriptors("backward_filter", x_desc, dw_desc, dy_desc, conv_desc)
+    return _find(handle, descs, (x, dw, dy), requested, workspace, workspace_bytes)
+
+
+def _find(
+    handle: Handle,
+    descs: Descriptors,
+    pointers: tuple[object, object, object],
+    requested: object,
+    workspace: object,
+    workspace_bytes: object,
+) -> list[AlgoPerf]:
+    stream = _live(handle)
+    addresses = _addresses(descs, pointers)
+    count = _requested(requested)
+    rows = find(
+        descs, stream, addresses, count, to_address(workspace, "workspace"),
+        _size(workspace_bytes),
+    )  # fmt: skip
+    return _perfs(rows, descs.conv.math_type)
+
+
+def _addresses(descs: Descriptors, pointers: tuple[object, object, object]) -> tuple[int, int, int]:
+    """Pointers in x, w, y order, converted under the binding's names for them."""
+    names = {"forward": "xwy", "backward_data": ("dx", "w", "dy"),
+             "backward_filter": ("x", "dw", "dy")}[descs.kernel]  # fmt: skip
+    x, w, y = (to_address(p, n) for p, n in zip(pointers, names, strict=True))
+    return x, w, y
+
+
+def _size(workspace_bytes: object) -> int:
+    return to_size(workspace_bytes, "workspace_bytes")
+
+
+def get_forward_algorithm_v7(
+    handle: Handle, x_desc: TensorDescriptor, w_desc: FilterDescriptor,
+    conv_desc: ConvolutionDescriptor, y_desc: TensorDescriptor, requested: int,
+) -> list[AlgoPerf]:  # fmt: skip
+    """cuDNN's heuristic ranking of the forward algorithms (nothing is run)."""
+    return _heuristics(handle, Descriptors("forward", x_desc, w_desc, y_desc, conv_desc), requested)
+
+
+def get_backward_data_algorithm_v7(
+    handle: Handle, w_desc: FilterDescriptor, dy_desc: TensorDescriptor,
+    conv_desc: ConvolutionDescriptor, dx_desc: TensorDescriptor, requested: int,
+) -> list[AlgoPerf]:  # fmt: skip
+    """cuDNN's heuristic ranking of the backward-data algorithms (nothing is run)."""
+    descs = Descriptors("backward_data", dx_desc, w_desc, dy_desc, conv_desc)
+    return _heuristics(handle, descs, requested)
+
+
+def get_backward_filter_algorithm_v7(
+    handle: Handle, x_desc: TensorDescriptor, dy_desc: TensorDescriptor,
+    conv_desc: ConvolutionDescriptor, dw_desc: FilterDescriptor, requested: int,
+) -> list[AlgoPerf]:  # fmt: skip
+    """cuDNN's heuristic ranking of the backward-filter algorithms (nothing is run)."""
+    descs = Descriptors("backward_filter", x_desc, dw_desc, dy_desc, conv_desc)
+    return _heuristics(handle, descs, requested)
+
+
+def _heuristics(handle: Handle, descs: Descriptors, requested: object) -> list[AlgoPerf]:
+    _live(handle)
+    return _perfs(heuristics(descs, _requested(requested)), descs.conv.math_type)
+
+
+def forward_workspace_size(
+    handle: Handle, x_desc: TensorDescriptor, w_desc: FilterDescriptor,
+    conv_desc: ConvolutionDescriptor, y_desc: TensorDescriptor, algo: int,
+) -> int:  # fmt: skip
+    _live(handle)
+    return _workspace_size(Descriptors("forward", x_desc, w_desc, y_desc, conv_desc), algo)
+
+
+def backward_data_workspace_size(
+    handle: Handle, w_desc: FilterDescriptor, dy_desc: TensorDescriptor,
+    conv_desc: ConvolutionDescriptor, dx_desc: TensorDescriptor, algo: int,
+) -> int:  # fmt: skip
+    _live(handle)
+    descs = Descriptors("backward_data", dx_desc, w_desc, dy_desc, conv_desc)
+    return _workspace_size(descs, algo)
+
+
+def backward_filter_workspace_size(
+    handle: Handle, x_desc: TensorDescriptor, dy_desc: TensorDescriptor,
+    conv_desc: ConvolutionDescriptor, dw_desc: FilterDescriptor, algo: int,
+) -> int:  # fmt: skip
+    _live(handle)
+    descs = Descriptors("backward_filter", x_desc, dw_desc, dy_desc, conv_desc)
+    return _workspace_size(descs, algo)
+
+
+def convolution_forward(
+    handle: Handle, alpha: float, x_desc: TensorDescriptor, x: int, w_desc: FilterDescriptor,
+    w: int, conv_desc: ConvolutionDescriptor, algo: int, workspace: int, workspace_bytes: int,
+    beta: float, y_desc: TensorDescriptor, y: int,
+) -> None:  # fmt: skip
+    """y = alpha * conv(x, w) + beta * y."""
+    descs = Descriptors("forward", x_desc, w_desc, y_desc, conv_desc)
+    _convolution(handle, descs, alpha, beta, (x, w, y), algo, workspace, workspace_bytes)
+
+
+def convolution_backward_data(
+    handle: Handle, alpha: float, w_desc: FilterDescriptor, w: int, dy_desc: TensorDescriptor,
+    dy: int, conv_desc: ConvolutionDescriptor, algo: int, workspace: int, workspace_bytes: int,
+    beta: float, dx_desc: TensorDescriptor, dx: int,
+) -> None:  # fmt: skip
+    """dx = alpha * conv_transpose(dy, w) + beta * dx."""
+    descs = Descriptors("backward_data", dx_desc, w_desc, dy_desc, conv_desc)
+    _convolution(handle, descs, alpha, beta, (dx, w, dy), algo, workspace, workspace_bytes)
+
+
+def convolution_backward_filter(
+    handle: Handle, alpha: float, x_desc: TensorDescriptor, x: int, dy_desc: TensorDescriptor,
+    dy: int, conv_desc: ConvolutionDescriptor, algo: int, workspace: int, workspace_bytes: int,
+    beta: float, dw_desc: FilterDescriptor, dw: int,
+) -> None:  # fmt: skip
+    """dw = alpha * dconv(x, dy) + beta * dw."""
+    descs = Descriptors("backward_filter", x_desc, dw_desc, dy_desc, conv_desc)
+    _convolution(handle, descs, alpha, beta, (x, dw, dy), algo, workspace, workspace_bytes)
+
+
+def _convolution(
+    handle: Handle,
+    descs: Descriptors,
+    alpha: object,
+    beta: object,
+    pointers: tuple[object, object, object],
+    algo: object,
+    workspace: object,
+    workspace_bytes: object,
+) -> None:
+    stream = _live(handle)
+    a, b = _double(alpha, "alpha"), _double(beta, "beta")
+    algorithm(algo, descs.kernel)
+    addresses = _addresses(descs, pointers)
+    _run_convolution(
+        descs, stream, a, b, addresses, algo, to_address(workspace, "workspace"),
+        _size(workspace_bytes),
+    )  # fmt: skip
+
+
+def _double(value: object, name: str) -> float:
+    """A `double` argument: any real number, as Cython converts it."""
+    try:
+        return float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        raise TypeError(f"must be real number, not {type(value).__name__} ({name})") from None
+
+
+# --- bias, element-wise, activation, pooling, softmax ----------------------------------------
+
+
+def convolution_backward_bias(
+    handle: Handle, alpha: float, dy_desc: TensorDescriptor, dy: int, beta: float,
+    db_desc: TensorDescriptor, db: int,
+) -> None:  # fmt: skip
+    """db = alpha * sum of dy over all but the channel dim + beta * db."""
+    stream = _live(handle)
+    call = "cudnnConvolutionBackwardBias"
+    expected = (1, dy_desc.dims[1], *(1,) * (len(dy_desc.dims) - 2))
+    if db_desc.dims != expected:
+        raise cudnn_error(_BAD_PARAM, call, f"db dims {db_desc.dims} are not {expected}")
+    apply(
+        call, stream, [("dy", dy_desc, _ptr(dy, "dy"))], ("db", db_desc, _ptr(db, "db")),
+        _double(alpha, "alpha"), _double(beta, "beta"), numerics.backward_bias,
+    )  # fmt: skip
+
+
+def add_tensor(
+    handle: Handle, alpha: float, a_desc: TensorDescriptor, a: int, beta: float,
+    c_desc: TensorDescriptor, c: int,
+) -> None:  # fmt: skip
+    """c = alpha * a + beta * c, broadcasting a's size-1 dims (e.g. a bias of shape 1,C,1,1)."""
+    stream = _live(handle)
+    call = "cudnnAddTensor"
+    fits = len(a_desc.dims) == len(c_desc.dims) and all(
+        m in (1, n) for m, n in zip(a_desc.dims, c_desc.dims, strict=True)
+    )
+    if not fits:
+        raise cudnn_error(
+            _BAD_PARAM, call, f"a {a_desc.dims} does not broadcast to c {c_desc.dims}"
+        )
+    apply(
+        call, stream, [("a", a_desc, _ptr(a, "a"))], ("c", c_desc, _ptr(c, "c")),
+        _double(alpha, "alpha"), _double(beta, "beta"),
+        lambda values: numerics.add_tensor(values, c_desc.dims),
+    )  # fmt: skip
+
+
+def scale_tensor(handle: Handle, y_desc: TensorDescriptor, y: int, alpha: float) -> None:
+    """y = alpha * y."""
+    stream = _live(handle)
+    scale = _double(alpha, "alpha")
+    pointer = _ptr(y, "y")
+    apply(
+        "cudnnScaleTensor", stream, [("y", y_desc, pointer)], ("y", y_desc, pointer), scale,
+        0.0, lambda values: values, in_place=True,
+    )  # fmt: skip
+
+
+def activation_forward(
+    handle: Handle, activation_desc: ActivationDescriptor, alpha: float,
+    x_desc: TensorDescriptor, x: int, beta: float, y_desc: TensorDescriptor, y: int,
+) -> None:  # fmt: skip
+    stream = _live(handle)
+    call = "cudnnActivationForward"
+    same_dims(call, x_desc, y_desc)
+    mode, coef = activation_desc.mode, activation_desc.coef
+    apply(
+        call, stream, [("x", x_desc, _ptr(x, "x"))], ("y", y_desc, _ptr(y, "y")),
+        _double(alpha, "alpha"), _double(beta, "beta"),
+        lambda values: numerics.activation_forward(mode, coef, values),
+    )  # fmt: skip
+
+
+def activation_backward(
+    handle: Handle, activation_desc: ActivationDescriptor, alpha: float,
+    y_desc: TensorDescriptor, y: int, dy_desc: TensorDescriptor, dy: int,
+    x_desc: TensorDescriptor, x: int, beta: float, dx_desc: TensorDescriptor, dx: int,
+) -> None:  # fmt: skip
+    stream = _live(handle)
+    call = "cudnnActivationBackward"
+    same_dims(call, y_desc, dy_desc, x_desc, dx_desc)
+    mode, coef = activation_desc.mode, activation_desc.coef
+    apply(
+        call, stream,
+        [("y", y_desc, _ptr(y, "y")), ("dy", dy_desc, _ptr(dy, "dy")),
+         ("x", x_desc, _ptr(x, "x"))],
+        ("dx", dx_desc, _ptr(dx, "dx")), _double(alpha, "alpha"), _double(beta, "beta"),
+        lambda y_, dy_, x_: numerics.activation_backward(mode, coef, y_, dy_, x_),
+    )  # fmt: skip
+
+
+def pooling_forward(
+    handle: Handle, pooling_desc: PoolingDescriptor, alpha: float, x_desc: TensorDescriptor,
+    x: int, beta: float, y_desc: TensorDescriptor, y: int,
+) -> None:  # fmt: skip
+    stream = _live(handle)
+    call = "cudnnPoolingForward"
+    _pooled(call, pooling_desc, x_desc, y_desc)
+    p = pooling_desc
+    apply(
+        call, stream, [("x", x_desc, _ptr(x, "x"))], ("y", y_desc, _ptr(y, "y")),
+        _double(alpha, "alpha"), _double(beta, "beta"),
+        lambda values: numerics.pooling_forward(p.mode, p.window, p.padding, p.stride, values),
+    )  # fmt: skip
+
+
+def pooling_backward(
+    handle: Handle, pooling_desc: PoolingDescriptor, alpha: float, y_desc: TensorDescriptor,
+    y: int, dy_desc: TensorDescriptor, dy: int, x_desc: TensorDescriptor, x: int, beta: float,
+    dx_desc: TensorDescriptor, dx: int,
+) -> None:  # fmt: skip
+    stream = _live(handle)
+    call = "cudnnPoolingBackward"
+    _pooled(call, pooling_desc, x_desc, y_desc)
+    same_dims(call, y_desc, dy_desc)
+    same_dims(call, x_desc, dx_desc)
+    p = pooling_desc
+    apply(
+        call, stream,
+        [("y", y_desc, _ptr(y, "y")), ("dy", dy_desc, _ptr(dy, "dy")),
+         ("x", x_desc, _ptr(x, "x"))],
+        ("dx", dx_desc, _ptr(dx, "dx")), _double(alpha, "alpha"), _double(beta, "beta"),
+        lambda y_, dy_, x_: numerics.pooling_backward(
+            p.mode, p.window, p.padding, p.stride, y_, dy_, x_
+        ),
+    )  # fmt: skip
+
+
+def _pooled(
+    call: str, pooling: PoolingDescriptor, x_desc: TensorDescriptor, y_desc: TensorDescriptor
+) -> None:
+    expected = pooling.output_dims(x_desc)
+    if y_desc.dims != expected:
+        raise cudnn_error(_BAD_PARAM, call, f"y dims {y_desc.dims} are not the output {expected}")
+
+
+def softmax_forward(
+    handle: Handle, algorithm: str, mode: str, alpha: float, x_desc: TensorDescriptor, x: int,
+    beta: float, y_desc: TensorDescriptor, y: int,
+) -> None:  # fmt: skip
+    """Softmax over C ("channel", per position) or over C*H*W ("instance", per sample)."""
+    stream = _live(handle)
+    lookup(SOFTMAX_ALGORITHMS, algorithm, "softmax algorithm")
+    lookup(SOFTMAX_MODES, mode, "softmax mode")
+    call = "cudnnSoftmaxForward"
+    same_dims(call, x_desc, y_desc)
+    apply(
+        call, stream, [("x", x_desc, _ptr(x, "x"))], ("y", y_desc, _ptr(y, "y")),
+        _double(alpha, "alpha"), _double(beta, "beta"),
+        lambda values: numerics.softmax_forward(algorithm, mode, values),
+    )  # fmt: skip
+
+
+def softmax_backward(
+    handle: Handle, algorithm: str, mode: str, alpha: float, y_desc: TensorDescriptor, y: int,
+    dy_desc: TensorDescriptor, dy: int, beta: float, dx_desc: TensorDescriptor, dx: int,
+) -> None:  # fmt: skip
+    stream = _live(handle)
+    lookup(SOFTMAX_ALGORITHMS, algorithm, "softmax algorithm")
+    lookup(SOFTMAX_MODES, mode, "softmax mode")
+    call = "cudnnSoftmaxBackward"
+    same_dims(call, y_desc, dy_desc, dx_desc)
+    apply(
+        call, stream, [("y", y_desc, _ptr(y, "y")), ("dy", dy_desc, _ptr(dy, "dy"))],
+        ("dx", dx_desc, _ptr(dx, "dx")), _double(alpha, "alpha"), _double(beta, "beta"),
+        lambda y_, dy_: numerics.softmax_backward(algorithm, mode, y_, dy_),
+    )  # fmt: skip
+
+
+def _ptr(value: object, name: str) -> int:
+    return to_address(value, name)

@@ -1,0 +1,266 @@
+"""The simulated device: its configuration, memory, streams, events, deferred work and logs.
+
+One `SimDevice` (`DEVICE`) stands behind both simulated libraries. It is configured from the
+environment when first imported:
+
+- UCUDNN_SIM_CAPS: what the simulated cuDNN can run: "log" (default: the H100 tables and the
+  facts of the first H100 run's log), "optimistic" (tables only; unmeasured layouts behave
+  like NCHW) or "fuzz:<seed>" (what was never measured is randomised);
+- UCUDNN_SIM_MEMORY_GIB: the capacity of each device (default: the H100's 81,559 MiB);
+- UCUDNN_SIM_DEVICES: how many devices (default 1; 0 behaves as a machine with a driver and
+  no GPU).
+
+Work runs in program order when it is enqueued, which is one of the orders the real device
+could have chosen. Each stream keeps a clock of modelled milliseconds, so events time work
+deterministically. A convolution is computed only when something reads its output
+(`defer`): benchmarking runs every algorithm many times on buffers nobody reads.
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import os
+import weakref
+from collections.abc import Callable
+from typing import Any
+
+from ucudnn.testing.simulator.capabilities import Capabilities, load
+from ucudnn.testing.simulator.faults import Faults
+from ucudnn.testing.simulator.memory import Allocation, Memory, Span, call_site
+
+H100_MEMORY = 81_559 << 20  # nvidia-smi's memory.total on the H100 the tables come from
+CONTEXT_RESERVE = 512 << 20  # what a CUDA context keeps for itself, never free for users
+# The streams every CUDA program has: the legacy default, cudaStreamLegacy, cudaStreamPerThread.
+BUILTIN_STREAMS = (0, 1, 2)
+_HANDLE_BASE = 0x5100_0000  # streams, events, cuDNN handles and descriptors get ints from here
+
+
+@dataclasses.dataclass(frozen=True)
+class SimConfig:
+    caps: str = "log"
+    memory: int = H100_MEMORY
+    devices: int = 1
+
+    @classmethod
+    def from_environment(cls) -> SimConfig:
+        memory = os.environ.get("UCUDNN_SIM_MEMORY_GIB", "").strip()
+        devices = os.environ.get("UCUDNN_SIM_DEVICES", "").strip()
+        try:
+            return cls(
+                caps=os.environ.get("UCUDNN_SIM_CAPS", "").strip() or "log",
+                memory=int(float(memory) * (1 << 30)) if memory else H100_MEMORY,
+                devices=int(devices) if devices else 1,
+            )
+        except ValueError as exc:
+            raise ValueError(
+                f"UCUDNN_SIM_MEMORY_GIB must be a number of GiB and UCUDNN_SIM_DEVICES a count "
+                f"({exc})"
+            ) from None
+
+
+@dataclasses.dataclass
+class StreamState:
+    blocking: bool
+    clock_ms: float = 0.0
+
+
+@dataclasses.dataclass
+class EventState:
+    timing: bool
+    recorded_ms: float | None = None  # the stream clock at the last record
+
+
+@dataclasses.dataclass(frozen=True)
+class CallRecord:
+    """One cuDNN call that ran work: what tests can assert on (which algorithm, which math)."""
+
+    call: str
+    kernel: str | None = None
+    algo: int | None = None
+    math_type: str | None = None
+    deterministic: bool | None = None
+    micro_batch: int | None = None
+    stream: int = 0
+
+
+@dataclasses.dataclass(frozen=True)
+class Leak:
+    """Something a test made and did not give back."""
+
+    kind: str  # "allocation", "stream", "event", "cudnn handle", "descriptor"
+    description: str
+    made_at: str
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.description}, made at {self.made_at}"
+
+
+@dataclasses.dataclass
+class _Pending:
+    """A deferred write of `span`; `dense` when it writes every byte of the span."""
+
+    span: Span
+    dense: bool
+    compute: Callable[[], None]
+
+
+@dataclasses.dataclass
+class _Tracked:
+    kind: str
+    owner: weakref.ref[Any]
+    made_at: str
+    serial: int
+    released: bool = False
+
+
+class SimDevice:
+    """Everything the simulated CUDA runtime and cuDNN share."""
+
+    def __init__(self, config: SimConfig) -> None:
+        self.config = config
+        self.caps: Capabilities = load(config.caps)
+        self.memories = [
+            Memory(device, config.memory, CONTEXT_RESERVE) for device in range(config.devices)
+        ]
+        self.current = 0
+        self.streams: dict[int, StreamState] = {s: StreamState(True) for s in BUILTIN_STREAMS}
+        self.events: dict[int, EventState] = {}
+        self.faults = Faults()
+        self.calls: collections.deque[CallRecord] = collections.deque(maxlen=10_000)
+        self._pending: list[_Pending] = []
+        self._tracked: dict[int, _Tracked] = {}  # by handle int
+        self._next_handle = _HANDLE_BASE
+        self._serial = 0  # counts everything tracked, so tests can ask "since when"
+
+    # -- identity -----------------------------------------------------------------------------
+    @property
+    def name(self) -> str:
+        """The device name, which fingerprints the simulator and its data: measurements made
+        here are cached under it, so they can never be served to a real GPU, nor to a
+        simulator with other capabilities."""
+        return f"SIMULATED {self.caps.device_name} (ucudnn-sim 1, {self.caps.name})"
+
+    @property
+    def memory(self) -> Memory:
+        return self.memories[self.current]
+
+    # -- handles and leaks --------------------------------------------------------------------
+    def new_handle(self, kind: str, owner: object) -> int:
+        """A fresh int for a stream, event, cuDNN handle or descriptor, tracked until released."""
+        self._next_handle += 0x10
+        self._serial += 1
+        self._tracked[self._next_handle] = _Tracked(
+            kind, weakref.ref(owner), call_site(), self._serial
+        )
+        return self._next_handle
+
+    def release_handle(self, handle: int) -> None:
+        tracked = self._tracked.pop(handle, None)
+        if tracked is not None:
+            tracked.released = True
+
+    def allocate(self, nbytes: int) -> Allocation | None:
+        """nbytes on the current device, or None when they do not fit."""
+        self._serial += 1
+        return self.memory.allocate(nbytes, self._serial)
+
+    def owner(self, address: int) -> Allocation | None:
+        """The live allocation holding `address` on any device."""
+        for memory in self.memories:
+            found = memory.owner(address)
+            if found is not None:
+                return found
+        return None
+
+    def span(self, address: int, nbytes: int, what: str, call: str) -> Span:
+        """A checked range of live memory (see `Memory.span`), on the device that holds it."""
+        for memory in self.memories:
+            if memory.find(address) is not None:
+                return memory.span(address, nbytes, what, call)
+        return self.memory.span(address, nbytes, what, call)
+
+    def free(self, address: int) -> str | None:
+        """Free an allocation; None, or why not (see `Memory.release`)."""
+        for memory in self.memories:
+            found = memory.find(address)
+            if found is not None:
+                if found.freed_at is None and found.address == address:
+                    self._pending = [p for p in self._pending if p.span.allocation is not found]
+                return memory.release(address)
+        return self.memory.release(address)
+
+    def mark(self) -> int:
+        """A point in time for `leaks(since=...)`."""
+        self._serial += 1
+        return self._serial
+
+    def leaks(self, since: int = 0) -> list[Leak]:
+        """What was made after `since` and is still held: live allocations (raw, or owned by
+        a DeviceBuffer nobody released or collected), and streams, events, cuDNN handles and
+        descriptors whose objects are still alive. Collect garbage first to count only what
+        is really held."""
+        found = [
+            Leak(t.kind, f"{handle:#x}", t.made_at)
+            for handle, t in self._tracked.items()
+            if t.serial > since and t.owner() is not None
+        ]
+        for memory in self.memories:
+            found += [
+                Leak("allocation", f"{a.address:#x} of {a.nbytes} bytes", a.made_at)
+                for a in memory.live()
+                if a.serial > since
+            ]
+        return found
+
+    # -- streams and time ---------------------------------------------------------------------
+    def stream(self, handle: int) -> StreamState | None:
+        return self.streams.get(handle)
+
+    def advance(self, stream: int, ms: float) -> None:
+        """Work of `ms` modelled milliseconds enqueued on `stream`."""
+        self.streams[stream].clock_ms += ms
+
+    # -- deferred work ------------------------------------------------------------------------
+    @property
+    def deferred(self) -> int:
+        """How many writes are enqueued and not yet computed."""
+        return len(self._pending)
+
+    def before_read(self, span: Span) -> None:
+        """Compute every deferred write that `span` would read, in the order enqueued."""
+        if any(p.span.overlaps(span) for p in self._pending):
+            self._run(lambda p: p.span.overlaps(span))
+
+    def before_write(self, span: Span, dense: bool) -> None:
+        """Drop deferred writes that this write of `span` replaces entirely (nobody read
+        them), and compute those it overlaps only in part, so that order is kept."""
+        kept = []
+        for pending in self._pending:
+            if (
+                dense
+                and pending.span.overlaps(span)
+                and span.start <= pending.span.start
+                and pending.span.stop <= span.stop
+            ):
+                continue
+            kept.append(pending)
+        self._pending = kept
+        self.before_read(span)
+
+    def defer(self, span: Span, dense: bool, compute: Callable[[], None]) -> None:
+        """Enqueue a write of `span` whose inputs `compute` has already captured."""
+        self.before_write(span, dense)
+        self._pending.append(_Pending(span, dense, compute))
+
+    def _run(self, selected: Callable[[_Pending], bool]) -> None:
+        run: list[_Pending] = []
+        kept: list[_Pending] = []
+        for pending in self._pending:
+            (run if selected(pending) else kept).append(pending)
+        self._pending = kept
+        for pending in run:
+            pending.compute()
+
+
+DEVICE = SimDevice(SimConfig.from_environment())

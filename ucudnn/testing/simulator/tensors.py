@@ -1,0 +1,95 @@
+"""Tensors a simulated cuDNN call reads or writes: a descriptor's shape over checked memory."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import numpy as np
+
+from ucudnn.core.array import bfloat16_bits, bfloat16_values
+from ucudnn.testing.simulator.convert import cudnn_error
+from ucudnn.testing.simulator.descriptors import (
+    ITEMSIZE,
+    NOT_SUPPORTED,
+    FilterDescriptor,
+    TensorDescriptor,
+    extent_bytes,
+    packed_bytes,
+)
+from ucudnn.testing.simulator.device import DEVICE
+from ucudnn.testing.simulator.memory import ConformanceError, Span
+
+Array = np.ndarray[Any, np.dtype[Any]]
+_STORAGE = {"float32": np.float32, "float16": np.float16, "bfloat16": np.uint16,
+            "float64": np.float64}  # fmt: skip
+
+
+@dataclasses.dataclass(frozen=True)
+class Operand:
+    """One tensor argument of a call, its memory checked for its whole extent."""
+
+    name: str  # as the binding names the pointer: "x", "dy", "workspace", ...
+    dtype: str
+    dims: tuple[int, ...]
+    strides: tuple[int, ...]
+    span: Span
+
+    @property
+    def dense(self) -> bool:
+        """Whether it covers every byte of its span (so a write replaces the whole span)."""
+        return self.span.nbytes == packed_bytes(self.dims, self.dtype)
+
+    def _view(self) -> Array:
+        itemsize = ITEMSIZE[self.dtype]
+        return np.ndarray(
+            self.dims,
+            _STORAGE[self.dtype],
+            buffer=self.span.allocation.bytes,
+            offset=self.span.offset,
+            strides=[s * itemsize for s in self.strides],
+        )
+
+    def read(self) -> Array:
+        """A copy of the values, in logical order (bfloat16 as float32 values)."""
+        DEVICE.before_read(self.span)
+        values = self._view()
+        return bfloat16_values(values) if self.dtype == "bfloat16" else values.copy()
+
+    def write(self, values: Array) -> None:
+        """Store values already rounded to the dtype (bfloat16 as float32 values)."""
+        stored = bfloat16_bits(values) if self.dtype == "bfloat16" else values
+        self._view()[...] = stored
+
+
+def operand(
+    name: str,
+    desc: TensorDescriptor | FilterDescriptor,
+    ptr: int,
+    call: str,
+) -> Operand:
+    """The tensor `desc` describes at `ptr`, refused as cuDNN or the device would refuse it."""
+    if any(s < 0 for s in desc.strides):
+        raise cudnn_error(NOT_SUPPORTED, call, f"{name} has negative strides {desc.strides}")
+    if ptr % ITEMSIZE[desc.dtype]:
+        status, provenance = DEVICE.caps.contract_status("misaligned_pointer")
+        raise cudnn_error(
+            status,
+            call,
+            f"{name} at {ptr:#x} is not aligned to its {ITEMSIZE[desc.dtype]}-byte elements "
+            f"(status {provenance})",
+        )
+    span = DEVICE.span(ptr, extent_bytes(desc.dims, desc.strides, desc.dtype), name, call)
+    return Operand(name, desc.dtype, desc.dims, desc.strides, span)
+
+
+def check_disjoint(output: Operand, others: list[Operand], call: str) -> None:
+    """A call's output may share no byte with its inputs or workspace: cuDNN computes out of
+    place, and on hardware an overlap gives wrong results without any error."""
+    for other in others:
+        if output.span.overlaps(other.span):
+            raise ConformanceError(
+                f"{call}: simulated device: output {output.name} overlaps {other.name} "
+                f"({output.span.start:#x}+{output.span.nbytes} and "
+                f"{other.span.start:#x}+{other.span.nbytes})"
+            )
