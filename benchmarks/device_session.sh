@@ -15,7 +15,7 @@
 # is the time the whole script may take, TEST_SECONDS (240) the tests' share, TEST_TIMEOUT
 # (120) the seconds one test may take. Results come back from $OUT: session.log, gpu-tests.log
 # (pytest's whole report: each failure and error in full, then the counts) and
-# results/<run-id>.{json,md}, -tables.zip and two PNGs (7 files).
+# results/<run-id>.{json,md}, -tables.zip and two PNGs, and capabilities-probe.json (8 files).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/benchmarks/results/session}
@@ -49,6 +49,14 @@ if ! python3 -c "import ucudnn, mip; import ucudnn._native._cudnn; mip.Model(sol
   exit 2
 fi
 python3 -m ucudnn.faces.cli info 2>&1 | tee -a "$log"
+
+# What the simulated device should know: which algorithms run for each layout, type and
+# geometry, and cuDNN's statuses for broken contracts. Commit its output as
+# ucudnn/testing/simulator/data/probe-<gpu>-<cudnn>.json (benchmarks/capability_probe.py).
+say "capability probe"
+timeout -s INT 100 python3 benchmarks/capability_probe.py --out "$OUT/capabilities-probe.json" \
+  --seconds "${PROBE_SECONDS:-75}" 2>&1 | tail -n 3 | tee -a "$log"
+say "capability probe exit status ${PIPESTATUS[0]}"
 
 if [ "${SKIP_TESTS:-0}" != 1 ]; then
   say "running the gpu-marked tests"

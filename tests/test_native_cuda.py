@@ -120,10 +120,18 @@ def _parameters(node: ast.FunctionDef) -> list[str]:
     return [a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)]
 
 
-@pytest.mark.parametrize("name", ["_cuda", "_cudnn", "_dlpack", "_loader"])
-def test_stub_declares_exactly_the_module(name: str) -> None:
+@pytest.mark.parametrize(
+    ("name", "module_name"),
+    [
+        *((name, f"ucudnn._native.{name}") for name in ("_cuda", "_cudnn", "_dlpack", "_loader")),
+        # The simulated device must offer exactly the same surface.
+        ("_cuda", "ucudnn.testing.simulator.cuda"),
+        ("_cudnn", "ucudnn.testing.simulator.cudnn"),
+    ],
+)
+def test_stub_declares_exactly_the_module(name: str, module_name: str) -> None:
     """The .pyi lists every public name with the real parameter names, and nothing else."""
-    module = importlib.import_module(f"ucudnn._native.{name}")
+    module = importlib.import_module(module_name)
     tree = ast.parse((Path(ucudnn.__file__).parent / "_native" / f"{name}.pyi").read_text())
     stub = {}
     for node in tree.body:

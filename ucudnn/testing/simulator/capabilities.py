@@ -143,8 +143,9 @@ def _model_runs(problem: SimProblem, name: str) -> bool:
 
 
 def _observed_runs(problem: SimProblem, name: str) -> tuple[bool, bool] | None:
-    """(runs, workspace-free) where the H100 test log says so, else None. The log only showed
-    whether some algorithm ran without workspace; which one runs instead is assumed."""
+    """(runs, workspace-free) where the H100 test log says so, else None. The log showed only
+    whether some algorithm ran, and whether one ran without workspace; which ones do, and
+    with how much, is assumed."""
     kernel, dtype, layout = problem.kernel, problem.dtype, problem.layout
     gemm = name in _GEMM[kernel]
     if layout == "NDHWC" and dtype == "float64" and kernel == "forward":
@@ -156,8 +157,7 @@ def _observed_runs(problem: SimProblem, name: str) -> tuple[bool, bool] | None:
     )
     if not (no_free and gemm):
         return None
-    # The workspace-free algorithm does not run; the other GEMM variants need workspace.
-    return (kernel, name) not in _WORKSPACE_FREE, False
+    return True, False  # the GEMM variants run, each with workspace (assumed)
 
 
 def _macs(problem: SimProblem) -> int:
@@ -237,11 +237,19 @@ class Capabilities:
         self._probed: dict[tuple[object, ...], tuple[bool, bool, str]] = {}
         self._contract = {what: (status, "assumed") for what, status in _CONTRACT.items()}
         for name, probe in probes:
+            # A cell runs if it ran at every micro-batch probed, and is workspace-free if it
+            # needed none at any.
             for row in probe["cells"]:
                 key = tuple(row["cell"])
-                self._probed[key] = (row["status"] == 0, row["workspace_bytes"] == 0, name)
+                runs, free, _ = self._probed.get(key, (True, True, name))
+                self._probed[key] = (
+                    runs and row["status"] == 0,
+                    free and row["workspace_bytes"] == 0,
+                    name,
+                )
             for what, status in probe.get("contract", {}).items():
-                self._contract[what] = (status, f"probed:{name}")
+                if isinstance(status, int):  # not "failed: ..." (the probe's own failure)
+                    self._contract[what] = (status, f"probed:{name}")
 
     def contract_status(self, what: str) -> tuple[int, str]:
         """The status cuDNN gives for a broken contract, and where that is known from."""

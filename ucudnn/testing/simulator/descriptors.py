@@ -36,7 +36,7 @@ NOT_SUPPORTED = 3000
 
 
 class _Tracked:
-    """A descriptor with an address-like `ptr`, counted by the leak report while alive."""
+    """A descriptor, counted by the leak report while alive."""
 
     def __init__(self) -> None:
         self._ptr = DEVICE.new_handle("descriptor", self)
@@ -45,12 +45,16 @@ class _Tracked:
         if getattr(self, "_ptr", 0):
             DEVICE.release_handle(self._ptr)
 
+
+class _Addressed(_Tracked):
+    """A descriptor whose C handle the binding shows as `ptr`."""
+
     @property
     def ptr(self) -> int:
         return self._ptr
 
 
-class TensorDescriptor(_Tracked):
+class TensorDescriptor(_Addressed):
     """An Nd tensor: dtype name, logical dims (N, C, *spatial) and element strides."""
 
     def __init__(self, dtype: str, dims: Any, strides: Any) -> None:
@@ -92,7 +96,7 @@ def _check_tensor(dims: tuple[int, ...], strides: tuple[int, ...]) -> None:
         raise cudnn_error(NOT_SUPPORTED, call, "the tensor spans more than 2**31 - 1 elements")
 
 
-class FilterDescriptor(_Tracked):
+class FilterDescriptor(_Addressed):
     """A filter: dtype name, layout name and logical dims (K, C/groups, *spatial)."""
 
     def __init__(self, dtype: str, layout: str, dims: Any) -> None:
@@ -125,13 +129,15 @@ class FilterDescriptor(_Tracked):
     def dims(self) -> tuple[int, ...]:
         return self._dims
 
-    @property
-    def strides(self) -> tuple[int, ...]:
-        """Element strides in logical order, packed in the filter's layout."""
-        return packed_strides(self._dims, channels_last=self._layout in ("NHWC", "NDHWC"))
-
     def __repr__(self) -> str:
         return f"FilterDescriptor({self._dtype!r}, {self._layout!r}, dims={self._dims})"
+
+
+def element_strides(desc: TensorDescriptor | FilterDescriptor) -> tuple[int, ...]:
+    """A tensor's element strides in logical order; a filter is packed in its layout."""
+    if isinstance(desc, TensorDescriptor):
+        return desc.strides
+    return packed_strides(desc.dims, channels_last=desc.layout in ("NHWC", "NDHWC"))
 
 
 def packed_strides(dims: tuple[int, ...], channels_last: bool) -> tuple[int, ...]:
@@ -145,7 +151,7 @@ def packed_strides(dims: tuple[int, ...], channels_last: bool) -> tuple[int, ...
     return tuple(strides)
 
 
-class ConvolutionDescriptor(_Tracked):
+class ConvolutionDescriptor(_Addressed):
     """Padding, stride and dilation per spatial dim, mode, compute dtype, groups, math type."""
 
     def __init__(

@@ -29,7 +29,7 @@ def to_tf32(values: Array) -> Array:
     """float32 values rounded to TF32's 10 explicit mantissa bits, to nearest even."""
     values = np.ascontiguousarray(values, dtype=np.float32)
     bits = values.view(np.uint32)
-    rounded = (bits + np.uint32(0xFFF) + ((bits >> 13) & np.uint32(1))) & np.uint32(~0x1FFF)
+    rounded = (bits + np.uint32(0xFFF) + ((bits >> 13) & np.uint32(1))) & np.uint32(0xFFFFE000)
     return np.where(np.isnan(values), values, rounded.view(np.float32))
 
 

@@ -8,12 +8,13 @@ from typing import Any
 import numpy as np
 
 from ucudnn.core.array import bfloat16_bits, bfloat16_values
-from ucudnn.testing.simulator.convert import cudnn_error
+from ucudnn.testing.simulator.convert import cuda_error, cudnn_error
 from ucudnn.testing.simulator.descriptors import (
     ITEMSIZE,
     NOT_SUPPORTED,
     FilterDescriptor,
     TensorDescriptor,
+    element_strides,
     extent_bytes,
     packed_bytes,
 )
@@ -21,6 +22,7 @@ from ucudnn.testing.simulator.device import DEVICE
 from ucudnn.testing.simulator.memory import ConformanceError, Span
 
 Array = np.ndarray[Any, np.dtype[Any]]
+_MISALIGNED_ADDRESS = 716  # cudaErrorMisalignedAddress
 _STORAGE = {"float32": np.float32, "float16": np.float16, "bfloat16": np.uint16,
             "float64": np.float64}  # fmt: skip
 
@@ -69,18 +71,21 @@ def operand(
     call: str,
 ) -> Operand:
     """The tensor `desc` describes at `ptr`, refused as cuDNN or the device would refuse it."""
-    if any(s < 0 for s in desc.strides):
-        raise cudnn_error(NOT_SUPPORTED, call, f"{name} has negative strides {desc.strides}")
+    strides = element_strides(desc)
+    if any(s < 0 for s in strides):
+        raise cudnn_error(NOT_SUPPORTED, call, f"{name} has negative strides {strides}")
     if ptr % ITEMSIZE[desc.dtype]:
         status, provenance = DEVICE.caps.contract_status("misaligned_pointer")
+        if status == 0:  # cuDNN does not check: its kernel faults on the device instead
+            raise cuda_error(_MISALIGNED_ADDRESS, call)
         raise cudnn_error(
             status,
             call,
             f"{name} at {ptr:#x} is not aligned to its {ITEMSIZE[desc.dtype]}-byte elements "
             f"(status {provenance})",
         )
-    span = DEVICE.span(ptr, extent_bytes(desc.dims, desc.strides, desc.dtype), name, call)
-    return Operand(name, desc.dtype, desc.dims, desc.strides, span)
+    span = DEVICE.span(ptr, extent_bytes(desc.dims, strides, desc.dtype), name, call)
+    return Operand(name, desc.dtype, desc.dims, strides, span)
 
 
 def check_disjoint(output: Operand, others: list[Operand], call: str) -> None:
