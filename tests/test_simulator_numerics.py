@@ -115,8 +115,10 @@ def test_framework_operations_on_hand_computed_cases() -> None:
     )
 
 
-@pytest.mark.parametrize(("algorithm", "mode"), itertools.product(("accurate", "log"),
-                                                                  ("channel", "instance")))  # fmt: skip
+SOFTMAXES = list(itertools.product(("accurate", "log"), ("channel", "instance")))
+
+
+@pytest.mark.parametrize(("algorithm", "mode"), SOFTMAXES)
 def test_softmax_backward_is_the_gradient_of_forward(algorithm, mode) -> None:
     rng = np.random.default_rng(2)
     x, dy = rng.standard_normal((2, 3, 2, 2)), rng.standard_normal((2, 3, 2, 2))
