@@ -71,57 +71,58 @@ def _sim_problem(problem: ConvProblem, kernel: str) -> SimProblem:
     )  # fmt: skip
 
 
-def _status(exc: UcudnnError) -> tuple[int, str]:
+def _status(exc: UcudnnError) -> int:
+    """A cuDNN status, or a CUDA runtime error code (below 1000) for a fault on the device."""
     if isinstance(exc, CudnnError):
-        return exc.status, exc.status_name
+        return exc.status
     assert isinstance(exc, CudaError)
-    return exc.code, exc.name
+    return exc.code
 
 
 def probe_cells(deadline: float) -> tuple[list[dict[str, object]], bool]:
-    """Rows for every (problem, kernel, micro-batch, algorithm) reached before `deadline`."""
+    """For each cell reached before `deadline`: per micro-batch, the status of running each
+    algorithm and the workspace it asked for: {"cell": [...], "results": {b: [status, ws]}}."""
     handle = _cudnn.Handle()
-    rows: list[dict[str, object]] = []
-    for problem in problems():
-        for kernel in ("forward", "backward_data", "backward_filter"):
-            for b in MICRO_BATCHES:
-                if time.monotonic() > deadline:
-                    return rows, False
-                rows += _probe(handle, problem.with_batch(b), kernel)
-    return rows, True
+    cells: dict[tuple[object, ...], dict[str, list[int]]] = {}
+    complete = True
+    for problem, kernel, b in itertools.product(
+        problems(), ("forward", "backward_data", "backward_filter"), MICRO_BATCHES
+    ):
+        if time.monotonic() > deadline:
+            complete = False
+            break
+        for key, result in _probe(handle, problem.with_batch(b), kernel):
+            cells.setdefault(key, {})[str(b)] = result
+    return [{"cell": list(k), "results": v} for k, v in cells.items()], complete
 
 
-def _probe(handle: _cudnn.Handle, problem: ConvProblem, kernel: str) -> list[dict[str, object]]:
+def _probe(
+    handle: _cudnn.Handle, problem: ConvProblem, kernel: str
+) -> list[tuple[tuple[object, ...], list[int]]]:
     descs = backend.ProblemDescriptors(problem)
     buffers = [_cuda.DeviceBuffer(problem.nbytes(t)) for t in ("x", "w", "y")]
     for buffer in buffers:
         _cuda.memset(buffer.ptr, 0, buffer.nbytes)
     x, w, y = (b.ptr for b in buffers)
-    rows = []
+    found = []
     for algo in range(len(_cudnn.ALGORITHMS[kernel])):
-        row: dict[str, object] = {
-            "cell": list(cell(_sim_problem(problem, kernel), algo)),
-            "micro_batch": problem.batch,
-            "algo": algo,
-        }
+        need = 0
         try:
             need = backend.workspace_size(
                 handle, descs, kernel, problem.batch, algo, problem.math_type
             )
-            row["workspace_bytes"] = need
             workspace = _cuda.DeviceBuffer(need)
             backend.run(handle, descs, kernel, problem.batch, algo, problem.math_type, 1.0,
                         0.0, x, w, y, workspace.ptr, need)  # fmt: skip
             _cuda.stream_synchronize(0)
             workspace.release()
-            row["status"], row["status_name"] = 0, "CUDNN_STATUS_SUCCESS"
+            status = 0
         except (CudnnError, CudaError) as exc:
-            row["status"], row["status_name"] = _status(exc)
-            row.setdefault("workspace_bytes", 0)
-        rows.append(row)
+            status = _status(exc)
+        found.append((cell(_sim_problem(problem, kernel), algo), [status, need]))
     for buffer in buffers:
         buffer.release()
-    return rows
+    return found
 
 
 # --- broken contracts, each in its own process -----------------------------------------------
@@ -158,7 +159,7 @@ def contract(what: str) -> int:
             return max(set(needy), key=needy.count) if needy else 0
         _cuda.device_synchronize()
     except (CudnnError, CudaError) as exc:
-        return _status(exc)[0]
+        return _status(exc)
     return 0
 
 
@@ -211,9 +212,8 @@ def main() -> None:
         "contract": {what: _contract_in_subprocess(what) for what in CONTRACTS},
         "cells": rows,
     }
-    args.out.write_text(json.dumps(document, indent=1))
-    ran = sum(1 for row in rows if row["status"] == 0)
-    print(f"{args.out}: {len(rows)} rows ({ran} ran), complete={complete}, "
+    args.out.write_text(json.dumps(document, separators=(",", ":")))
+    print(f"{args.out}: {len(rows)} cells, complete={complete}, "
           f"contract statuses {document['contract']}")  # fmt: skip
 
 

@@ -117,8 +117,7 @@ def test_fuzzing_keeps_what_was_measured_and_reshuffles_the_rest() -> None:
 
 def test_a_probe_file_overrides_the_model(tmp_path) -> None:
     p = _problem("forward", 2, "NHWC", "float32", "fma", (4, 8), (9, 10))
-    row = {"cell": list(capabilities.cell(p, 0)), "micro_batch": 2, "algo": 0, "status": 3000,
-           "status_name": "CUDNN_STATUS_NOT_SUPPORTED", "workspace_bytes": 0}  # fmt: skip
+    row = {"cell": list(capabilities.cell(p, 0)), "results": {"1": [0, 0], "2": [3000, 0]}}
     contract = {"workspace_too_small": 2006, "misaligned_pointer": "failed: x"}
     probe = {"format": "ucudnn-capability-probe", "version": 1, "cells": [row],
              "contract": contract}  # fmt: skip

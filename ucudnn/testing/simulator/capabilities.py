@@ -240,11 +240,10 @@ class Capabilities:
             # A cell runs if it ran at every micro-batch probed, and is workspace-free if it
             # needed none at any.
             for row in probe["cells"]:
-                key = tuple(row["cell"])
-                runs, free, _ = self._probed.get(key, (True, True, name))
-                self._probed[key] = (
-                    runs and row["status"] == 0,
-                    free and row["workspace_bytes"] == 0,
+                results = row["results"].values()  # [status, workspace] per micro-batch
+                self._probed[tuple(row["cell"])] = (
+                    all(status == 0 for status, _ in results),
+                    all(workspace == 0 for _, workspace in results),
                     name,
                 )
             for what, status in probe.get("contract", {}).items():
