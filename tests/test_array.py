@@ -294,6 +294,7 @@ def test_interface_import_orders_after_the_producer_stream() -> None:
 
 
 @pytest.mark.gpu
+@pytest.mark.hardware("PyTorch and CuPy allocate on a real GPU, not on the simulated one")
 def test_torch_and_cupy_exchange_without_copies() -> None:
     exchanged = 0
     try:

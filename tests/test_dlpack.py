@@ -333,6 +333,7 @@ def _cuda_libraries() -> list:
 
 
 @pytest.mark.gpu
+@pytest.mark.hardware("PyTorch and CuPy allocate on a real GPU, not on the simulated one")
 def test_cuda_tensors_round_trip_through_dlpack() -> None:
     host = np.arange(24, dtype=np.float32).reshape(4, 6)
     for name, to_device, _ in _cuda_libraries():
@@ -345,6 +346,7 @@ def test_cuda_tensors_round_trip_through_dlpack() -> None:
 
 
 @pytest.mark.gpu
+@pytest.mark.hardware("PyTorch and CuPy allocate on a real GPU, not on the simulated one")
 def test_the_handle_takes_dlpack_tensors(tmp_path) -> None:
     from tests import reference_conv as ref
     from ucudnn.runtime.check import normalised_l2, tolerance

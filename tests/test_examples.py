@@ -25,6 +25,7 @@ from examples.tiny_caffe.layers import (
     SoftmaxWithLoss,
 )
 from examples.tiny_caffe.net import Net
+from tests.conftest import simulated
 from ucudnn._native import _cuda, _cudnn
 from ucudnn.core.problem import packed_strides
 from ucudnn.errors import NoDeviceError
@@ -198,6 +199,7 @@ def test_numpy_conv_matches_numpy(database: Path) -> None:
     match = re.search(r"normalised L2 difference from NumPy: (\S+)", done.stdout)
     assert match, done.stdout
     assert float(match.group(1)) < 1e-5  # fp32 with TF32 off against a float64 reference
+    assert (" on SIMULATED " in done.stdout) == simulated()
 
 
 @pytest.mark.gpu
@@ -219,3 +221,4 @@ def test_micro_batched_training_tracks_undivided(
     out = capsys.readouterr().out
     assert status == 0, out
     assert re.search(r"max relative loss difference .*\bok$", out, re.MULTILINE), out
+    assert out.startswith("device: SIMULATED ") == simulated()

@@ -231,6 +231,10 @@ def test_workspace_stays_within_the_limit(tmp_path, mode) -> None:
 
 
 @pytest.mark.gpu
+@pytest.mark.hardware(
+    "it starves the real allocator by cudaMemGetInfo; the simulator tests the same fallback "
+    "by fault injection (tests/test_simulator.py)"
+)
 def test_allocation_failure_falls_back_and_stays_correct(tmp_path) -> None:
     from ucudnn._native import _cuda
     from ucudnn.runtime.handle import Handle

@@ -5,10 +5,15 @@ which only building a network and benchmarking need, so that importing stays lig
 
 from __future__ import annotations
 
+import ast
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
+
+import ucudnn
 
 HEAVY = (
     "ucudnn._native._cuda",
@@ -50,3 +55,41 @@ def test_import_loads_nothing_heavy(statement: str) -> None:
         check=True,
     )
     assert result.stdout.strip() == ""
+
+
+def test_only_the_switch_imports_the_simulator() -> None:
+    """Production code reaches ucudnn.testing through ucudnn._native's UCUDNN_DEVICE switch
+    alone, so the simulator is never imported, nor chosen, implicitly."""
+    root = Path(ucudnn.__file__).parent
+    importers = []
+    for path in sorted(root.rglob("*.py")):
+        if root / "testing" in path.parents:
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = (
+                [node.module or ""]
+                if isinstance(node, ast.ImportFrom)
+                else [alias.name for alias in node.names]
+                if isinstance(node, ast.Import)
+                else []
+            )
+            if any(name.startswith("ucudnn.testing") for name in names):
+                importers.append(str(path.relative_to(root)))
+    assert importers == ["_native/__init__.py"]
+
+
+@pytest.mark.parametrize(("device", "simulated"), [("", False), ("gpu", False), ("sim", True)])
+def test_the_switch_alone_decides(device, simulated) -> None:
+    code = "import ucudnn._native as n, sys; print(n.SIMULATED, 'ucudnn.testing' in sys.modules)"
+    env = {**os.environ, "UCUDNN_DEVICE": device}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                          check=True)  # fmt: skip
+    assert done.stdout.split() == [str(simulated)] * 2
+
+
+def test_an_unknown_device_is_refused_by_name() -> None:
+    code = "import ucudnn._native"
+    env = {**os.environ, "UCUDNN_DEVICE": "tpu"}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert done.returncode == 1
+    assert "UCUDNN_DEVICE='tpu': expected 'gpu' (the default) or 'sim'" in done.stderr

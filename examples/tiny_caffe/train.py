@@ -164,6 +164,8 @@ def main(argv: list[str] | None = None) -> int:
     except NoDeviceError as exc:
         print(f"no GPU: tiny_caffe trains on the device, nothing to run ({exc})")
         return 0
+    # "SIMULATED ..." on the simulated device (UCUDNN_DEVICE=sim): nothing then runs on a GPU.
+    print(f"device: {_cuda.device_properties(_cuda.get_device())['name']}")
     options = dict(
         iterations=args.iterations, batch=args.batch, workspace_limit=limit, seed=args.seed,
         lr=args.lr, momentum=args.momentum, log_every=args.log_every,
