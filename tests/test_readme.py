@@ -5,6 +5,7 @@ points at a section that exists."""
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import re
 import shlex
 from pathlib import Path
@@ -38,8 +39,14 @@ def test_each_ucudnn_command_parses(line: str) -> None:
 @pytest.mark.parametrize("line", [line for line in SHELL_LINES if not line.startswith("ucudnn ")])
 def test_each_other_command_runs_something_that_exists(line: str) -> None:
     words = shlex.split(line)
+    while re.fullmatch(r"[A-Z_]+=\S*", words[0]):  # VARIABLE=value before the command
+        words = words[1:]
     program, *rest = words
-    if program in ("bash", "python"):
+    if program == "ucudnn":
+        assert callable(build_parser().parse_args(rest).func), line
+    elif Path(program).name == "python" and rest[0] == "-m":
+        assert importlib.util.find_spec(rest[1]) is not None, line
+    elif program in ("bash", "python"):
         assert (ROOT / rest[0]).is_file(), line
     elif program == "pip":
         assert rest[0] == "install", line

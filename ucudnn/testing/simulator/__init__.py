@@ -15,6 +15,10 @@ the leak report. Configuration is by environment (see `ucudnn.testing.simulator.
 
 from __future__ import annotations
 
+import atexit
+import gc
+import logging
+import os
 import sys
 from collections.abc import Callable
 
@@ -42,7 +46,9 @@ __all__ = [
     "withhold_memory",
 ]
 
+logger = logging.getLogger(__name__)
 EXECUTION_FAILED = 5000
+LEAKS_VARIABLE = "UCUDNN_SIM_LEAKS"
 _CALLS = {"forward": "cudnnConvolutionForward", "backward_data": "cudnnConvolutionBackwardData",
           "backward_filter": "cudnnConvolutionBackwardFilter"}  # fmt: skip
 
@@ -58,6 +64,7 @@ def install() -> tuple[LoadedLibrary, ...]:
     if package is not None:
         package._cuda = cuda  # type: ignore[attr-defined]
         package._cudnn = cudnn  # type: ignore[attr-defined]
+    atexit.register(_report_leaks)
     found_by = f"UCUDNN_DEVICE=sim ({DEVICE.caps.name})"
     return (
         LoadedLibrary("cuDNN", "libcudnn.so.9", "simulated: ucudnn.testing.simulator", found_by),
@@ -65,6 +72,20 @@ def install() -> tuple[LoadedLibrary, ...]:
             "CUDA runtime", "libcudart.so.13", "simulated: ucudnn.testing.simulator", found_by
         ),
     )
+
+
+def _report_leaks() -> None:
+    """With UCUDNN_SIM_LEAKS set, log at exit what the program still held, where it was made."""
+    if os.environ.get(LEAKS_VARIABLE, "").strip() in ("", "0"):
+        return
+    gc.collect()
+    leaks = DEVICE.leaks()
+    if leaks:
+        logger.warning(
+            "simulated device: %d still held at exit:\n  %s",
+            len(leaks),
+            "\n  ".join(map(str, leaks)),
+        )
 
 
 def installed() -> bool:
