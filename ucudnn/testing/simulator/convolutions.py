@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from ucudnn.core.problem import LAYOUTS as _LAYOUTS, packed_strides
 from ucudnn.testing.simulator import numerics
 from ucudnn.testing.simulator.capabilities import ALGORITHMS
 from ucudnn.testing.simulator.convert import cudnn_error, to_int
@@ -20,7 +21,6 @@ from ucudnn.testing.simulator.descriptors import (
     ConvolutionDescriptor,
     FilterDescriptor,
     TensorDescriptor,
-    packed_strides,
 )
 from ucudnn.testing.simulator.device import DEVICE, CallRecord
 from ucudnn.testing.simulator.faults import Context
@@ -44,7 +44,6 @@ _C_NAMES = {"forward": "Forward", "backward_data": "BackwardData",
 # The compute types cuDNN's legacy convolutions take for each data type.
 _COMPUTE = {"float32": ("float32",), "float16": ("float32", "float16"),
             "bfloat16": ("float32",), "float64": ("float64",)}  # fmt: skip
-_LAYOUTS = {2: ("NCHW", "NHWC"), 3: ("NCDHW", "NDHWC")}
 
 
 def c_call(kernel: Kernel, what: str) -> str:
@@ -112,11 +111,8 @@ class Descriptors:
 
 
 def _layout(x: TensorDescriptor, y: TensorDescriptor) -> str:
-    names = _LAYOUTS.get(len(x.dims) - 2)
-    if names is None:
-        return "strided"
-    for name, channels_last in zip(names, (False, True), strict=True):
-        if all(t.strides == packed_strides(t.dims, channels_last) for t in (x, y)):
+    for name in _LAYOUTS.get(len(x.dims) - 2, ()):
+        if all(t.strides == packed_strides(t.dims, name) for t in (x, y)):
             return name
     return "strided"
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from ucudnn.core.problem import packed_strides
 from ucudnn.testing.simulator.convert import (
     DIM_MAX,
     INT_MAX,
@@ -137,18 +138,7 @@ def element_strides(desc: TensorDescriptor | FilterDescriptor) -> tuple[int, ...
     """A tensor's element strides in logical order; a filter is packed in its layout."""
     if isinstance(desc, TensorDescriptor):
         return desc.strides
-    return packed_strides(desc.dims, channels_last=desc.layout in ("NHWC", "NDHWC"))
-
-
-def packed_strides(dims: tuple[int, ...], channels_last: bool) -> tuple[int, ...]:
-    """Element strides, in logical order (N, C, *spatial), of a packed tensor."""
-    order = [0, *range(2, len(dims)), 1] if channels_last else list(range(len(dims)))
-    strides = [0] * len(dims)
-    step = 1
-    for axis in reversed(order):
-        strides[axis] = step
-        step *= dims[axis]
-    return tuple(strides)
+    return packed_strides(desc.dims, desc.layout)
 
 
 class ConvolutionDescriptor(_Addressed):
