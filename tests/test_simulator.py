@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import warnings
 
 import numpy as np
 import pytest
@@ -301,3 +302,32 @@ def test_no_device_paths(tmp_path) -> None:
     done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
                           check=True)  # fmt: skip
     assert done.stdout.splitlines() == ["no CUDA device (cudaErrorNoDevice)", "NoDeviceError 100"]
+
+
+def test_the_numpy_api_falls_back_when_memory_is_short(sim) -> None:
+    """Planned with memory, then run without: conv_forward warns, runs a plan that needs less,
+    and is still right. A problem first met with little memory is benchmarked within it."""
+    import ucudnn
+    from ucudnn._native import _cuda
+    from ucudnn.errors import WorkspaceFallbackWarning
+    from ucudnn.faces.numpy_api import release_handles
+
+    rng = np.random.default_rng(9)
+    # (batch, room for how many copies of the arrays, whether the planned workspace is gone)
+    for batch, room, warns in ((8, None, False), (8, 1, True), (4, 3, False)):
+        problem = ConvProblem.create(batch, 64, 64, (28, 28), 3, padding=1, math_type="fma")
+        x = rng.standard_normal(problem.x_shape).astype(np.float32)
+        w = rng.standard_normal(problem.w_shape).astype(np.float32)
+        if room is not None:
+            release_handles()
+            sim.reset()
+            free = _cuda.mem_get_info()[0]
+            granules = sum(-(-problem.nbytes(t) // (2 * MiB)) * 2 * MiB for t in "xwy")
+            sim.withhold_memory(free - room * granules)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            y = ucudnn.conv_forward(x, w, padding=1, workspace_limit="1GiB", allow_tf32=False)
+        fell_back = [c for c in caught if issubclass(c.category, WorkspaceFallbackWarning)]
+        assert bool(fell_back) == warns
+        expected = ref.forward(problem, x, w)
+        assert normalised_l2(y, expected) <= tolerance(problem, same_algorithm=False)

@@ -18,7 +18,7 @@ from typing import Never, cast
 from tqdm import tqdm
 
 from ucudnn._native import _cuda, _cudnn
-from ucudnn.core.arena import GrowingArena
+from ucudnn.core.arena import Arena, GrowingArena
 from ucudnn.core.facts import DeviceFacts
 from ucudnn.core.problem import ConvProblem
 from ucudnn.errors import CudaOutOfMemoryError, CudnnError
@@ -216,8 +216,7 @@ class Benchmarker:
         descs = backend.ProblemDescriptors(problem)
         b = problem.batch
         at = buffers.at_sample(steps.benchmark_first_sample(problem, b))
-        find_bytes = self._find_workspace_bytes(descs, kernel)
-        workspace = self._workspace.ensure(find_bytes)
+        workspace, find_bytes = self._find_workspace(self._find_workspace_bytes(descs, kernel))
         perfs = backend.find(
             self.handle, descs, kernel, b, at["x"], at["w"], at["y"], workspace.ptr, find_bytes
         )
@@ -237,6 +236,19 @@ class Benchmarker:
                     descs, kernel, perf.algo, math_type, perf.deterministic, at
                 )
         return list(results.values())
+
+    def _find_workspace(self, nbytes: int) -> tuple[Arena, int]:
+        """Find's workspace: `nbytes`, or, when the device cannot give that much, the most it
+        can, halving down to none (Find then reports what needs more as not run, and timing
+        leaves it out)."""
+        while True:
+            try:
+                return self._workspace.ensure(nbytes), nbytes
+            except CudaOutOfMemoryError:
+                if nbytes == 0:
+                    raise
+                logger.info("no memory for %d bytes of Find workspace; trying half", nbytes)
+                nbytes = nbytes // 2 if nbytes > 1024 else 0
 
     def _find_workspace_bytes(self, descs: backend.ProblemDescriptors, kernel: str) -> int:
         """As much workspace as the hungriest algorithm within the cap needs, under the
