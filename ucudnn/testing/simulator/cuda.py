@@ -14,7 +14,7 @@ import numpy as np
 
 from ucudnn.testing.simulator import statuses
 from ucudnn.testing.simulator.convert import cuda_error, to_address, to_c_int, to_int, to_size
-from ucudnn.testing.simulator.device import DEVICE, EventState, StreamState
+from ucudnn.testing.simulator.device import DEVICE, EventState, SimDevice, StreamState
 from ucudnn.testing.simulator.faults import Context
 from ucudnn.testing.simulator.memory import IllegalAddressError, Span
 
@@ -132,9 +132,10 @@ class DeviceBuffer:
             self._ptr = _malloc(n)
         self._nbytes = n
 
-    def __del__(self) -> None:
+    # The device is bound as a default: at interpreter exit module globals may be gone.
+    def __del__(self, _device: SimDevice = DEVICE) -> None:
         if getattr(self, "_ptr", 0):
-            DEVICE.free(self._ptr)
+            _device.free(self._ptr)
 
     @property
     def ptr(self) -> int:
@@ -268,9 +269,9 @@ class Stream:
         self._stream = DEVICE.new_handle("stream", self)
         DEVICE.streams[self._stream] = StreamState(blocking=not non_blocking)
 
-    def __del__(self) -> None:
+    def __del__(self, _device: SimDevice = DEVICE) -> None:
         if getattr(self, "_stream", 0):
-            _destroy_stream(self._stream)
+            _device.destroy_stream(self._stream)
 
     def _live(self) -> int:
         if not self._stream:
@@ -287,12 +288,7 @@ class Stream:
     def destroy(self) -> None:
         stream, self._stream = self._stream, 0
         if stream:
-            _destroy_stream(stream)
-
-
-def _destroy_stream(stream: int) -> None:
-    DEVICE.streams.pop(stream, None)
-    DEVICE.release_handle(stream)
+            DEVICE.destroy_stream(stream)
 
 
 class Event:
@@ -303,9 +299,9 @@ class Event:
         self._event = DEVICE.new_handle("event", self)
         DEVICE.events[self._event] = EventState(timing=bool(timing))
 
-    def __del__(self) -> None:
+    def __del__(self, _device: SimDevice = DEVICE) -> None:
         if getattr(self, "_event", 0):
-            _destroy_event(self._event)
+            _device.destroy_event(self._event)
 
     def _live(self) -> EventState:
         if not self._event:
@@ -340,12 +336,7 @@ class Event:
     def destroy(self) -> None:
         event, self._event = self._event, 0
         if event:
-            _destroy_event(event)
-
-
-def _destroy_event(event: int) -> None:
-    DEVICE.events.pop(event, None)
-    DEVICE.release_handle(event)
+            DEVICE.destroy_event(event)
 
 
 def stream_wait_event(stream: object, event: Event) -> None:

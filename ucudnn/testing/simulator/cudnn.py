@@ -37,7 +37,7 @@ from ucudnn.testing.simulator.descriptors import (  # the binding's name tables
     PoolingDescriptor,
     TensorDescriptor,
 )
-from ucudnn.testing.simulator.device import DEVICE
+from ucudnn.testing.simulator.device import DEVICE, SimDevice
 from ucudnn.testing.simulator.operations import apply, same_dims
 
 # The classes are this module's, as in the binding (the stub test holds the surface to it).
@@ -78,9 +78,9 @@ class Handle:
         self._stream = 0
         self._handle = DEVICE.new_handle("cudnn handle", self)
 
-    def __del__(self) -> None:
+    def __del__(self, _device: SimDevice = DEVICE) -> None:  # bound: globals go at exit
         if getattr(self, "_handle", 0):
-            DEVICE.release_handle(self._handle)
+            _device.release_handle(self._handle)
 
     def _live(self) -> int:
         if not self._handle:

@@ -19,7 +19,7 @@ from ucudnn.testing.simulator.convert import (
     lookup,
     to_c_int,
 )
-from ucudnn.testing.simulator.device import DEVICE
+from ucudnn.testing.simulator.device import DEVICE, SimDevice
 
 # Enum values of cudnnDataType_t, cudnnMathType_t, ... (cudnn_graph.h, cudnn_ops.h).
 DTYPES = {"float32": 0, "float16": 2, "bfloat16": 9, "float64": 1}
@@ -42,9 +42,9 @@ class _Tracked:
     def __init__(self) -> None:
         self._ptr = DEVICE.new_handle("descriptor", self)
 
-    def __del__(self) -> None:
+    def __del__(self, _device: SimDevice = DEVICE) -> None:  # bound: globals go at exit
         if getattr(self, "_ptr", 0):
-            DEVICE.release_handle(self._ptr)
+            _device.release_handle(self._ptr)
 
 
 class _Addressed(_Tracked):

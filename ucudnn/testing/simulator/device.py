@@ -160,6 +160,14 @@ class SimDevice:
         if tracked is not None:
             tracked.released = True
 
+    def destroy_stream(self, stream: int) -> None:
+        self.streams.pop(stream, None)
+        self.release_handle(stream)
+
+    def destroy_event(self, event: int) -> None:
+        self.events.pop(event, None)
+        self.release_handle(event)
+
     def allocate(self, nbytes: int) -> Allocation | None:
         """nbytes on the current device, or None when they do not fit."""
         self._serial += 1
