@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import gpu_available
+from tests.conftest import gpu_available, simulated
 from ucudnn.faces.cli import main
 from ucudnn.planner.networks import builtin_network
 from ucudnn.planner.synthetic import model_tables
@@ -158,6 +158,7 @@ def test_bench_twice_then_plan_from_the_export(capsys, tmp_path) -> None:
     assert main([*bench, "--quiet"]) == 0
     out = capsys.readouterr().out
     assert "0 problem sizes measured" in out.splitlines()[-1]
+    assert (" on SIMULATED " in out.splitlines()[-1]) == simulated()
     assert main(["plan", "--timings", str(exported), "--json"]) == 0
     plan = json.loads(capsys.readouterr().out)
     assert len(plan["kernels"]) == 15 and plan["timings_source"].endswith("alexnet.csv")

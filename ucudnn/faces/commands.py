@@ -200,8 +200,8 @@ def bench(args: argparse.Namespace) -> int:
         _emit(bench_document(network, policy, kernels, counts, elapsed, args.export, facts, tables))
         return 0
     print(
-        f"{args.network}: {kernels} kernels; {counts['measured']} problem sizes "
-        f"measured, {counts['cached']} served from the cache, in {elapsed:.1f} s"
+        f"{args.network}: {kernels} kernels on {facts.device_name}; {counts['measured']} "
+        f"problem sizes measured, {counts['cached']} served from the cache, in {elapsed:.1f} s"
     )
     if args.export:
         print(f"timings written to {args.export} (plan from them anywhere: ucudnn plan --timings)")
