@@ -331,3 +331,28 @@ def test_the_numpy_api_falls_back_when_memory_is_short(sim) -> None:
         assert bool(fell_back) == warns
         expected = ref.forward(problem, x, w)
         assert normalised_l2(y, expected) <= tolerance(problem, same_algorithm=False)
+
+
+def test_an_array_on_another_device_is_refused_by_name() -> None:
+    """UCUDNN_SIM_DEVICES=2: two devices, addresses apart, each array knowing its own."""
+    code = (
+        "import numpy as np\n"
+        "from ucudnn._native import _cuda\n"
+        "from ucudnn.core.array import DeviceArray\n"
+        "from ucudnn.core.problem import ConvProblem\n"
+        "from ucudnn.runtime.handle import Handle\n"
+        "problem = ConvProblem.create(1, 1, 1, (3, 3), 1)\n"
+        "_cuda.set_device(1)\n"
+        "x = DeviceArray.from_numpy(np.ones((1, 1, 3, 3), np.float32))\n"
+        "print(_cuda.device_count(), _cuda.pointer_device(x.ptr))\n"
+        "_cuda.set_device(0)\n"
+        "w, y = (DeviceArray.from_numpy(np.ones((1, 1, 1, 1), np.float32)) for _ in range(2))\n"
+        "try:\n"
+        "    Handle(workspace_limit=0, use_cache=False).forward(x, w, y, problem)\n"
+        "except ValueError as exc:\n"
+        "    print(exc)\n"
+    )
+    env = {**os.environ, "UCUDNN_DEVICE": "sim", "UCUDNN_SIM_DEVICES": "2"}
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                          check=True)  # fmt: skip
+    assert done.stdout.splitlines() == ["2 1", "x is on device 1, but this handle uses device 0"]
