@@ -391,7 +391,7 @@ def softmax_forward(algorithm: str, mode: str, x: Array) -> Array:
     if algorithm == "fast":
         e = np.exp(x)
         return e / _total(e, axes)
-    shifted = x - x.max(axis=axes, keepdims=True)
+    shifted: Array = x - x.max(axis=axes, keepdims=True)
     if algorithm == "log":
         return shifted - np.log(_total(np.exp(shifted), axes))
     if algorithm != "accurate":
@@ -407,7 +407,9 @@ def softmax_backward(algorithm: str, mode: str, y: Array, dy: Array) -> Array:
     y, dy = _acc(y), _acc(dy)
     axes = _softmax_axes(mode, y.ndim)
     if algorithm == "log":
-        return dy - np.exp(y) * _total(dy, axes)
-    if algorithm not in ("fast", "accurate"):
+        dx: Array = dy - np.exp(y) * _total(dy, axes)
+    elif algorithm in ("fast", "accurate"):
+        dx = y * (dy - _total(dy * y, axes))
+    else:
         raise ValueError(f"unknown softmax algorithm {algorithm!r}")
-    return y * (dy - _total(dy * y, axes))
+    return dx

@@ -1,6 +1,7 @@
-"""What the simulated libraries call their statuses: cudaGetErrorName/String and
-cudnnGetErrorString, as facts from the CUDA 13 and cuDNN 9 headers and runtimes (the differential
-test holds the names to the real bindings')."""
+"""What the simulated libraries call their statuses, as the real ones do: cudaGetErrorName and
+cudaGetErrorString (names from CUDA 13's driver_types.h, descriptions as libcudart gives them)
+and cudnnGetErrorString (every cudnnStatus_t of cuDNN 9's cudnn_graph.h). A differential test
+(tests/test_simulator_numerics.py) holds them to the real libraries."""
 
 from __future__ import annotations
 
@@ -83,12 +84,15 @@ _CUDNN_STATUSES = {
 
 
 def cuda_error_name(code: int) -> str:
+    """cudaGetErrorName: codes it does not know are "unrecognized error code", as there."""
     return _CUDA_ERRORS.get(code, (_UNRECOGNIZED, ""))[0]
 
 
 def cuda_error_string(code: int) -> str:
+    """cudaGetErrorString."""
     return _CUDA_ERRORS.get(code, ("", _UNRECOGNIZED))[1]
 
 
 def cudnn_status_name(status: int) -> str:
+    """cudnnGetErrorString: a status it does not know is "CUDNN_UNKNOWN_STATUS", as there."""
     return _CUDNN_STATUSES.get(status, "CUDNN_UNKNOWN_STATUS")
