@@ -191,14 +191,23 @@ def _device_span(ptr: int, nbytes: int, what: str, call: str) -> Span:
         raise cuda_error(_INVALID_VALUE, call) from exc
 
 
-def memcpy_htod(dst: object, src: object, nbytes: object, stream: object = 0) -> None:
-    d = to_address(dst, "dst")
+def _host_copy(
+    device: object, host: object, nbytes: object, stream: object, to_device: bool
+) -> tuple[int, int, int, memoryview]:
+    """A host<->device copy's arguments, checked as the runtime does before enqueueing:
+    (device address, byte count, stream, host view)."""
+    device_name, host_name = ("dst", "src") if to_device else ("src", "dst")
+    d = to_address(device, device_name)
     n = to_size(nbytes, "nbytes")
     s = to_address(stream, "stream")
-    view = _host_view(src, False, "src")
+    view = _host_view(host, not to_device, host_name)
     if n > view.nbytes:
         raise ValueError(f"nbytes={n} exceeds the {view.nbytes} bytes of the host buffer")
-    s = _stream(s, "cudaMemcpyAsync")
+    return d, n, _stream(s, "cudaMemcpyAsync"), view
+
+
+def memcpy_htod(dst: object, src: object, nbytes: object, stream: object = 0) -> None:
+    d, n, s, view = _host_copy(dst, src, nbytes, stream, to_device=True)
     if n:
         span = _device_span(d, n, "dst", "cudaMemcpyAsync")
         DEVICE.before_write(span, dense=True)
@@ -207,13 +216,7 @@ def memcpy_htod(dst: object, src: object, nbytes: object, stream: object = 0) ->
 
 
 def memcpy_dtoh(dst: object, src: object, nbytes: object, stream: object = 0) -> None:
-    source = to_address(src, "src")
-    n = to_size(nbytes, "nbytes")
-    s = to_address(stream, "stream")
-    view = _host_view(dst, True, "dst")
-    if n > view.nbytes:
-        raise ValueError(f"nbytes={n} exceeds the {view.nbytes} bytes of the host buffer")
-    s = _stream(s, "cudaMemcpyAsync")
+    source, n, s, view = _host_copy(src, dst, nbytes, stream, to_device=False)
     if n:
         span = _device_span(source, n, "src", "cudaMemcpyAsync")
         DEVICE.before_read(span)
