@@ -496,19 +496,43 @@ class ConvProblem:
 
     def describe(self) -> str:
         """Short human-readable form for error messages and reports."""
-        dims = "x".join(map(str, self.input_size))
-        filt = "x".join(map(str, self.filter_size))
-        extras = []
-        if any(p for p in self.padding):
-            extras.append(f"pad={','.join(map(str, self.padding))}")
-        if any(s != 1 for s in self.stride):
-            extras.append(f"stride={','.join(map(str, self.stride))}")
-        if any(d != 1 for d in self.dilation):
-            extras.append(f"dil={','.join(map(str, self.dilation))}")
-        if self.groups != 1:
-            extras.append(f"groups={self.groups}")
-        tail = (" " + " ".join(extras)) if extras else ""
-        return (
-            f"N={self.batch} C={self.in_channels}->K={self.out_channels} {dims} "
-            f"filter {filt}{tail} {self.layout} {self.dtype}"
+        return describe_convolution(
+            (self.batch, self.in_channels, *self.input_size),
+            (self.out_channels, self.in_channels // self.groups, *self.filter_size),
+            self.padding,
+            self.stride,
+            self.dilation,
+            self.groups,
+            self.layout,
+            self.dtype,
         )
+
+
+def describe_convolution(
+    x_dims: Sequence[int],
+    w_dims: Sequence[int],
+    padding: Sequence[int],
+    stride: Sequence[int],
+    dilation: Sequence[int],
+    groups: int,
+    layout: str,
+    dtype: str,
+) -> str:
+    """A convolution in one line, from its logical dims x (N, C, *spatial) and w (K, C/groups,
+    *filter): what error messages and reports show of a problem."""
+    n, c, *size = x_dims
+    k, _, *filt = w_dims
+    extras = []
+    if any(p for p in padding):
+        extras.append(f"pad={','.join(map(str, padding))}")
+    if any(s != 1 for s in stride):
+        extras.append(f"stride={','.join(map(str, stride))}")
+    if any(d != 1 for d in dilation):
+        extras.append(f"dil={','.join(map(str, dilation))}")
+    if groups != 1:
+        extras.append(f"groups={groups}")
+    tail = (" " + " ".join(extras)) if extras else ""
+    return (
+        f"N={n} C={c}->K={k} {'x'.join(map(str, size))} "
+        f"filter {'x'.join(map(str, filt))}{tail} {layout} {dtype}"
+    )

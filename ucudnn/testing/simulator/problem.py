@@ -8,6 +8,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Literal
 
+from ucudnn.core.problem import describe_convolution
+
 Kernel = Literal["forward", "backward_data", "backward_filter"]
 
 # cuDNN's statuses the model hands out (cudnn_graph.h).
@@ -54,19 +56,11 @@ class SimProblem:
 
     def describe(self) -> str:
         """One line for error messages, in ucudnn's words."""
-        n, c, *size = self.x_dims
-        k = self.w_dims[0]
-        text = (
-            f"{self.kernel} N={n} C={c}->K={k} {'x'.join(map(str, size))} "
-            f"filter {'x'.join(map(str, self.filter_size))}"
-        )
-        for name in ("padding", "stride", "dilation"):
-            value = getattr(self, name)
-            if any(v != (0 if name == "padding" else 1) for v in value):
-                text += f" {name}={','.join(map(str, value))}"
-        if self.groups != 1:
-            text += f" groups={self.groups}"
-        return f"{text} {self.layout} {self.dtype} ({self.math_type} math)"
+        text = describe_convolution(
+            self.x_dims, self.w_dims, self.padding, self.stride, self.dilation, self.groups,
+            self.layout, self.dtype,
+        )  # fmt: skip
+        return f"{self.kernel} {text} ({self.math_type} math)"
 
 
 @dataclasses.dataclass(frozen=True)
