@@ -14,7 +14,13 @@ import numpy as np
 
 from ucudnn.testing.simulator import statuses
 from ucudnn.testing.simulator.convert import cuda_error, to_address, to_c_int, to_int, to_size
-from ucudnn.testing.simulator.device import DEVICE, EventState, SimDevice, StreamState
+from ucudnn.testing.simulator.device import (
+    DEVICE,
+    Destroyable,
+    EventState,
+    SimDevice,
+    StreamState,
+)
 from ucudnn.testing.simulator.faults import Context
 from ucudnn.testing.simulator.memory import IllegalAddressError, Span
 
@@ -264,57 +270,40 @@ def stream_synchronize(stream: object) -> None:
     _stream(stream, "cudaStreamSynchronize")  # work is done when enqueued: nothing to wait for
 
 
-class Stream:
+class Stream(Destroyable):
     """A simulated stream; non-blocking with respect to the default stream."""
+
+    _KIND = _NAME = "stream"
 
     def __init__(self, non_blocking: bool = True) -> None:
         _check_devices("cudaStreamCreateWithFlags")
-        self._stream = DEVICE.new_handle("stream", self)
-        DEVICE.streams[self._stream] = StreamState(blocking=not non_blocking)
-
-    def __del__(self, _device: SimDevice = DEVICE) -> None:
-        if getattr(self, "_stream", 0):
-            _device.destroy_stream(self._stream)
-
-    def _live(self) -> int:
-        if not self._stream:
-            raise ValueError("the stream was destroyed")
-        return self._stream
+        super().__init__()
+        DEVICE.streams[self._number] = StreamState(blocking=not non_blocking)
 
     @property
     def handle(self) -> int:
-        return self._live()
+        return self._alive()
 
     def synchronize(self) -> None:
-        stream_synchronize(self._live())
-
-    def destroy(self) -> None:
-        stream, self._stream = self._stream, 0
-        if stream:
-            DEVICE.destroy_stream(stream)
+        stream_synchronize(self._alive())
 
 
-class Event:
+class Event(Destroyable):
     """A simulated event; timing events measure modelled milliseconds between records."""
+
+    _KIND = _NAME = "event"
 
     def __init__(self, timing: bool = True) -> None:
         _check_devices("cudaEventCreateWithFlags")
-        self._event = DEVICE.new_handle("event", self)
-        DEVICE.events[self._event] = EventState(timing=bool(timing))
-
-    def __del__(self, _device: SimDevice = DEVICE) -> None:
-        if getattr(self, "_event", 0):
-            _device.destroy_event(self._event)
+        super().__init__()
+        DEVICE.events[self._number] = EventState(timing=bool(timing))
 
     def _live(self) -> EventState:
-        if not self._event:
-            raise ValueError("the event was destroyed")
-        return DEVICE.events[self._event]
+        return DEVICE.events[self._alive()]
 
     @property
     def handle(self) -> int:
-        self._live()
-        return self._event
+        return self._alive()
 
     def record(self, stream: object = 0) -> None:
         state = self._live()
@@ -335,11 +324,6 @@ class Event:
         if not (start.timing and stop.timing) or None in (start.recorded_ms, stop.recorded_ms):
             raise cuda_error(_INVALID_RESOURCE_HANDLE, "cudaEventElapsedTime")
         return float(np.float32(stop.recorded_ms - start.recorded_ms))  # type: ignore[operator]
-
-    def destroy(self) -> None:
-        event, self._event = self._event, 0
-        if event:
-            DEVICE.destroy_event(event)
 
 
 def stream_wait_event(stream: object, event: Event) -> None:

@@ -37,7 +37,7 @@ from ucudnn.testing.simulator.descriptors import (  # the binding's name tables
     PoolingDescriptor,
     TensorDescriptor,
 )
-from ucudnn.testing.simulator.device import DEVICE, SimDevice
+from ucudnn.testing.simulator.device import DEVICE, Destroyable
 from ucudnn.testing.simulator.operations import apply, same_dims
 
 # The classes are this module's, as in the binding (the stub test holds the surface to it).
@@ -69,51 +69,38 @@ def cudart_version() -> int:
     return _CUDART_VERSION
 
 
-class Handle:
+class Handle(Destroyable):
     """A simulated cuDNN handle, bound to the current device."""
+
+    _KIND, _NAME = "cudnn handle", "cuDNN handle"
 
     def __init__(self) -> None:
         if not DEVICE.memories:
             raise cudnn_error(_NOT_INITIALIZED, "cudnnCreate", "there is no device")
         self._stream = 0
-        self._handle = DEVICE.new_handle("cudnn handle", self)
-
-    def __del__(self, _device: SimDevice = DEVICE) -> None:  # bound: globals go at exit
-        if getattr(self, "_handle", 0):
-            _device.release_handle(self._handle)
-
-    def _live(self) -> int:
-        if not self._handle:
-            raise ValueError("the cuDNN handle was destroyed")
-        return self._handle
+        super().__init__()
 
     @property
     def ptr(self) -> int:
-        return self._live()
+        return self._alive()
 
     @property
     def stream(self) -> int:
-        self._live()
+        self._alive()
         return self._stream
 
     def set_stream(self, stream: int) -> None:
-        self._live()
+        self._alive()
         handle = to_address(stream, "stream")
         if DEVICE.stream(handle) is None:
             raise cudnn_error(_BAD_PARAM, "cudnnSetStream", f"{handle:#x} is not a live stream")
         self._stream = handle
-
-    def destroy(self) -> None:
-        handle, self._handle = self._handle, 0
-        if handle:
-            DEVICE.release_handle(handle)
 
 
 def _live(handle: Handle) -> int:
     if not isinstance(handle, Handle):
         got = "None" if handle is None else type(handle).__name__
         raise TypeError(f"Argument 'handle' has incorrect type (expected Handle, got {got})")
-    handle._live()
     return handle.stream
 
 

@@ -19,7 +19,7 @@ from ucudnn.testing.simulator.convert import (
     lookup,
     to_c_int,
 )
-from ucudnn.testing.simulator.device import DEVICE, SimDevice
+from ucudnn.testing.simulator.device import DeviceObject
 
 # Enum values of cudnnDataType_t, cudnnMathType_t, ... (cudnn_graph.h, cudnn_ops.h).
 DTYPES = {"float32": 0, "float16": 2, "bfloat16": 9, "float64": 1}
@@ -36,15 +36,10 @@ BAD_PARAM = 2000
 NOT_SUPPORTED = 3000
 
 
-class _Tracked:
+class _Tracked(DeviceObject):
     """A descriptor, counted by the leak report while alive."""
 
-    def __init__(self) -> None:
-        self._ptr = DEVICE.new_handle("descriptor", self)
-
-    def __del__(self, _device: SimDevice = DEVICE) -> None:  # bound: globals go at exit
-        if getattr(self, "_ptr", 0):
-            _device.release_handle(self._ptr)
+    _KIND = "descriptor"
 
 
 class _Addressed(_Tracked):
@@ -52,7 +47,7 @@ class _Addressed(_Tracked):
 
     @property
     def ptr(self) -> int:
-        return self._ptr
+        return self._number
 
 
 class TensorDescriptor(_Addressed):

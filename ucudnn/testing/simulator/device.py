@@ -23,7 +23,7 @@ import dataclasses
 import os
 import weakref
 from collections.abc import Callable
-from typing import Any
+from typing import Any, ClassVar
 
 from ucudnn.testing.simulator.capabilities import Capabilities, load
 from ucudnn.testing.simulator.faults import Faults
@@ -156,17 +156,12 @@ class SimDevice:
         return self._next_handle
 
     def release_handle(self, handle: int) -> None:
+        """Forget a stream, event, cuDNN handle or descriptor (numbers are never reused)."""
+        self.streams.pop(handle, None)
+        self.events.pop(handle, None)
         tracked = self._tracked.pop(handle, None)
         if tracked is not None:
             tracked.released = True
-
-    def destroy_stream(self, stream: int) -> None:
-        self.streams.pop(stream, None)
-        self.release_handle(stream)
-
-    def destroy_event(self, event: int) -> None:
-        self.events.pop(event, None)
-        self.release_handle(event)
 
     def allocate(self, nbytes: int) -> Allocation | None:
         """nbytes on the current device, or None when they do not fit."""
@@ -272,3 +267,34 @@ class SimDevice:
 
 
 DEVICE = SimDevice(SimConfig.from_environment())
+
+
+class DeviceObject:
+    """A stream, event, cuDNN handle or descriptor: a number from the device, counted by the
+    leak report until it is released."""
+
+    _KIND: ClassVar[str]  # as leak reports name it
+
+    def __init__(self) -> None:
+        self._number = DEVICE.new_handle(self._KIND, self)
+
+    def __del__(self, _device: SimDevice = DEVICE) -> None:  # bound: globals go at exit
+        if getattr(self, "_number", 0):
+            _device.release_handle(self._number)
+
+
+class Destroyable(DeviceObject):
+    """A device object its owner may also destroy; using it after that is a ValueError, as in
+    the bindings."""
+
+    _NAME: ClassVar[str]  # as "the ... was destroyed" names it
+
+    def _alive(self) -> int:
+        if not self._number:
+            raise ValueError(f"the {self._NAME} was destroyed")
+        return self._number
+
+    def destroy(self) -> None:
+        number, self._number = self._number, 0
+        if number:
+            DEVICE.release_handle(number)
