@@ -8,6 +8,9 @@ that users can filter them all, or one kind by its subclass.
 
 from __future__ import annotations
 
+import os
+import sys
+import warnings
 from typing import Self
 
 
@@ -162,6 +165,18 @@ class LibraryNotFoundError(UcudnnError, ImportError):
 class UcudnnWarning(UserWarning):
     """Base class of every warning ucudnn issues: filter them all with this category, or one
     kind with its subclass."""
+
+
+def warn_caller(message: str, category: type[UcudnnWarning]) -> None:
+    """Warn, naming the first frame outside this package: the user's call, however deep
+    inside ucudnn the cause was found."""
+    frame, level = sys._getframe(1), 2  # level 2: warn_caller's caller
+    while frame.f_back is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
+        frame, level = frame.f_back, level + 1
+    warnings.warn(message, category, stacklevel=level)
+
+
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
 
 class ReplanWarning(UcudnnWarning):

@@ -8,6 +8,11 @@ docstring): what the convolution is (`padding`, `stride`, `dilation`, `groups`, 
 `algo`). Integers may be of any integral type (numpy's too), never bools. `conv_forward` also
 takes a per-channel `bias`, and `conv_backward_bias` gives its gradient (on the host).
 
+When cuDNN runs none of its algorithms for a channels-last problem (cuDNN 9.19 runs no NDHWC
+float64 forward convolution), the functions run the same convolution channels-first on
+transposed copies, exact but slower, and say so in an INFO record of this module's logger. The
+Handle never changes a layout behind its caller's back: it raises NoAlgorithmError.
+
 Every argument is checked before any device work, so bad input raises ValueError or
 TypeError naming the argument even on a machine without a GPU.
 
@@ -22,6 +27,7 @@ threads.
 from __future__ import annotations
 
 import dataclasses
+import logging
 import math
 import os
 from collections import OrderedDict
@@ -35,10 +41,13 @@ import numpy.typing as npt
 from ucudnn.core.padding import AsymmetricPaddingError
 from ucudnn.core.problem import LAYOUTS, MAX_DIM, ConvProblem, to_logical, to_physical
 from ucudnn.planner.config import Config, byte_count, file_path, micro_batch_policy
+from ucudnn.planner.errors import NoAlgorithmError
 from ucudnn.runtime.steps import ROLES
 
 if TYPE_CHECKING:
     from ucudnn.runtime.handle import Handle
+
+logger = logging.getLogger(__name__)
 
 _DTYPES = ("float32", "float16", "bfloat16", "float64")
 
@@ -408,9 +417,41 @@ def _execute(
     if problem.batch == 0:
         # An empty batch has an empty output, and contributes nothing to a filter gradient.
         return np.zeros(out_shape, dtype=dtype)
+    handle = _default_handle(run.workspace_limit, run.policy, run.database)
+    try:
+        return _run_on_device(handle, kernel, problem, inputs, out_shape, run, bias)
+    except NoAlgorithmError as exc:
+        channels_first = LAYOUTS[problem.rank][0]
+        if problem.layout == channels_first:
+            raise
+        # The same convolution on channels-first copies: exact, at the cost of two transposes.
+        logger.info("%s; running it %s on transposed copies", exc, channels_first)
+        problem = dataclasses.replace(
+            problem, layout=channels_first, filter_layout=channels_first, x_strides=(),
+            y_strides=(),
+        )  # fmt: skip
+        inputs = {name: _channels_first(array) for name, array in inputs.items()}
+        result = _run_on_device(
+            handle, kernel, problem, inputs, _output_shape(kernel, problem), run, bias
+        )
+        return np.ascontiguousarray(np.moveaxis(result, 1, -1))
+
+
+def _channels_first(array: npt.NDArray[Any]) -> npt.NDArray[Any]:
+    return np.ascontiguousarray(np.moveaxis(array, -1, 1))
+
+
+def _run_on_device(
+    handle: Handle,
+    kernel: str,
+    problem: ConvProblem,
+    inputs: dict[str, npt.NDArray[Any]],
+    out_shape: tuple[int, ...],
+    run: _RunOptions,
+    bias: npt.NDArray[Any] | None,
+) -> npt.NDArray[Any]:
     from ucudnn.core.array import DeviceArray
 
-    handle = _default_handle(run.workspace_limit, run.policy, run.database)
     output = ROLES[kernel][2]
     device = {name: DeviceArray.from_numpy(array) for name, array in inputs.items()}
     device[output] = DeviceArray.empty(out_shape, problem.dtype)
@@ -424,6 +465,7 @@ def _execute(
         getattr(handle, kernel)(*tensors, problem)
     result = device[output].to_numpy()
     # bfloat16 comes back as its bit patterns; give the caller their own dtype again.
+    dtype = next(iter(inputs.values())).dtype
     return result.view(dtype) if problem.dtype == "bfloat16" else result
 
 

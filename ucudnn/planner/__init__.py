@@ -26,7 +26,11 @@ if TYPE_CHECKING:  # the lazily loaded names, for type checkers and IDEs
         parse_policy as parse_policy,
         parse_size as parse_size,
     )
-    from ucudnn.planner.errors import InfeasibleError as InfeasibleError, SolverError as SolverError
+    from ucudnn.planner.errors import (
+        InfeasibleError as InfeasibleError,
+        NoAlgorithmError as NoAlgorithmError,
+        SolverError as SolverError,
+    )
     from ucudnn.planner.explain import (
         PlanExplanation as PlanExplanation,
         explain_plan as explain_plan,
@@ -67,7 +71,7 @@ if TYPE_CHECKING:  # the lazily loaded names, for type checkers and IDEs
 _EXPORTS = {
     **dict.fromkeys(["BenchmarkCache", "inspect_cache"], ".cache"),
     **dict.fromkeys(["Config", "parse_policy", "parse_size"], ".config"),
-    **dict.fromkeys(["InfeasibleError", "SolverError"], ".errors"),
+    **dict.fromkeys(["InfeasibleError", "NoAlgorithmError", "SolverError"], ".errors"),
     **dict.fromkeys(["PlanExplanation", "explain_plan"], ".explain"),
     "LayerGraph": ".graph",
     "builtin_network": ".networks",

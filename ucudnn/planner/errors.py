@@ -20,6 +20,18 @@ class InfeasibleError(ValueError):
         self.required_bytes = required_bytes
 
 
+class NoAlgorithmError(InfeasibleError):
+    """cuDNN runs none of its algorithms for a kernel at any micro-batch size tried, so no
+    workspace limit or policy would help. `statuses` counts why at the full batch: cuDNN's
+    status name (or ours, such as WORKSPACE_OVER_CAP) per algorithm and math type."""
+
+    def __init__(
+        self, message: str, kernel: tuple[str, str] | None, statuses: dict[str, int]
+    ) -> None:
+        super().__init__(message, kernel=kernel)
+        self.statuses = statuses
+
+
 class SolverError(UcudnnError):
     """The WD solver failed, or stopped at its time limit with no plan: a fault of the solve,
     not of the input."""

@@ -333,6 +333,9 @@ class Plan:
     def _by_id(self) -> dict[KernelId, KernelPlan]:
         return {k.kernel_id: k for k in self.kernels}
 
+    def __contains__(self, kernel_id: object) -> bool:
+        return kernel_id in self._by_id
+
     def __getitem__(self, kernel_id: KernelId) -> KernelPlan:
         try:
             return self._by_id[kernel_id]

@@ -8,6 +8,7 @@ device and library version.
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import logging
 import statistics
@@ -19,11 +20,13 @@ from tqdm import tqdm
 
 from ucudnn._native import _cuda, _cudnn
 from ucudnn.core.arena import Arena, GrowingArena
+from ucudnn.core.device import cudnn_version_string
 from ucudnn.core.facts import DeviceFacts
 from ucudnn.core.problem import ConvProblem
 from ucudnn.errors import CudaOutOfMemoryError, CudnnError
 from ucudnn.planner.cache import BenchmarkCache, Measurement
 from ucudnn.planner.config import byte_count
+from ucudnn.planner.errors import NoAlgorithmError
 from ucudnn.planner.policies import Policy, sizes_to_measure
 from ucudnn.planner.tables import Candidate, KernelTable, TimingTables
 from ucudnn.runtime import backend, steps
@@ -159,7 +162,7 @@ class Benchmarker:
                     table = KernelTable(
                         layer=item.layer, kernel=item.kernel, batch=item.problem.batch
                     )
-                    for candidate in self._kernel_candidates(item.problem, item.kernel, sizes, bar):
+                    for candidate in self._kernel_candidates(item, sizes, bar):
                         table.add(candidate)
                     tables.add(table)
         finally:
@@ -173,9 +176,12 @@ class Benchmarker:
         return tables
 
     def _kernel_candidates(
-        self, problem: ConvProblem, kernel: str, sizes: list[int], bar: tqdm[Never]
+        self, item: Work, sizes: list[int], bar: tqdm[Never]
     ) -> Iterable[Candidate]:
+        """The candidates that ran at each size; NoAlgorithmError when none ran at any."""
+        layer, problem, kernel = item
         buffers = None
+        ran_any, statuses = False, None  # statuses: of the largest size (the first)
         try:
             for micro_batch in sizes:
                 measured = self._cached(problem, kernel, micro_batch)
@@ -193,10 +199,34 @@ class Benchmarker:
                 else:
                     _log_size(problem, kernel, micro_batch, measured, None)
                 bar.update(1)
-                yield from (m.candidate for m in measured if m.ok)
+                ran = [m.candidate for m in measured if m.ok]
+                ran_any = ran_any or bool(ran)
+                if statuses is None:
+                    statuses = _status_counts(measured)
+                yield from ran
+            if not ran_any:
+                raise self._no_algorithm(layer, problem, kernel, sizes, statuses or {})
         finally:
             if buffers is not None:
                 buffers.release()
+
+    def _no_algorithm(
+        self,
+        layer: str,
+        problem: ConvProblem,
+        kernel: str,
+        sizes: list[int],
+        statuses: dict[str, int],
+    ) -> NoAlgorithmError:
+        counts = ", ".join(f"{count} x {status}" for status, count in statuses.items())
+        tried = ", ".join(map(str, sizes))
+        return NoAlgorithmError(
+            f"{layer}/{kernel}: cuDNN {cudnn_version_string(self.facts.cudnn_version)} runs "
+            f"none of its {kernel} algorithms for {problem.describe()} at any micro-batch size "
+            f"tried ({tried}); at {sizes[0]}: {counts or 'Find listed none'}",
+            kernel=(layer, kernel),
+            statuses=statuses,
+        )
 
     def _cached(
         self, problem: ConvProblem, kernel: str, micro_batch: int
@@ -291,8 +321,10 @@ class Benchmarker:
                 self.settings.warmup,
                 self.settings.repeats,
             )  # fmt: skip
-        except (CudnnError, CudaOutOfMemoryError) as exc:
-            return Measurement.failed(b, algo, math_type, type(exc).__name__)
+        except CudnnError as exc:
+            return Measurement.failed(b, algo, math_type, exc.status_name)
+        except CudaOutOfMemoryError as exc:
+            return Measurement.failed(b, algo, math_type, exc.name)
         candidate = Candidate(
             micro_batch=b,
             algo=algo,
@@ -302,6 +334,11 @@ class Benchmarker:
             deterministic=deterministic,
         )
         return Measurement.timed(candidate, times)
+
+
+def _status_counts(measured: Sequence[Measurement]) -> dict[str, int]:
+    """How many algorithms (by math type) failed with each status, most frequent first."""
+    return dict(collections.Counter(m.status for m in measured).most_common())
 
 
 def _log_size(

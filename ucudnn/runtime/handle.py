@@ -10,17 +10,21 @@ from __future__ import annotations
 import dataclasses
 import logging
 import os
-import warnings
 from collections.abc import Iterable, Sequence
 
 from ucudnn._native import _cuda, _cudnn
 from ucudnn.core.arena import GrowingArena
 from ucudnn.core.device import device_facts
 from ucudnn.core.problem import KERNELS, ConvProblem, check_kernel
-from ucudnn.errors import CudaOutOfMemoryError, ReplanWarning, WorkspaceFallbackWarning
+from ucudnn.errors import (
+    CudaOutOfMemoryError,
+    ReplanWarning,
+    WorkspaceFallbackWarning,
+    warn_caller,
+)
 from ucudnn.planner.cache import BenchmarkCache
 from ucudnn.planner.config import byte_count
-from ucudnn.planner.graph import free_name
+from ucudnn.planner.errors import InfeasibleError
 from ucudnn.planner.plan import KernelPlan, Plan
 from ucudnn.planner.tables import Candidate, Schedule
 from ucudnn.runtime import backend, executor
@@ -29,8 +33,8 @@ from ucudnn.runtime.buffers import device_pointer
 from ucudnn.runtime.check import EquivalenceCheck, download
 from ucudnn.runtime.options import HandleOptions, layer_option, scalar_option
 from ucudnn.runtime.planning import plan_kernels
+from ucudnn.runtime.slots import Slot, Slots
 from ucudnn.runtime.steps import ROLES
-from ucudnn.runtime.work import Work
 
 logger = logging.getLogger(__name__)
 
@@ -40,15 +44,6 @@ _ARGS = {
     "backward_data": ("w", "dy", "dx"),
     "backward_filter": ("x", "dy", "dw"),
 }
-
-
-@dataclasses.dataclass
-class _Slot:
-    """One kernel of one layer: its own schedule, even when its problem is shared."""
-
-    name: str  # the layer name the planner knows it by
-    problem: ConvProblem
-    kernel: str
 
 
 class Handle:
@@ -95,8 +90,7 @@ class Handle:
         self.cache = BenchmarkCache(options.database) if options.database is not None else None
         self.benchmarker = Benchmarker(self.cudnn, self.facts, self.cache, options.benchmark)
         self.plan: Plan | None = None
-        self._names: dict[tuple[str, str], str] = {}  # (layer, problem key) -> planner name
-        self._slots: dict[tuple[str, str], _Slot] = {}  # (planner name, kernel) -> slot
+        self._slots = Slots()
         self._descriptors: dict[str, backend.ProblemDescriptors] = {}
         self._workspace = GrowingArena()
         self._fallback_warned = False
@@ -229,8 +223,13 @@ class Handle:
             self._slot(problem, kernel, layer)
 
     def finalize(self) -> Plan:
-        """Plan every kernel seen so far together (WD), or each alone (WR), and keep it."""
-        self._replan(self.limit)
+        """Plan every kernel seen so far together (WD), or each alone (WR), and keep it.
+
+        A kernel that cannot be planned (InfeasibleError, or NoAlgorithmError when cuDNN runs
+        none of its algorithms) is forgotten and named in the error; the others are planned
+        without it, and those planned before keep their schedules in WR.
+        """
+        self._plan_kernels()
         assert self.plan is not None
         return self.plan
 
@@ -246,9 +245,17 @@ class Handle:
         wrong = workspace_limit if self.mode == "wd" else total_workspace
         if wrong is not None:
             raise ValueError(f"this handle is in {self.mode.upper()} mode; pass {name}")
+        before, limit = self.plan, self.limit
         if new is not None:
             self.limit = byte_count(new, name)
-        return self.finalize()
+        try:
+            self._plan_kernels(everything=True)
+        except BaseException:
+            if self.plan is before:  # nothing was planned at the new limit: keep the old one
+                self.limit = limit
+            raise
+        assert self.plan is not None
+        return self.plan
 
     def release_workspace(self) -> None:
         """Free the workspace now (say, before a memory-hungry phase); the next call that
@@ -269,55 +276,80 @@ class Handle:
         self.close()
 
     # -- internals --------------------------------------------------------------------------
-    def _slot(self, problem: ConvProblem, kernel: str, layer: str | None) -> _Slot:
+    def _slot(self, problem: ConvProblem, kernel: str, layer: str | None) -> Slot:
         check_kernel(kernel)
         _check_problem(problem)
-        layer = layer_option(layer)
-        identity = (layer or "", problem.key())
-        name = self._names.get(identity)
-        if name is None:
-            # Every (layer, problem) pair gets its own name: a layer seen at two batch sizes
-            # (train and test nets) must not share a schedule.
-            base = layer or f"conv{len(self._names)}"
-            name = free_name(base, set(self._names.values()))
-            self._names[identity] = name
-        key = (name, kernel)
-        if key not in self._slots:
-            self._slots[key] = _Slot(name, problem, kernel)
-        return self._slots[key]
+        return self._slots.get(problem, kernel, layer_option(layer))
 
-    def _kernel_plan(self, slot: _Slot) -> KernelPlan:
-        key = (slot.name, slot.kernel)
-        if self.plan is not None:
-            try:
-                return self.plan[key]
-            except KeyError:  # a kernel the plan has not seen
-                if self.mode == "wd":
-                    warnings.warn(
-                        f"kernel {slot.kernel} of {slot.name} appeared after the network was "
-                        "planned; planning the whole network again",
-                        ReplanWarning,
-                        stacklevel=4,
-                    )
-        self._replan(self.limit)
+    def _kernel_plan(self, slot: Slot) -> KernelPlan:
+        if self.plan is None or slot.kernel_id not in self.plan:
+            if self.mode == "wd" and self.plan is not None:
+                warn_caller(
+                    f"kernel {slot.kernel} of {slot.name} appeared after the network was "
+                    "planned; planning the whole network again",
+                    ReplanWarning,
+                )
+            self._plan_kernels()
         assert self.plan is not None
-        return self.plan[key]
+        return self.plan[slot.kernel_id]
 
-    def _replan(self, limit: int) -> None:
-        """Plan all slots at `limit`; on allocation failure fall back to less workspace."""
-        work = [Work(s.name, s.problem, s.kernel) for s in self._slots.values()]
+    def _plan_kernels(self, everything: bool = False) -> None:
+        """Plan the kernels the plan lacks (all of them when `everything`), and keep the plan.
+
+        WR plans the new kernels alone and keeps every schedule made before; WD plans the whole
+        network again. A new kernel that cannot be planned is forgotten, so that it cannot
+        fail every later plan, and the others are planned without it; the error names it.
+        When no plan can be made the previous one stays.
+        """
+        failures: list[InfeasibleError] = []
+        forgotten: list[Slot] = []
         while True:
-            plan = plan_kernels(
-                self.benchmarker, work, mode=self.mode, limit=limit, policy=self.policy,
-                deterministic=self.deterministic,
-            )  # fmt: skip
+            new = self._slots.missing_from(self.plan)
+            if self.plan is not None and not new and not everything:
+                break
+            alone = self.mode == "wr" and self.plan is not None and not everything
+            try:
+                plan = self._planned(new if alone else self._slots.all(), self.limit)
+            except InfeasibleError as exc:
+                # The kernel at fault if it is new; else no plan has room for the new ones.
+                failed = [s for s in new if s.kernel_id == exc.kernel] or new
+                if not failed:
+                    raise
+                for slot in failed:
+                    self._slots.forget(slot)
+                failures.append(exc)
+                forgotten += failed
+                continue
+            if alone and self.plan is not None:
+                plan = dataclasses.replace(plan, kernels=self.plan.kernels + plan.kernels)
+            self._adopt(plan)
+            everything = False
+        if failures:
+            raise _forgotten(failures, forgotten)
+
+    def _planned(self, slots: Sequence[Slot], limit: int) -> Plan:
+        return plan_kernels(
+            self.benchmarker, [slot.work for slot in slots], mode=self.mode, limit=limit,
+            policy=self.policy, deterministic=self.deterministic,
+        )  # fmt: skip
+
+    def _adopt(self, plan: Plan) -> None:
+        """Allocate `plan`'s workspace and keep the plan; when the device cannot give it, plan
+        the same kernels again within half the limit, and so on down to none."""
+        limit = self.limit
+        while True:
             try:
                 self._workspace.ensure(plan.workspace_bytes)
-            except CudaOutOfMemoryError:
+            except CudaOutOfMemoryError as exc:
                 if limit == 0:
                     raise
                 limit = limit // 2 if limit > 1024 else 0
                 self._warn_fallback(plan.workspace_bytes, limit)
+                try:
+                    plan = self._planned([self._slots.of(k.kernel_id) for k in plan.kernels], limit)
+                except InfeasibleError as infeasible:
+                    exc.add_note(f"and no plan fits within less: {infeasible}")
+                    raise exc from None
                 continue
             self.plan = plan
             return
@@ -325,11 +357,10 @@ class Handle:
     def _warn_fallback(self, wanted: int, limit: int) -> None:
         logger.info("could not allocate %d bytes of workspace; planning within %d", wanted, limit)
         if not self._fallback_warned:
-            warnings.warn(
+            warn_caller(
                 f"could not allocate {wanted} bytes of workspace; falling back to plans that "
                 f"need at most {limit} bytes (warned once per handle)",
                 WorkspaceFallbackWarning,
-                stacklevel=5,
             )
             self._fallback_warned = True
 
@@ -394,8 +425,8 @@ class Handle:
             return
         slot = self._slot(problem, kernel, layer)
         kernel_plan = self._kernel_plan(slot)
-        if self._workspace.arena is None:  # released since planning
-            self._replan(self.limit)
+        if self._workspace.arena is None and self.plan is not None:  # released since planning
+            self._adopt(self.plan)
             kernel_plan = self._kernel_plan(slot)
         nbytes = kernel_plan.workspace_bytes
         workspace = self._workspace.ensure(nbytes).at(kernel_plan.offset or 0, nbytes)
@@ -419,7 +450,7 @@ class Handle:
     def _check(
         self,
         check: EquivalenceCheck,
-        slot: _Slot,
+        slot: Slot,
         kernel_plan: KernelPlan,
         descs: backend.ProblemDescriptors,
         pointers: dict[str, int],
@@ -454,6 +485,19 @@ class Handle:
         finally:
             workspace.release()
             before.release()
+
+
+def _forgotten(failures: list[InfeasibleError], forgotten: list[Slot]) -> InfeasibleError:
+    """The first failure, noting the others and the kernels the Handle forgot for them."""
+    first = failures[0]
+    for exc in failures[1:]:
+        first.add_note(f"also: {exc}")
+    names = ", ".join(f"{slot.name}/{slot.kernel}" for slot in forgotten)
+    first.add_note(
+        f"the Handle forgot {names} and goes on with its other kernels; a later call of a "
+        "forgotten kernel plans it anew"
+    )
+    return first
 
 
 def _check_problem(problem: object) -> None:
