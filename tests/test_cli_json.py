@@ -171,7 +171,6 @@ def test_demo_without_a_gpu(capsys, no_gpu) -> None:
         ["bench", "alexnet", "--json"],
         ["run", "alexnet", "--json"],
         ["run", "alexnet", "--json", "--check"],
-        ["plan", "alexnet", "--json"],
     ],
 )
 def test_gpu_commands_without_a_gpu_print_no_document(capsys, no_gpu, argv) -> None:

@@ -85,7 +85,10 @@ def build_parser() -> argparse.ArgumentParser:
         "plan",
         help="WR or WD plan for a network, from measurements or a timings file",
         description="Plan from --timings FILE (no GPU needed), or measure NETWORK on the GPU "
-        "(served from the cache when measured before), or plan NETWORK from --model timings.",
+        "(served from the cache when measured before), or plan NETWORK from --model timings. "
+        "Without a GPU, NETWORK is planned from the measured timings that ship with ucudnn "
+        "where they cover it exactly (its dtype, layout and batch), else from MODEL timings; "
+        "the plan names its source either way.",
     )
     add_plan_arguments(plan)
     _network_arguments(plan, required=False)
@@ -104,7 +107,9 @@ def build_parser() -> argparse.ArgumentParser:
         description="Model the memory of a training step of NETWORK at each batch size, plan "
         "its convolutions (WD) in the memory left, and pick the batch with the most samples per "
         "second. Timings come from --timings FILE, --model, or measurements on the GPU at "
-        "--batch (the network's own by default); batch sizes above theirs are refused.",
+        "--batch (the network's own by default); without a GPU, from the measured timings "
+        "that ship with ucudnn where they cover NETWORK at that batch, else MODEL timings. "
+        "Batch sizes above the timings' are refused.",
     )
     _network_arguments(tune)
     _device_arguments(tune)

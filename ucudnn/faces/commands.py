@@ -210,7 +210,8 @@ def bench(args: argparse.Namespace) -> int:
 
 @_command
 def plan(args: argparse.Namespace) -> int:
-    """A plan from a timings file, from measurements (GPU), or from the cost model."""
+    """A plan from a timings file, from measurements (the GPU's, or those shipped with
+    ucudnn), or from the cost model."""
     from ucudnn.planner.tables import TimingTables
 
     if args.timings is not None:
@@ -219,10 +220,12 @@ def plan(args: argparse.Namespace) -> int:
         tables, source = TimingTables.read_csv(args.timings), f"timings file {args.timings}"
     elif args.network is None:
         raise CommandError("give --timings FILE.csv, or a NETWORK to measure (or --model)")
-    elif args.model:
-        tables, source = _model_tables(args), MODEL_NOTE
     else:
-        tables, source = _measured_tables(args)
+        graph, policy = _network(args), policy_from_args(args, Config.from_env())
+        if args.model:
+            tables, source = _model_tables_for(graph, policy), MODEL_NOTE
+        else:
+            tables, source = _network_timings(args, graph, policy)
     if not args.quiet:
         print(f"planning from {source}", file=sys.stderr)
     print(plan_output(plan_tables(tables, args, source), tables, args))
@@ -253,7 +256,7 @@ def tune(args: argparse.Namespace) -> int:
     elif args.model:
         tables, source = _model_tables_for(graph, policy), MODEL_NOTE
     else:
-        tables, source = _measured_tables(args)
+        tables, source = _network_timings(args, graph, policy)
     if not args.quiet:
         print(f"tuning from {source}", file=sys.stderr)
     result = tune_network(
@@ -297,24 +300,31 @@ def _tune_plot(result: TuneResult, path: str) -> Path:
         raise CommandError(str(exc), status=1) from None
 
 
-def _model_tables(args: argparse.Namespace) -> TimingTables:
-    return _model_tables_for(_network(args), policy_from_args(args, Config.from_env()))
+def _network_timings(
+    args: argparse.Namespace, graph: LayerGraph, policy: Policy
+) -> tuple[TimingTables, str]:
+    """NETWORK's timings, and where they come from, when neither --timings nor --model is
+    given: measured on the GPU; without one, the measurements that ship with ucudnn where they
+    cover the network exactly, else MODEL timings (the log says why)."""
+    from ucudnn.planner.measured import shipped_tables
+
+    if not unusable_reason():
+        return _measured_tables(args, graph, policy)
+    shipped = shipped_tables(args.network, graph)
+    if shipped is not None:
+        return shipped.tables, shipped.label
+    return _model_tables_for(graph, policy), MODEL_NOTE
 
 
-def _measured_tables(args: argparse.Namespace) -> tuple[TimingTables, str]:
+def _measured_tables(
+    args: argparse.Namespace, graph: LayerGraph, policy: Policy
+) -> tuple[TimingTables, str]:
     from ucudnn.runtime.session import open_benchmarker
     from ucudnn.runtime.work import work_from_graph
 
-    reason = unusable_reason()
-    if reason:
-        raise CommandError(
-            f"no GPU to measure {args.network} on ({reason}); give --timings FILE.csv with "
-            "measured timings, or --model to plan from the cost model",
-            status=1,
-        )
-    config = Config.from_env()
-    with open_benchmarker(_database(args, config), progress=_progress(args)) as benchmarker:
-        tables = benchmarker.tables(work_from_graph(_network(args)), policy_from_args(args, config))
+    database = _database(args, Config.from_env())
+    with open_benchmarker(database, progress=_progress(args)) as benchmarker:
+        tables = benchmarker.tables(work_from_graph(graph), policy)
         facts = benchmarker.facts
     return tables, f"measurements on {facts.device_name} (cuDNN {facts.cudnn_version})"
 

@@ -55,9 +55,12 @@ def write_plots(
     ]
 
 
-def save_png(plt: ModuleType, fig: Figure, path: Path) -> Path:
-    """Lay out `fig`, write it whole to `path` (never a half file) and close it."""
+def save_png(plt: ModuleType, fig: Figure, path: Path, *, source: str = "") -> Path:
+    """Lay out `fig`, write it whole to `path` (never a half file) and close it; `source`,
+    where its timings came from, goes on top, as every output of a plan names it."""
     try:
+        if source:
+            fig.suptitle(f"timings: {source}", fontsize=8)
         fig.tight_layout()
         with atomic_write(path, "wb") as f:
             fig.savefig(f, format="png", dpi=100)
@@ -93,7 +96,7 @@ def _desirable_sets(tables: TimingTables, plan: Plan, layer: str, path: Path) ->
         ax.set_ylabel("time (ms)")
         ax.set_title(f"{layer} {chosen.kernel}")
         ax.legend()
-    return save_png(plt, fig, path)
+    return save_png(plt, fig, path, source=plan.timings_source)
 
 
 def _breakdown(plan: Plan, path: Path) -> Path:
@@ -110,7 +113,7 @@ def _breakdown(plan: Plan, path: Path) -> Path:
     ax.set_xlabel("time (ms)")
     ax.set_title(f"{plan.mode.upper()} plan, predicted times")
     ax.legend()
-    return save_png(plt, fig, path)
+    return save_png(plt, fig, path, source=plan.timings_source)
 
 
 def write_tune_plot(result: TuneResult, path: str | os.PathLike[str]) -> Path:
@@ -149,4 +152,5 @@ def write_tune_plot(result: TuneResult, path: str | os.PathLike[str]) -> Path:
     memory.set_xlabel("mini-batch size")
     memory.set_ylabel("memory (GiB)")
     memory.legend()
-    return save_png(plt, fig, Path(path))
+    assert best.plan is not None  # the best point fits
+    return save_png(plt, fig, Path(path), source=best.plan.timings_source)
