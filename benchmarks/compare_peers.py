@@ -9,6 +9,7 @@ timer: warm-up calls first (PyTorch autotunes there), then the median of timed r
 from __future__ import annotations
 
 import importlib.metadata
+import itertools
 import statistics
 from collections.abc import Callable
 
@@ -42,18 +43,18 @@ def _torch():
 
 
 def event_median_ms(launch: Callable[[], object], warmup: int, repeats: int) -> float:
+    """Median time of `repeats` calls made back to back, an event after each, as ucudnn's own
+    Timer times them (the host waits once, at the end)."""
     torch = _torch()
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    events = [torch.cuda.Event(enable_timing=True) for _ in range(repeats + 1)]
     for _ in range(warmup):
         launch()
-    times = []
-    for _ in range(repeats):
-        start.record()
+    events[0].record()
+    for event in events[1:]:
         launch()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end))
-    return statistics.median(times)
+        event.record()
+    events[-1].synchronize()
+    return statistics.median(a.elapsed_time(b) for a, b in itertools.pairwise(events))
 
 
 def _tensor(torch, dims, strides, dtype):

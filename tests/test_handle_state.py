@@ -161,3 +161,21 @@ def test_the_numpy_api_runs_the_channels_first_equivalent(caplog, no_float64_for
     x32 = np.ones(GOOD.x_shape, np.float32)
     w32 = np.ones(GOOD.w_shape, np.float32)
     assert ucudnn.conv_forward(x32, w32, padding=1).shape == GOOD.y_shape
+
+
+def test_a_call_after_replan_runs_the_new_plan(tmp_path) -> None:
+    """The Handle compiles each kernel's schedule once; a new plan must replace it."""
+    from ucudnn.runtime.handle import Handle
+    from ucudnn.testing import simulator
+
+    with Handle(workspace_limit=64 * MiB, database=tmp_path / "db.sqlite") as handle:
+        _forward_is_right(handle, GOOD)
+        before = handle.schedule(GOOD, "forward")
+        if before.workspace_bytes == 0:
+            pytest.skip("the fastest schedule needs no workspace here; a limit of 0 keeps it")
+        handle.replan(workspace_limit=0)
+        after = handle.schedule(GOOD, "forward")
+        assert after.workspace_bytes == 0
+        for algo in {part.algo for part in before.parts} - {part.algo for part in after.parts}:
+            simulator.fail_algorithm("forward", algo)  # the old schedule can no longer run
+        _forward_is_right(handle, GOOD)

@@ -7,6 +7,7 @@ problems that differ in any field never share a plan or a benchmark row.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import math
 import os
@@ -449,6 +450,21 @@ class ConvProblem:
     @property
     def itemsize(self) -> int:
         return ITEMSIZE[self.dtype]
+
+    @functools.cached_property
+    def stored_arrays(self) -> dict[str, tuple[tuple[int, ...], tuple[int, ...]]]:
+        """(shape, byte strides) of x, w, y and b as stored for this problem: x and y with
+        their strides, w and b packed. Worked out once: Handles check arrays on every call."""
+        size = self.itemsize
+        packed_w = packed_strides(self.w_dims, self.filter_layout)
+        logical = {"x": self.x_strides, "w": packed_w, "y": self.y_strides}
+        layouts = {"x": self.layout, "w": self.filter_layout, "y": self.layout}
+        arrays = {
+            t: (shape, tuple(s * size for s in to_physical(logical[t], layouts[t])))
+            for t, shape in (("x", self.x_shape), ("w", self.w_shape), ("y", self.y_shape))
+        }
+        arrays["b"] = (self.b_shape, (size,))
+        return arrays
 
     def nbytes(self, tensor: TensorName) -> int:
         """Bytes spanned by x, w, y or b (strided tensors span up to their last element)."""

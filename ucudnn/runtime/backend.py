@@ -30,6 +30,11 @@ _MAX_COUNT: dict[str, Callable[[_cudnn.Handle], int]] = {
     k: getattr(_cudnn, f"{k}_algorithm_max_count") for k in KERNELS
 }
 
+# Where each kernel's two inputs and output sit among (x, w, y), in cuDNN's argument order.
+_ROLE_INDEX: dict[str, tuple[int, ...]] = {
+    k: tuple("xwy".index(t) for t in ROLES[k]) for k in KERNELS
+}
+
 
 def algorithm_number(kernel: str, algo: object) -> int:
     """cuDNN's enum value for the `algo` argument, an algorithm of `kernel` given as that value
@@ -161,9 +166,10 @@ def scale_gradient(
 
 
 def _pointers(kernel: str, x: int, w: int, y: int) -> tuple[int, int, int]:
-    named = {"x": x, "w": w, "y": y}
-    first, second, out = ROLES[kernel]
-    return named[first], named[second], named[out]
+    """x, w and y in the kernel's role order."""
+    pointers = (x, w, y)
+    first, second, out = _ROLE_INDEX[kernel]
+    return pointers[first], pointers[second], pointers[out]
 
 
 def algorithm_count(handle: _cudnn.Handle, kernel: str) -> int:
@@ -207,6 +213,42 @@ def find(
     )
 
 
+# A prepared call: (handle, alpha, beta, x, w, y, workspace, workspace_bytes) -> None.
+PreparedRun = Callable[[_cudnn.Handle, float, float, int, int, int, int, int], None]
+
+
+def prepared_run(
+    descs: ProblemDescriptors, kernel: str, micro_batch: int, algo: int, math_type: str
+) -> PreparedRun:
+    """The launch of one kernel on `micro_batch` samples, with its descriptors and argument
+    order worked out once: calling it takes the pointers (x and y already offset) and the
+    scalars, enqueues the work and does not wait for it."""
+    d1, d2, d3 = descs.by_role(kernel, micro_batch)
+    first, second, out = _ROLE_INDEX[check_kernel(kernel)]
+    launch, conv = _RUN[kernel], descs.conv
+
+    def call(
+        handle: _cudnn.Handle,
+        alpha: float,
+        beta: float,
+        x: int,
+        w: int,
+        y: int,
+        workspace: int,
+        workspace_bytes: int,
+    ) -> None:
+        pointers = (x, w, y)
+        # The candidate was measured with its own math type; cuDNN reads it from the shared
+        # descriptor, which may hold another candidate's.
+        conv.set_math_type(math_type)
+        launch(
+            handle, alpha, d1, pointers[first], d2, pointers[second], conv, algo, workspace,
+            workspace_bytes, beta, d3, pointers[out],
+        )  # fmt: skip
+
+    return call
+
+
 def run(
     handle: _cudnn.Handle,
     descs: ProblemDescriptors,
@@ -223,10 +265,5 @@ def run(
     workspace_bytes: int,
 ) -> None:
     """Launch one kernel on `micro_batch` samples at x/y (already offset); no host sync."""
-    d1, d2, d3 = descs.by_role(kernel, micro_batch)
-    p1, p2, p3 = _pointers(kernel, x, w, y)
-    # The candidate was measured with its own math type; cuDNN reads it from the descriptor.
-    descs.conv.set_math_type(math_type)
-    _RUN[kernel](
-        handle, alpha, d1, p1, d2, p2, descs.conv, algo, workspace, workspace_bytes, beta, d3, p3
-    )
+    call = prepared_run(descs, kernel, micro_batch, algo, math_type)
+    call(handle, alpha, beta, x, w, y, workspace, workspace_bytes)

@@ -52,6 +52,9 @@ def _as_device_array(obj: object, stream: int) -> DeviceArray:
 
 
 def _check_matches(array: DeviceArray, problem: ConvProblem, tensor: str, role: str) -> None:
+    shape, strides = problem.stored_arrays[tensor]
+    if array.shape == shape and array.strides == strides and array.dtype == problem.dtype:
+        return  # as stored exactly; otherwise the checks below say what differs, or accept it
     shapes = {"x": problem.x_shape, "w": problem.w_shape, "y": problem.y_shape}
     shape = shapes.get(tensor, problem.b_shape)
     if tuple(array.shape) != shape:

@@ -11,6 +11,7 @@ import dataclasses
 import logging
 import os
 from collections.abc import Iterable, Sequence
+from typing import NamedTuple
 
 from ucudnn._native import _cuda, _cudnn
 from ucudnn.core.arena import GrowingArena
@@ -44,6 +45,15 @@ _ARGS = {
     "backward_data": ("w", "dy", "dx"),
     "backward_filter": ("x", "dy", "dw"),
 }
+
+
+class _Ready(NamedTuple):
+    """A planned kernel compiled for its calls (valid while the plan it came from is kept)."""
+
+    launch: executor.Launch
+    offset: int  # of its workspace in the handle's arena
+    slot: Slot
+    kernel_plan: KernelPlan
 
 
 class Handle:
@@ -91,6 +101,7 @@ class Handle:
         self.benchmarker = Benchmarker(self.cudnn, self.facts, self.cache, options.benchmark)
         self.plan: Plan | None = None
         self._slots = Slots()
+        self._ready: dict[tuple[str | None, str, str], _Ready] = {}  # (layer, kernel, problem key)
         self._descriptors: dict[str, backend.ProblemDescriptors] = {}
         self._workspace = GrowingArena()
         self._fallback_warned = False
@@ -351,7 +362,7 @@ class Handle:
                     exc.add_note(f"and no plan fits within less: {infeasible}")
                     raise exc from None
                 continue
-            self.plan = plan
+            self.plan, self._ready = plan, {}
             return
 
     def _warn_fallback(self, wanted: int, limit: int) -> None:
@@ -379,9 +390,11 @@ class Handle:
         self._check_open(problem)
         if len(tensors) != 3:
             raise TypeError(f"{kernel} takes 3 tensors ({', '.join(_ARGS[kernel])})")
+        (t1, t2, t3), (r1, r2, r3), (a1, a2, a3) = ROLES[kernel], _ARGS[kernel], tensors
         return {
-            tensor: self._pointer(obj, problem, tensor, role)
-            for tensor, role, obj in zip(ROLES[kernel], _ARGS[kernel], tensors, strict=True)
+            t1: self._pointer(a1, problem, t1, r1),
+            t2: self._pointer(a2, problem, t2, r2),
+            t3: self._pointer(a3, problem, t3, r3),
         }
 
     def _check_open(self, problem: ConvProblem) -> None:
@@ -390,6 +403,8 @@ class Handle:
         _check_problem(problem)
 
     def _pointer(self, obj: object, problem: ConvProblem, tensor: str, role: str) -> int:
+        if type(obj) is int and obj:
+            return obj  # a raw pointer, the common case: nothing to check or order
         return device_pointer(obj, problem, tensor, role, stream=self.stream, device=self.device)
 
     def _bias_pointer(self, kernel: str, bias: object, problem: ConvProblem) -> int | None:
@@ -416,31 +431,47 @@ class Handle:
         layer: str | None,
         bias: object = None,
     ) -> None:
-        layer = layer_option(layer)
         alpha, beta = scalar_option(alpha, "alpha"), scalar_option(beta, "beta")
         pointers = self._pointers(kernel, problem, tensors)
         bias_ptr = self._bias_pointer(kernel, bias, problem)
         if problem.batch == 0:
+            layer_option(layer)
             self._empty_batch(kernel, self.descriptors(problem), pointers, beta)
             return
-        slot = self._slot(problem, kernel, layer)
-        kernel_plan = self._kernel_plan(slot)
-        if self._workspace.arena is None and self.plan is not None:  # released since planning
-            self._adopt(self.plan)
-            kernel_plan = self._kernel_plan(slot)
-        nbytes = kernel_plan.workspace_bytes
-        workspace = self._workspace.ensure(nbytes).at(kernel_plan.offset or 0, nbytes)
-        descs = self.descriptors(problem)
+        # Only names checked when their kernel was first prepared can be found here.
+        known = layer is None or type(layer) is str
+        ready = self._ready.get((layer, kernel, problem.key())) if known else None
+        arena = self._workspace.arena
+        if ready is None or arena is None:
+            ready = self._prepare(kernel, problem, layer)
+            arena = self._workspace.arena
+            assert arena is not None  # allocated for the plan by _prepare
+        workspace = arena.ptr + ready.offset
         output = ROLES[kernel][2]
         before = self._copy(pointers[output], problem.nbytes(output)) if self.check else None
-        executor.execute(
-            self.cudnn, descs, kernel, kernel_plan.schedule.parts, **pointers,
-            workspace=workspace, workspace_bytes=nbytes, alpha=alpha, beta=beta,
-        )  # fmt: skip
+        ready.launch(
+            self.cudnn, pointers["x"], pointers["w"], pointers["y"], workspace, alpha, beta
+        )
         if self.check is not None and before is not None:
-            self._check(self.check, slot, kernel_plan, descs, pointers, before, alpha, beta)
+            self._check(self.check, ready, pointers, before, alpha, beta)
         if bias_ptr is not None:
-            backend.add_bias(self.cudnn, descs, bias_ptr, pointers["y"])
+            backend.add_bias(self.cudnn, ready.launch.descs, bias_ptr, pointers["y"])
+
+    def _prepare(self, kernel: str, problem: ConvProblem, layer: str | None) -> _Ready:
+        """The kernel's schedule ready to launch: planned if new, its plan's workspace
+        allocated again if it was released, and compiled for the calls to come."""
+        slot = self._slot(problem, kernel, layer)
+        self._kernel_plan(slot)
+        if self._workspace.arena is None and self.plan is not None:  # released since planning
+            self._adopt(self.plan)
+        kernel_plan = self._kernel_plan(slot)
+        launch = executor.Launch(
+            self.descriptors(problem), kernel, kernel_plan.schedule.parts,
+            kernel_plan.workspace_bytes,
+        )  # fmt: skip
+        ready = _Ready(launch, kernel_plan.offset or 0, slot, kernel_plan)
+        self._ready[(layer, kernel, problem.key())] = ready
+        return ready
 
     def _copy(self, ptr: int, nbytes: int) -> _cuda.DeviceBuffer:
         copy = _cuda.DeviceBuffer(nbytes)
@@ -450,9 +481,7 @@ class Handle:
     def _check(
         self,
         check: EquivalenceCheck,
-        slot: Slot,
-        kernel_plan: KernelPlan,
-        descs: backend.ProblemDescriptors,
+        ready: _Ready,
         pointers: dict[str, int],
         before: _cuda.DeviceBuffer,
         alpha: float,
@@ -460,6 +489,7 @@ class Handle:
     ) -> None:
         """Run the undivided convolution on a copy of the old output and compare (debugging:
         its copy and workspace are allocated for the check, beside the handle's limit)."""
+        slot, kernel_plan, descs = ready.slot, ready.kernel_plan, ready.launch.descs
         problem, kernel = slot.problem, slot.kernel
         output = ROLES[kernel][2]
         single = kernel_plan.baseline or Candidate(problem.batch, 0, 0.0, 0, problem.math_type)

@@ -1,8 +1,9 @@
 """Measure a plan end to end on the device, next to the single-algorithm baseline.
 
-Each kernel runs as a user would run it (through the Handle, all micro-batches back to back),
-so the measured time includes every launch the plan makes; the prediction is the sum of the
-micro-batch times measured one by one while benchmarking.
+Each kernel runs as a user would run it (through the Handle, all micro-batches back to back,
+calls back to back as in a training step: see `Timer`), so the measured time includes every
+launch the plan makes; the baseline runs its one algorithm compiled once, as the Handle runs
+its plans. The prediction is the sum of the micro-batch times measured while benchmarking.
 """
 
 from __future__ import annotations
@@ -131,15 +132,11 @@ def _time_single(
     repeats: int,
 ) -> float:
     descs = handle.descriptors(item.problem)
+    launch = executor.Launch(descs, item.kernel, [single], single.workspace_bytes)
     workspace = _cuda.DeviceBuffer(single.workspace_bytes)
-
-    def launch() -> None:
-        executor.execute(
-            handle.cudnn, descs, item.kernel, [single], **pointers,
-            workspace=workspace.ptr, workspace_bytes=single.workspace_bytes,
-        )  # fmt: skip
-
     try:
-        return timer.median_ms(launch, warmup, repeats)
+        return timer.median_ms(
+            lambda: launch(handle.cudnn, **pointers, workspace=workspace.ptr), warmup, repeats
+        )
     finally:
         workspace.release()

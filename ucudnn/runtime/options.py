@@ -112,6 +112,8 @@ def layer_option(layer: object) -> str | None:
 
 def scalar_option(value: object, name: str) -> float:
     """alpha or beta: a finite real number (numpy's too, not bool)."""
+    if type(value) is float and math.isfinite(value):
+        return value  # the common case, without the abstract-class checks below
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise TypeError(f"{name} must be a real number, got {value!r}")
     number = float(value)
