@@ -13,9 +13,11 @@
 #   ... bash benchmarks/device_session.sh --networks deepbench --limits 8MiB --dtypes float32
 # SKIP_TESTS=1 skips the test suite (a second call on a warm machine); SESSION_SECONDS (570)
 # is the time the whole script may take, TEST_SECONDS (240) the tests' share, TEST_TIMEOUT
-# (120) the seconds one test may take. Results come back from $OUT: session.log, gpu-tests.log
-# (pytest's whole report: each failure and error in full, then the counts) and
-# results/<run-id>.{json,md}, -tables.zip and two PNGs, and capabilities-probe.json (8 files).
+# (120) the seconds one test may take. Results come back from $OUT: session.log (with the
+# Handle's per-call host time), gpu-tests.log (pytest's whole report: each failure and error
+# in full, then the counts), gpu-suite-<date>.json (the counts, versions and every skip's
+# reason, for benchmarks/results/), capabilities-probe.json and results/<run-id>.{json,md},
+# -tables.zip and -plots.zip (8 files).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/benchmarks/results/session}
@@ -66,11 +68,17 @@ if [ "${SKIP_TESTS:-0}" != 1 ]; then
   # not stop the others from running.
   UCUDNN_REQUIRE_GPU=1 timeout -s INT -k 30 "${TEST_SECONDS:-240}" \
     python3 -m pytest -m gpu -q -p no:cacheprovider --continue-on-collection-errors \
-    --timeout "${TEST_TIMEOUT:-120}" -rfE >"$OUT/gpu-tests.log" 2>&1
+    --timeout "${TEST_TIMEOUT:-120}" -rfE --junitxml "$OUT/junit.xml" >"$OUT/gpu-tests.log" 2>&1
   status=$?
   say "pytest exit status $status$([ "$status" = 137 ] && echo ' (killed: no counts)')"
   tail -n 1 "$OUT/gpu-tests.log" | tee -a "$log"
+  python3 benchmarks/gpu_suite_report.py "$OUT/junit.xml" --out "$OUT" 2>&1 | tee -a "$log"
+  rm -f "$OUT/junit.xml"
 fi
+
+say "the Handle's host time per call"
+UCUDNN_DEVICE=gpu timeout -s INT 60 python3 benchmarks/handle_overhead.py --calls 2000 \
+  --rounds 5 2>&1 | tee -a "$log"
 
 left=$((budget - SECONDS - 20))
 if [ "$left" -lt 60 ]; then
@@ -84,4 +92,13 @@ say "benchmark with $left s left (--max-minutes $minutes)"
 timeout -s INT "$left" python3 benchmarks/gpu_compare.py --out "$OUT/results" \
   --max-minutes "$minutes" "$@" 2>>"$log" | tail -n 60
 say "gpu_compare exit status ${PIPESTATUS[0]}"
+# The plots travel as one archive, so that everything comes back within 8 files.
+python3 -c 'import pathlib, sys, zipfile
+for run in pathlib.Path(sys.argv[1]).glob("*.json"):
+    plots = sorted(run.parent.glob(run.stem + "-*.png"))
+    if plots:
+      with zipfile.ZipFile(run.with_name(run.stem + "-plots.zip"), "w") as archive:
+        for plot in plots:
+          archive.write(plot, plot.name)
+          plot.unlink()' "$OUT/results" 2>&1 | tee -a "$log"
 ls -la "$OUT" "$OUT/results" | tee -a "$log"
