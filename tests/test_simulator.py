@@ -230,31 +230,6 @@ def test_the_device_is_named_simulated_everywhere() -> None:
 # --- the Handle's fallbacks, by fault injection ----------------------------------------------
 
 
-def test_allocation_failure_falls_back_and_stays_correct(tmp_path, sim) -> None:
-    """The deterministic form of the H100 test that starves the real allocator."""
-    from ucudnn.core.array import DeviceArray
-    from ucudnn.errors import WorkspaceFallbackWarning
-    from ucudnn.runtime.handle import Handle
-
-    problem = ConvProblem.create(32, 64, 64, (56, 56), 3, padding=1, math_type="fma")
-    rng = np.random.default_rng(5)
-    x = rng.standard_normal(problem.x_shape).astype(np.float32)
-    w = rng.standard_normal(problem.w_shape).astype(np.float32)
-    device = {"x": DeviceArray.from_numpy(x), "w": DeviceArray.from_numpy(w),
-              "y": DeviceArray.empty(problem.y_shape, "float32")}  # fmt: skip
-    with Handle(workspace_limit=4 << 30, database=tmp_path / "db.sqlite") as handle:
-        wanted = handle.workspace_size(problem, "forward")
-        assert wanted > 0
-        handle.release_workspace()
-        rule = sim.fail_allocations(at_least=wanted, times=None)
-        with pytest.warns(WorkspaceFallbackWarning, match="falling back"):
-            handle.forward(device["x"], device["w"], device["y"], problem)
-        assert rule.hits >= 1 and handle.workspace_in_use < wanted
-    expected = ref.forward(problem, x, w)
-    got = device["y"].to_numpy()
-    assert normalised_l2(got, expected) <= tolerance(problem, same_algorithm=False)
-
-
 def test_an_algorithm_failing_while_timed_is_left_out(tmp_path, sim) -> None:
     from ucudnn.runtime.handle import Handle
 
