@@ -213,16 +213,22 @@ def test_growing_arena_of_zero_bytes_needs_no_device() -> None:
 def test_device_arena_offsets_are_aligned_addresses(alignment: int) -> None:
     from ucudnn._native import _cuda
 
-    with Arena(10_000, alignment) as arena:
+    pieces = (1, 1000, 3000)
+    # Each piece starts at the first aligned offset after the one before; the arena is sized
+    # so that the last ends exactly at its capacity.
+    starts = list(itertools.accumulate((align_up(n, alignment) for n in pieces[:-1]), initial=0))
+    capacity = starts[-1] + pieces[-1]
+    with Arena(capacity, alignment) as arena:
         assert arena.ptr % alignment == 0
-        offsets = [arena.reserve(n) for n in (1, 1000, 3000)]
-        addresses = [arena.at(offset, 1) for offset in offsets]
+        offsets = [arena.reserve(n) for n in pieces]
+        assert offsets == starts and arena.in_use == capacity
+        addresses = [arena.at(offset, n) for offset, n in zip(offsets, pieces, strict=True)]
         assert all(address % alignment == 0 for address in addresses)
         assert addresses[0] == arena.ptr
         # The whole capacity is usable memory, up to its last byte.
-        _cuda.memset(arena.at(0, 10_000), 7, 10_000)
+        _cuda.memset(arena.at(0, capacity), 7, capacity)
         last = np.zeros(1, np.uint8)
-        _cuda.memcpy_dtoh(last, arena.ptr + 9_999, 1)
+        _cuda.memcpy_dtoh(last, arena.ptr + capacity - 1, 1)
         _cuda.device_synchronize()
         assert last[0] == 7
         assert arena.device == _cuda.get_device()

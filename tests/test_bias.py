@@ -100,18 +100,38 @@ def test_conv_forward_adds_the_bias_once(dtype, layout) -> None:
 @pytest.mark.gpu
 @pytest.mark.parametrize("beta", [0.0, 0.5])
 def test_the_handle_adds_the_bias_after_all_micro_batches(tmp_path, beta) -> None:
+    """The Handle runs the schedule of its plan. No policy can force a split (the undivided
+    batch is always a candidate, and usually the fastest), so the plan here is the planner's
+    from the Handle's own measurements less the undivided run: every schedule left splits."""
     from ucudnn.core.array import DeviceArray
+    from ucudnn.planner.plan import make_plan_wr
+    from ucudnn.planner.tables import KernelTable, TimingTables
     from ucudnn.runtime.handle import Handle
+    from ucudnn.runtime.work import Work
 
     problem = _problem(2, "float32", True, batch=7)
     host, device = _upload(problem, np.random.default_rng(2))
     b = np.random.default_rng(3).standard_normal(problem.out_channels).astype(np.float32)
     with Handle(workspace_limit=MiB, policy=[1, 3], database=tmp_path / "db.sqlite") as handle:
+        handle.register(problem, "forward", layer="conv")
+        handle.finalize()  # measures micro-batches 7, 3 and 1, and allocates the workspace
+        measured = handle.benchmarker.tables([Work("conv", problem, "forward")], handle.policy)
+        micro_batches = KernelTable(
+            "conv", "forward", problem.batch,
+            (c for c in measured[("conv", "forward")] if c.micro_batch < problem.batch),
+        )  # fmt: skip
+        plan = make_plan_wr(
+            TimingTables([micro_batches]), handle.limit, handle.policy, device=handle.facts
+        )
+        handle.plan = plan
         handle.forward(
             device["x"], device["w"], device["y"], problem,
-            bias=DeviceArray.from_numpy(b), alpha=1.5, beta=beta,
+            bias=DeviceArray.from_numpy(b), alpha=1.5, beta=beta, layer="conv",
         )  # fmt: skip
-        assert len(handle.schedule(problem, "forward").parts) > 1
+        # The Handle ran the plan it was given (it did not plan again), and that plan splits.
+        schedule = handle.schedule(problem, "forward", layer="conv")
+        assert handle.plan is plan and schedule == plan[("conv", "forward")].schedule
+        assert len(schedule.parts) > 1 and schedule.batch == problem.batch
         got = _logical(device["y"], problem, "y")
         with pytest.raises(ValueError, match="bias is added by the forward kernel"):
             handle.run_algorithm(
