@@ -190,6 +190,12 @@ def test_model_stays_model(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 # -- coverage, kernel by kernel ------------------------------------------------------------
+def test_other_layers_are_not_covered(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger="ucudnn.planner.measured")
+    assert shipped_tables("alexnet", load_network("resnet18")) is None
+    assert "its layers are conv1, conv2, conv3, … (5), the network's conv1," in caplog.text
+
+
 def test_layers_of_the_same_names_but_other_problems_are_not_covered(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
