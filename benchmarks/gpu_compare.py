@@ -361,7 +361,7 @@ def _commit(given: str | None) -> str:
         return "unknown"
 
 
-def _driver_version() -> str | None:
+def driver_version() -> str | None:
     try:
         found = subprocess.run(
             ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
@@ -380,7 +380,7 @@ def _environment(commit: str) -> dict:
 
     return compare_report.environment(
         device.info(),
-        driver_version=_driver_version(),
+        driver_version=driver_version(),
         torch_versions=compare_peers.torch_versions(),
         frontend_versions=compare_peers.frontend_versions(),
         ucudnn_version=ucudnn.__version__,

@@ -15,9 +15,10 @@ import argparse
 import datetime
 import json
 import os
-import subprocess
 import xml.etree.ElementTree as ElementTree
 from pathlib import Path
+
+from gpu_compare import driver_version
 
 FORMAT, VERSION = "ucudnn-gpu-suite", 1
 
@@ -55,23 +56,12 @@ def machine() -> dict[str, object]:
     devices = report.get("devices") or [{}]
     return {
         "gpu": devices[0].get("name"),
-        "driver": _driver_version(),
+        "driver": driver_version(),
         "cuda_driver": report.get("cuda_driver"),
         "cuda_runtime": report.get("cuda_runtime"),
         "cudnn": report.get("cudnn"),
         "simulated": report.get("simulated", False),
     }
-
-
-def _driver_version() -> str | None:
-    try:
-        done = subprocess.run(
-            ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
-            capture_output=True, text=True, check=True, timeout=30,
-        )  # fmt: skip
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return done.stdout.splitlines()[0].strip() if done.stdout.strip() else None
 
 
 def main() -> None:
