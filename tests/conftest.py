@@ -81,7 +81,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.skip(reason=_reason(item, "hardware")))
         if not simulated() and "simulator" in item.keywords:
             item.add_marker(pytest.mark.skip(reason="needs the simulated device (--device=sim)"))
-    _mark_known_failures(items)
     if gpu_required() or not any("gpu" in item.keywords for item in items):
         return
     ok, reason = gpu_available()
@@ -91,19 +90,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if "gpu" in item.keywords:
             item.add_marker(skip)
-
-
-def _mark_known_failures(items: list[pytest.Item]) -> None:
-    """The first H100 run's logic failures fail on any device until fixed (tests/h100_failures.py);
-    a simulator whose capabilities are not the H100's may fail otherwise, so it is left out."""
-    if simulated() and os.environ.get("UCUDNN_SIM_CAPS", "log").strip() not in ("", "log"):
-        return
-    from tests.h100_failures import KNOWN_FAILURES
-
-    for item in items:
-        cause = KNOWN_FAILURES.get(item.nodeid)
-        if cause is not None:
-            item.add_marker(pytest.mark.xfail(strict=True, reason=f"H100 run 1: {cause}"))
 
 
 def _reason(item: pytest.Item, name: str) -> str:

@@ -123,7 +123,7 @@ def test_the_handle_adds_the_bias_after_all_micro_batches(tmp_path, beta) -> Non
         plan = make_plan_wr(
             TimingTables([micro_batches]), handle.limit, handle.policy, device=handle.facts
         )
-        handle.plan = plan
+        handle.use_plan(plan)
         handle.forward(
             device["x"], device["w"], device["y"], problem,
             bias=DeviceArray.from_numpy(b), alpha=1.5, beta=beta, layer="conv",

@@ -179,3 +179,34 @@ def test_a_call_after_replan_runs_the_new_plan(tmp_path) -> None:
         for algo in {part.algo for part in before.parts} - {part.algo for part in after.parts}:
             simulator.fail_algorithm("forward", algo)  # the old schedule can no longer run
         _forward_is_right(handle, GOOD)
+
+
+def test_use_plan_runs_a_plan_made_elsewhere_and_refuses_one_that_does_not_fit(tmp_path) -> None:
+    from ucudnn.planner.plan import Plan
+    from ucudnn.runtime.handle import Handle
+
+    with Handle(workspace_limit=64 * MiB, database=tmp_path / "a.sqlite") as planner:
+        planner.register(GOOD, ["forward"], layer="good")
+        made = Plan.from_json(planner.finalize().to_json())  # as a file would bring it
+    with Handle(workspace_limit=64 * MiB, database=tmp_path / "b.sqlite") as handle:
+        with pytest.raises(ValueError, match="good/forward is not one this handle has seen"):
+            handle.use_plan(made)
+        handle.register(GOOD, ["forward"], layer="good")
+        handle.use_plan(made)
+        assert handle.plan is made
+        _forward_is_right(handle, GOOD, "good")
+        assert handle.plan is made  # run as given, not planned again
+    with Handle(workspace_limit=64 * MiB, database=tmp_path / "c.sqlite") as handle:
+        handle.register(OTHER, ["forward"], layer="good")
+        with pytest.raises(ValueError, match="has batch 4, its problem 2"):
+            handle.use_plan(made)
+    with (
+        Handle(total_workspace=64 * MiB, database=tmp_path / "d.sqlite") as handle,
+        pytest.raises(ValueError, match="in WD mode; the plan is wr"),
+    ):
+        handle.use_plan(made)
+    if made.workspace_bytes:
+        with Handle(workspace_limit=made.workspace_bytes - 1, database=tmp_path / "e") as handle:
+            handle.register(GOOD, ["forward"], layer="good")
+            with pytest.raises(ValueError, match="over the limit"):
+                handle.use_plan(made)

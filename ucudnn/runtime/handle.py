@@ -268,6 +268,47 @@ class Handle:
         assert self.plan is not None
         return self.plan
 
+    def use_plan(self, plan: Plan) -> None:
+        """Run `plan` from now on: one made offline (`Plan.from_json` of `ucudnn plan
+        --json`), or by the planner from this handle's own tables.
+
+        Its kernels must be ones this handle has seen (register them first), under the names it
+        knows them by (their layer names), at their problems' batch; it must be a plan of this
+        handle's mode within its limit or budget, and deterministic if the handle is. Kernels it
+        leaves out are planned when first used, as before (in WD mode, with the whole network).
+        """
+        if not isinstance(plan, Plan):
+            raise TypeError(f"plan must be a Plan, got {plan!r}")
+        if plan.mode != self.mode:
+            raise ValueError(f"this handle is in {self.mode.upper()} mode; the plan is {plan.mode}")
+        used = plan.workspace_bytes if self.mode == "wd" else max(
+            (k.workspace_bytes for k in plan.kernels), default=0
+        )  # fmt: skip
+        if used > self.limit:
+            what = "budget" if self.mode == "wd" else "limit"
+            raise ValueError(
+                f"the plan needs {used} bytes of workspace, over the {what} {self.limit}"
+            )
+        seen = {slot.kernel_id: slot for slot in self._slots.all()}
+        for kernel_plan in plan.kernels:
+            slot = seen.get(kernel_plan.kernel_id)
+            if slot is None:
+                names = ", ".join(sorted({name for name, _ in seen})) or "none"
+                raise ValueError(
+                    f"the plan's {kernel_plan.place} is not one this handle has seen; register "
+                    f"it first (layers seen: {names})"
+                )
+            if kernel_plan.batch != slot.problem.batch:
+                raise ValueError(
+                    f"the plan's {kernel_plan.place} has batch {kernel_plan.batch}, its problem "
+                    f"{slot.problem.batch}"
+                )
+            if self.deterministic and not kernel_plan.schedule.deterministic:
+                raise ValueError(
+                    f"the plan's {kernel_plan.place} runs an algorithm that is not deterministic"
+                )
+        self._adopt(plan)
+
     def release_workspace(self) -> None:
         """Free the workspace now (say, before a memory-hungry phase); the next call that
         needs it allocates it again, falling back to smaller plans if memory is short."""
