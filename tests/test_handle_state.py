@@ -144,7 +144,9 @@ def test_released_workspace_comes_back_for_the_same_plan(tmp_path) -> None:
         assert handle.workspace_in_use >= plan.workspace_bytes
 
 
-def test_the_numpy_api_runs_the_channels_first_equivalent(caplog, no_float64_forward) -> None:
+def test_the_numpy_api_runs_the_channels_first_equivalent(
+    tmp_path, caplog, no_float64_forward
+) -> None:
     """When cuDNN runs nothing channels-last, the numpy API transposes, and logs that it did;
     here cuDNN runs nothing for float64 forward at all, so the fallback fails as plainly."""
     import ucudnn
@@ -155,12 +157,14 @@ def test_the_numpy_api_runs_the_channels_first_equivalent(caplog, no_float64_for
         caplog.at_level("INFO", logger="ucudnn.faces.numpy_api"),
         pytest.raises(NoAlgorithmError, match="NCDHW float64"),
     ):
-        ucudnn.conv_forward(x, w, layout="NDHWC", padding=1)
+        # A cache of its own: the failures injected here must not reach other tests.
+        ucudnn.conv_forward(x, w, layout="NDHWC", padding=1, database=tmp_path / "db.sqlite")
     assert "running it NCDHW on transposed copies" in caplog.text
     # and the shared Handle still serves every other problem
     x32 = np.ones(GOOD.x_shape, np.float32)
     w32 = np.ones(GOOD.w_shape, np.float32)
-    assert ucudnn.conv_forward(x32, w32, padding=1).shape == GOOD.y_shape
+    y = ucudnn.conv_forward(x32, w32, padding=1, database=tmp_path / "db.sqlite")
+    assert y.shape == GOOD.y_shape
 
 
 def test_a_call_after_replan_runs_the_new_plan(tmp_path) -> None:
