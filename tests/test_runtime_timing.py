@@ -20,11 +20,18 @@ def test_each_time_is_one_call_of_a_back_to_back_run() -> None:
     handle.set_stream(stream.handle)
     buffers = ProblemBuffers(problem, stream.handle)
     descs = backend.ProblemDescriptors(problem)
-    run = backend.prepared_run(descs, "forward", problem.batch, 0, "fma")  # IMPLICIT_GEMM
+    workspace = _cuda.DeviceBuffer(64 << 20)
+    found = backend.find(
+        handle, descs, "forward", problem.batch, buffers.x, buffers.w, buffers.y,
+        workspace.ptr, workspace.nbytes,
+    )  # fmt: skip
+    runs = next(perf for perf in found if perf.status == 0)  # any algorithm that runs
+    run = backend.prepared_run(descs, "forward", problem.batch, runs.algo, "fma")
+    need = backend.workspace_size(handle, descs, "forward", problem.batch, runs.algo, "fma")
 
     def calls(count: int) -> None:
         for _ in range(count):
-            run(handle, 1.0, 0.0, buffers.x, buffers.w, buffers.y, 0, 0)
+            run(handle, 1.0, 0.0, buffers.x, buffers.w, buffers.y, workspace.ptr, need)
 
     try:
         timer = Timer(stream.handle)
@@ -33,6 +40,7 @@ def test_each_time_is_one_call_of_a_back_to_back_run() -> None:
     finally:
         stream.synchronize()
         buffers.release()
+        workspace.release()
         stream.destroy()
     assert len(once) == len(twice) == 6 and min(once) > 0
     ratio = sorted(twice)[3] / sorted(once)[3]
