@@ -281,13 +281,11 @@ class Handle:
             raise TypeError(f"plan must be a Plan, got {plan!r}")
         if plan.mode != self.mode:
             raise ValueError(f"this handle is in {self.mode.upper()} mode; the plan is {plan.mode}")
-        used = plan.workspace_bytes if self.mode == "wd" else max(
-            (k.workspace_bytes for k in plan.kernels), default=0
-        )  # fmt: skip
-        if used > self.limit:
+        if plan.workspace_bytes > self.limit:
             what = "budget" if self.mode == "wd" else "limit"
             raise ValueError(
-                f"the plan needs {used} bytes of workspace, over the {what} {self.limit}"
+                f"the plan needs {plan.workspace_bytes} bytes of workspace, over the {what} "
+                f"{self.limit}"
             )
         seen = {slot.kernel_id: slot for slot in self._slots.all()}
         for kernel_plan in plan.kernels:
@@ -502,10 +500,11 @@ class Handle:
         """The kernel's schedule ready to launch: planned if new, its plan's workspace
         allocated again if it was released, and compiled for the calls to come."""
         slot = self._slot(problem, kernel, layer)
-        self._kernel_plan(slot)
-        if self._workspace.arena is None and self.plan is not None:  # released since planning
-            self._adopt(self.plan)
         kernel_plan = self._kernel_plan(slot)
+        if self._workspace.arena is None:  # released since planning
+            assert self.plan is not None
+            self._adopt(self.plan)
+            kernel_plan = self.plan[slot.kernel_id]  # the same, unless memory was short
         launch = executor.Launch(
             self.descriptors(problem), kernel, kernel_plan.schedule.parts,
             kernel_plan.workspace_bytes,
