@@ -42,7 +42,7 @@ def test_a_tag_names_index_and_sorted_knobs() -> None:
     # Any knob order, one configuration and one tag.
     assert canonical_tag("eng62_k25=1_k2=0_k13=1") == "eng62_k2=0_k13=1_k25=1"
     assert EngineConfig(62, ((25, 1), (2, 0))) == EngineConfig(62, ((2, 0), (25, 1)))
-    assert EngineConfig(62, [[25, 1], [2, 0]]).knobs == ((2, 0), (25, 1))
+    assert EngineConfig(62, [[25, 1], [2, 0]]).knobs == ((2, 0), (25, 1))  # type: ignore[arg-type]
     assert canonical_tag("eng007_k02=-0") == "eng7_k2=0"
     assert sorted([EngineConfig(9), EngineConfig(1, ((3, 1),))])[0].index == 1
 
@@ -80,7 +80,7 @@ def test_engine_config_checks_its_fields() -> None:
     with pytest.raises(TypeError, match="engine index must be an integer"):
         EngineConfig(True)
     with pytest.raises(TypeError, match="a knob is a \\(type, value\\) pair"):
-        EngineConfig(1, ((2, 0, 1),))
+        EngineConfig(1, ((2, 0, 1),))  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="knobs must be"):
         EngineConfig(1, "k2=0")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="knob type must be >= 0"):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -87,13 +88,14 @@ def test_json_round_trip(tables, mode: str) -> None:
     assert {"micro_batches", "algos", "time_ms", "workspace_bytes", "offset_bytes"} <= set(first)
     assert first["micro_batches"] == [p["micro_batch"] for p in first["parts"]]
     assert first["algos"] == [p["algo"] for p in first["parts"]]
+    assert first["engines"] == [p["engine"] for p in first["parts"]]
 
 
 def test_from_json_rejects_other_documents() -> None:
     with pytest.raises(ValueError, match=r"^<plan>, line 1: not a ucudnn-plan document"):
         Plan.from_json('{"format": "other"}')
-    with pytest.raises(ValueError, match=r"version 3 is not supported \(expected 1 or 2\)"):
-        Plan.from_json('{"format": "ucudnn-plan", "version": 3}')
+    with pytest.raises(ValueError, match=r"version 4 is not supported \(expected 1, 2 or 3\)"):
+        Plan.from_json('{"format": "ucudnn-plan", "version": 4}')
     with pytest.raises(ValueError, match=r"^p.json, line 1, field 'limit_bytes': is missing"):
         Plan.from_json('{"format": "ucudnn-plan", "version": 2, "mode": "wr"}', "p.json")
     with pytest.raises(ValueError, match=r"^p.json, line 2, column 1: malformed JSON"):
@@ -154,7 +156,52 @@ def test_version_1_documents_are_still_read() -> None:
     for k in v1["kernels"]:
         k["offset"] = k.pop("offset_bytes")
         k["micro_batches"], k["algos"] = "2x2", "1"
+        _drop_engines(k)
     assert Plan.from_json(json.dumps(v1)) == plan
+
+
+def _drop_engines(kernel: dict) -> None:
+    """A version 3 kernel object as versions 1 and 2 wrote it: no engines."""
+    del kernel["engines"]
+    for candidate in [*kernel["parts"], kernel["baseline"]]:
+        if candidate is not None:
+            del candidate["engine"]
+
+
+def test_version_2_documents_are_read_as_legacy_algorithms() -> None:
+    plan = make_plan_wd(_small_tables(), 4096)
+    v2 = json.loads(plan.to_json())
+    assert v2["version"] == 3
+    v2["version"] = 2
+    for k in v2["kernels"]:
+        _drop_engines(k)
+    assert Plan.from_json(json.dumps(v2)) == plan
+    # Version 3 needs the field.
+    v2["version"] = 3
+    with pytest.raises(ValueError, match="part 0, field 'engine': is missing"):
+        Plan.from_json(json.dumps(v2))
+
+
+def test_engine_parts_round_trip_and_are_checked() -> None:
+    tag = "eng62_k2=0_k13=1"
+    table = KernelTable(
+        "c",
+        "forward",
+        4,
+        [Candidate(4, 1, 3.0, 0), Candidate(2, 62, 1.0, 8, "tensor_op", False, tag)],
+    )
+    plan = make_plan_wr(TimingTables([table]), 1024, "all")
+    data = json.loads(plan.to_json())
+    kernel = data["kernels"][0]
+    assert kernel["algos"] == [62, 62] and kernel["engines"] == [tag, tag]
+    assert [p["engine"] for p in kernel["parts"]] == [tag, tag]
+    assert kernel["baseline"]["engine"] == ""
+    assert Plan.from_json(plan.to_json()) == plan
+    assert re.search(f" 2x2 +{tag}/tensor_op +8 B ", plan.report())
+    kernel["parts"][0]["algo"] = 61
+    with pytest.raises(ValueError, match="part 0: engine eng62_k2=0_k13=1 is a configuration of "
+                                         "engine 62, but algo is 61"):  # fmt: skip
+        Plan.from_json(json.dumps(data))
 
 
 A_FWD = "kernel a/forward, field"

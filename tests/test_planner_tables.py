@@ -518,3 +518,72 @@ def test_a_table_at_a_smaller_batch_keeps_the_rows_up_to_it() -> None:
         table.at_batch(9)
     with pytest.raises(ValueError, match="batch"):
         table.at_batch(0)
+
+
+ENGINE = "eng62_k2=0_k13=1_k25=1"
+
+
+def test_engine_candidates_are_checked_and_canonical() -> None:
+    c = Candidate(4, 62, 1.0, 0, "tensor_op", False, "eng62_k25=1_k13=1_k2=0")
+    assert c.engine == ENGINE and c.name == ENGINE
+    assert Candidate(4, 7, 1.0, 0, engine="eng7").engine == "eng7"
+    assert Candidate(4, 3, 1.0, 0).name == "3"
+    with pytest.raises(ValueError, match="is a configuration of engine 62, but algo is 6"):
+        Candidate(4, 6, 1.0, 0, engine=ENGINE)
+    with pytest.raises(ValueError, match=r"engine tag 'eng62_k2=0_k2=1'.* chosen more than once"):
+        Candidate(4, 62, 1.0, 0, engine="eng62_k2=0_k2=1")
+    with pytest.raises(ValueError, match="engine tag 'alg62' is not eng<index>"):
+        Candidate(4, 62, 1.0, 0, engine="alg62")
+    with pytest.raises(TypeError, match="engine must be text"):
+        Candidate(4, 62, 1.0, 0, engine=None)  # type: ignore[arg-type]
+
+
+def test_a_legacy_algorithm_and_an_engine_of_the_same_number_are_distinct() -> None:
+    legacy = Candidate(4, 1, 2.0, 0)
+    engine = Candidate(4, 1, 2.0, 0, engine="eng1_k2=3")
+    other = Candidate(4, 1, 1.0, 0, engine="eng1_k2=4")
+    assert legacy.slot() == (1, "", "default") and engine.slot() == (1, "eng1_k2=3", "default")
+    table = KernelTable("c", "forward", 4, [other, engine, legacy])
+    assert table.candidates[4] == [legacy, engine, other]
+    with pytest.raises(ValueError, match="algo eng1_k2=3, math_type default is already in"):
+        table.add(Candidate(4, 1, 9.0, 0, engine="eng1_k2=3"))
+    # Ties in speed go to the legacy algorithm, then to the lower tag.
+    assert min([engine, legacy], key=Candidate.speed_key) is legacy
+    assert Schedule((other, legacy)).algos_text() == "eng1_k2=4,1"
+    half = Candidate(2, 1, 1.0, 0, "tensor_op", engine="eng1_k2=4")
+    assert Schedule((half, half)).algos_text() == "eng1_k2=4/tensor_op"
+
+
+def test_csv_and_json_carry_the_engine_column() -> None:
+    tables = read(
+        HEADER + ",engine\n"
+        "conv1,forward,4,4,62,1.0,64,eng62_k25=1_k2=0_k13=1\n"
+        "conv1,forward,4,4,62,1.5,0,\n"
+        "conv1,forward,4,2,10,0.5,0,eng10_k2=8_k12=-1\n"
+    )
+    table = tables["conv1", "forward"]
+    assert [c.engine for c in table] == ["eng10_k2=8_k12=-1", "", ENGINE]
+    assert tables.to_csv().splitlines()[0] == HEADER + ",math_type,deterministic,engine"
+    assert tables.to_csv().splitlines()[1].endswith(",eng10_k2=8_k12=-1")
+    assert read(tables.to_csv()) == tables
+    document = json.loads(tables.to_json())
+    assert document["version"] == 1 and document["rows"][2]["engine"] == ENGINE
+    assert TimingTables.from_json(tables.to_json()) == tables
+    legacy = document["rows"][1]
+    assert legacy["engine"] == ""
+    del legacy["engine"]  # as rows written before the field existed
+    assert TimingTables.from_json(json.dumps(document)) == tables
+
+
+@pytest.mark.parametrize(
+    ("cell", "message"),
+    [
+        ("eng61", "line 2, column 'engine': engine eng61 is a configuration of engine 61, but algo "
+                  "is 62"),
+        ("eng62_k2", "line 2, column 'engine': engine tag 'eng62_k2' is not eng<index>"),
+        ("eng62_k2=1_k2=1", "line 2, column 'engine': engine tag .* chosen more than once"),
+    ],
+)  # fmt: skip
+def test_engine_cells_are_checked_where_they_are(cell: str, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        read(HEADER + f",engine\nconv1,forward,1,1,62,2.5,0,{cell}\n")

@@ -26,7 +26,7 @@ def test_each_format_is_named_and_versioned_once() -> None:
         assert schema["properties"]["version"]["const"] == VERSIONS[name]
         assert header(name) == {"format": name, "version": VERSIONS[name]}
     # The readers' versions are the schemas' versions.
-    assert VERSIONS[plan.JSON_FORMAT] == plan.JSON_VERSION == 2
+    assert VERSIONS[plan.JSON_FORMAT] == plan.JSON_VERSION == 3
     assert VERSIONS[tables.JSON_FORMAT] == tables.JSON_VERSION == 1
 
 

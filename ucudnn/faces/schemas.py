@@ -112,20 +112,31 @@ _DEVICE_FACTS = _object(
         "cuda_version": _integer("cudaRuntimeGetVersion(), e.g. 13000 for 13.0"),
     },
 )
+_ENGINE = _text(
+    "the cuDNN graph-API engine configuration's tag, eng<index> then _k<knob>=<value> per "
+    'knob sorted by knob (e.g. "eng62_k2=0_k13=1_k25=1"); "" for a legacy algorithm'
+)
 _CANDIDATE_FIELDS = {
     "micro_batch": _integer("samples in this run", minimum=1),
-    "algo": _integer("the cuDNN algorithm (the legacy API's enum value for the kernel)"),
+    "algo": _integer(
+        "the cuDNN algorithm (the legacy API's enum value for the kernel), or the engine's "
+        "global index where engine is set"
+    ),
     "time_ms": _number("measured (or modelled) time of one run, milliseconds"),
     "workspace_bytes": _integer("workspace the run needs, bytes"),
     "math_type": _text("the cuDNN math type it runs with", MATH_TYPES),
     "deterministic": _flag("whether the algorithm gives bit-identical results run to run"),
+    "engine": _ENGINE,
 }
 _CANDIDATE = _object("one run of the kernel on some samples", _CANDIDATE_FIELDS)
 _SCHEDULE_FIELDS = {
     "micro_batches": _list(
         _integer("samples", minimum=1), "each part's micro-batch, in the order they run"
     ),
-    "algos": _list(_integer("algorithm"), "each part's algorithm, in the same order"),
+    "algos": _list(
+        _integer("algorithm or engine index"), "each part's algorithm, in the same order"
+    ),
+    "engines": _list(_ENGINE, "each part's engine configuration, in the same order"),
     "time_ms": _number("the parts' times added up, milliseconds"),
     "workspace_bytes": _integer("the largest part's workspace (they share one buffer), bytes"),
 }
@@ -146,6 +157,7 @@ TIMINGS = _document(
                     "batch": _integer("the layer's mini-batch N", minimum=1),
                     **_CANDIDATE_FIELDS,
                 },
+                optional=("engine",),  # added within version 1: older rows lack it
             ),
             "the rows, kernel by kernel",
         )

@@ -139,7 +139,8 @@ def read_document(
     versions = [version] if isinstance(version, int) else sorted(version)
     found = data.get("version")
     if type(found) is not int or found not in versions:
-        expected = " or ".join(map(str, versions))
+        *others, last = map(str, versions)
+        expected = f"{', '.join(others)} or {last}" if others else last
         raise ValueError(
             f"{where}: {kind} version {shown(found)} is not supported (expected {expected})"
         )

@@ -52,9 +52,12 @@ logger = logging.getLogger(__name__)
 
 JSON_FORMAT = "ucudnn-plan"
 # 2: micro_batches and algos are lists of numbers, not texts; offset and alignment are
-# offset_bytes and alignment_bytes. Version 1 documents are still read.
-JSON_VERSION = 2
-READ_VERSIONS = (1, JSON_VERSION)
+# offset_bytes and alignment_bytes.
+# 3: parts and baselines have an engine (a graph-API engine configuration's tag, or "" for a
+# legacy algorithm), so an algo may be an engine index; schedules list engines beside algos.
+# Versions 1 and 2 are still read, their parts as legacy algorithms.
+JSON_VERSION = 3
+READ_VERSIONS = (1, 2, JSON_VERSION)
 MODES = ("wr", "wd")
 _LEAST_SOLVE_S = 0.001
 # How much more than its baseline a plan may take before it is called slower: a millionth is
@@ -65,7 +68,7 @@ _SLOWER_BY_MORE_THAN = 1e-6
 # texts, totals) and recomputed.
 _PART_FIELDS = tuple(f.name for f in dataclasses.fields(Candidate))
 _KERNEL_FIELDS = ("layer", "kernel", "batch", "parts", "baseline", "offset_bytes")
-_KERNEL_DERIVED = ("micro_batches", "algos", "time_ms", "workspace_bytes", "speedup")
+_KERNEL_DERIVED = ("micro_batches", "algos", "engines", "time_ms", "workspace_bytes", "speedup")
 _PLAN_FIELDS = (
     "mode", "limit_bytes", "policy", "kernels", "deterministic_only", "solver",
     "solver_status", "alignment_bytes", "device", "timings_source",
@@ -84,11 +87,12 @@ def speedup(baseline_ms: float | None, time_ms: float) -> float | None:
 
 
 def schedule_numbers(schedule: Schedule) -> dict[str, object]:
-    """A schedule in a plan document: each part's micro-batch and algorithm, in the order they
-    run, then its time and workspace."""
+    """A schedule in a plan document: each part's micro-batch, algorithm and engine tag, in
+    the order they run, then its time and workspace."""
     return {
         "micro_batches": [p.micro_batch for p in schedule.parts],
         "algos": [p.algo for p in schedule.parts],
+        "engines": [p.engine for p in schedule.parts],
         "time_ms": schedule.time_ms,
         "workspace_bytes": schedule.workspace_bytes,
     }
@@ -419,6 +423,8 @@ class Plan:
         data = read_document(text, JSON_FORMAT, READ_VERSIONS, source)
         if data["version"] == 1:
             _rename_v1_fields(data)
+        if data["version"] in (1, 2):
+            _add_legacy_engines(data)
         try:
             return cls.from_dict(data)
         except (TypeError, ValueError) as exc:
@@ -469,6 +475,19 @@ def _rename_v1_fields(data: dict[str, object]) -> None:
             for old, new in _V1_NAMES.items():
                 if old in item and new not in item:
                     item[new] = item.pop(old)
+
+
+def _add_legacy_engines(data: dict[str, object]) -> None:
+    """Parts and baselines of a version 1 or 2 document, in place, as the legacy algorithms
+    they are: engine "" (those versions had no engines)."""
+    kernels = data.get("kernels")
+    for kernel in kernels if isinstance(kernels, list) else []:
+        if not isinstance(kernel, dict):
+            continue
+        parts = kernel.get("parts")
+        for candidate in [*(parts if isinstance(parts, list) else []), kernel.get("baseline")]:
+            if isinstance(candidate, dict):
+                candidate.setdefault("engine", "")
 
 
 def _device(data: object) -> DeviceFacts | None:

@@ -2,9 +2,11 @@
 
 Interchange format
 ------------------
-A timings CSV has one row per measured candidate, with the header
+A timings CSV has one row per measured candidate, with the header (one line, optional columns
+in brackets)
 
-    layer,kernel,batch,micro_batch,algo,time_ms,workspace_bytes[,math_type][,deterministic]
+    layer,kernel,batch,micro_batch,algo,time_ms,workspace_bytes
+    [,math_type][,deterministic][,engine]
 
 - ``layer``: the layer's name: non-empty text without control characters (NUL, newline, ...)
   that does not start or end with white space.
@@ -12,20 +14,25 @@ A timings CSV has one row per measured candidate, with the header
 - ``batch``: the layer's mini-batch N (one value per layer and kernel), 1 <= N <= 2**31 - 1
   (cuDNN's dimensions are 32-bit).
 - ``micro_batch``: the micro-batch b the row was measured at, 1 <= b <= N.
-- ``algo``: the cuDNN algorithm (enum value of the legacy API for that kernel), an integer
-  from 0 to 2**31 - 1.
+- ``algo``: the cuDNN algorithm (enum value of the legacy API for that kernel), or the global
+  index of a graph-API engine (see ``engine``), an integer from 0 to 2**31 - 1.
 - ``time_ms``: time of one run at b, in milliseconds, from 0 to 1e9.
 - ``workspace_bytes``: exact workspace the run needs, in bytes, an integer from 0 to 2**50.
 - ``math_type`` (optional, default ``default``): ``default``, ``tensor_op``,
   ``tensor_op_allow_conversion`` or ``fma``.
 - ``deterministic`` (optional, default false): a yes/no word as settings take it: ``true``/
   ``false``, ``1``/``0``, ``yes``/``no`` or ``on``/``off``, in any letter case.
+- ``engine`` (optional, default empty): empty for a legacy algorithm; for a cuDNN graph-API
+  engine configuration its tag, ``eng<index>`` then ``_k<knob type>=<value>`` per knob
+  (``eng62_k2=0_k13=1_k25=1``, values may be negative), whose index must equal ``algo``.
+  Knobs may come in any order; tables keep the tag with knobs sorted by type.
 
 Integers are plain decimal digits, no more of them (leading zeros aside) than the column's
 maximum has; each column appears once in the header. Every (layer, kernel) must have rows at
 micro_batch == batch, so a table always knows what the undivided run costs. A candidate
-(micro_batch, algo, math_type) appears once per table. Errors name the file, the line and the
-column, and show a long cell cut short. The same rows also travel as JSON:
+(micro_batch, algo, engine, math_type) appears once per table. Errors name the file, the line
+and the column, and show a long cell cut short. The same rows also travel as JSON (version 1
+with or without ``engine``: the field is optional):
 ``{"format": "ucudnn-timings", "version": 1, "rows": [{column: value, ...}, ...]}``.
 """
 
@@ -49,6 +56,7 @@ from typing import IO
 import numpy as np
 
 from ucudnn.core.checks import integer, parse_bool, shown
+from ucudnn.core.engines import canonical_tag
 from ucudnn.core.problem import MATH_TYPES, MAX_DIM, check_kernel
 from ucudnn.planner.documents import line_of, read_document
 from ucudnn.planner.files import (
@@ -63,7 +71,7 @@ from ucudnn.planner.files import (
 KernelId = tuple[str, str]
 
 REQUIRED_COLUMNS = ("layer", "kernel", "batch", "micro_batch", "algo", "time_ms", "workspace_bytes")
-OPTIONAL_COLUMNS = ("math_type", "deterministic")
+OPTIONAL_COLUMNS = ("math_type", "deterministic", "engine")
 COLUMNS = REQUIRED_COLUMNS + OPTIONAL_COLUMNS
 
 JSON_FORMAT = "ucudnn-timings"
@@ -126,6 +134,12 @@ def _math_type(value: object) -> str:
     return value
 
 
+def _engine(value: object) -> str:
+    if not isinstance(value, str):
+        raise TypeError(f"engine must be text (an engine tag, or empty), got {shown(value)}")
+    return canonical_tag(value) if value else ""
+
+
 def flag(value: object, name: str) -> bool:
     """`value` as a bool: True or False (numpy's too, as its comparisons give them), or 1 or 0
     as C enums and numpy integers give them; other numbers are refused."""
@@ -147,31 +161,48 @@ _CANDIDATE_CHECKS: dict[str, Callable[[object], object]] = {
     ),
     "math_type": _math_type,
     "deterministic": functools.partial(flag, name="deterministic"),
+    "engine": _engine,
 }
 
 
 @dataclasses.dataclass(frozen=True, order=True)
 class Candidate:
-    """One measured way to run a kernel on `micro_batch` samples."""
+    """One measured way to run a kernel on `micro_batch` samples: a legacy cuDNN algorithm
+    (`engine` empty, `algo` the cudnnConvolution*Algo_t value) or a graph-API engine
+    configuration (`engine` its canonical tag, `algo` the engine's global index)."""
 
     micro_batch: int
-    algo: int  # the seam where cuDNN graph-API engine configurations can come in later
+    algo: int
     time_ms: float
     workspace_bytes: int
     math_type: str = "default"
     deterministic: bool = False
+    engine: str = ""
 
     def __post_init__(self) -> None:
         for name, check in _CANDIDATE_CHECKS.items():
             object.__setattr__(self, name, check(getattr(self, name)))
+        # The canonical tag starts with eng<index>.
+        if self.engine and self.engine.partition("_")[0] != f"eng{self.algo}":
+            raise ValueError(
+                f"engine {self.engine} is a configuration of engine "
+                f"{self.engine.partition('_')[0][3:]}, but algo is {self.algo} (an engine "
+                "candidate's algo is its engine index)"
+            )
 
-    def speed_key(self) -> tuple[float, int, int, str]:
+    def speed_key(self) -> tuple[float, int, int, str, str]:
         """Order for picking among candidates: faster, then smaller, then lower algo."""
-        return (self.time_ms, self.workspace_bytes, self.algo, self.math_type)
+        return (self.time_ms, self.workspace_bytes, self.algo, self.engine, self.math_type)
 
-    def slot(self) -> tuple[int, str]:
-        """What makes a candidate distinct within its micro-batch size: algorithm, math type."""
-        return (self.algo, self.math_type)
+    def slot(self) -> tuple[int, str, str]:
+        """What makes a candidate distinct within its micro-batch size: algorithm or engine
+        configuration, math type."""
+        return (self.algo, self.engine, self.math_type)
+
+    @property
+    def name(self) -> str:
+        """The algorithm number, or the engine configuration's tag."""
+        return self.engine or str(self.algo)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -217,10 +248,10 @@ class Schedule:
         )
 
     def algos_text(self) -> str:
-        """The algorithm of each run of `micro_batches_text` ("1" when they all agree), with a
-        non-default math type."""
+        """The algorithm (or engine configuration tag) of each run of `micro_batches_text`
+        ("1" when they all agree), with a non-default math type."""
         names = [
-            str(p.algo) if p.math_type == "default" else f"{p.algo}/{p.math_type}"
+            p.name if p.math_type == "default" else f"{p.name}/{p.math_type}"
             for _, p in self._runs()
         ]
         return names[0] if len(set(names)) == 1 else ",".join(names)
@@ -229,7 +260,7 @@ class Schedule:
 class KernelTable:
     """The measured candidates of one kernel of one layer at mini-batch `batch`.
 
-    Each size's candidates are kept in one canonical order, by (algo, math_type), so two
+    Each size's candidates are kept in one canonical order, by (algo, engine, math_type), so two
     tables with the same rows are equal and iterate alike whatever order the rows came in
     (cuDNN's Find order when measured, the cache's order when read back)."""
 
@@ -256,7 +287,7 @@ class KernelTable:
         index = bisect.bisect_left(at_size, c.slot(), key=Candidate.slot)
         if index < len(at_size) and at_size[index].slot() == c.slot():
             raise ValueError(
-                f"duplicate candidate: micro_batch {c.micro_batch}, algo {c.algo}, "
+                f"duplicate candidate: micro_batch {c.micro_batch}, algo {c.name}, "
                 f"math_type {c.math_type} is already in {self.layer}/{self.kernel}"
             )
         at_size.insert(index, c)
@@ -418,6 +449,7 @@ class TimingTables:
                 "workspace_bytes": c.workspace_bytes,
                 "math_type": c.math_type,
                 "deterministic": c.deterministic,
+                "engine": c.engine,
             }
             for table in self._tables.values()
             for c in table
@@ -524,7 +556,7 @@ _CHECKS: dict[str, Callable[[object], object]] = {
     "batch": check_batch,
     **_CANDIDATE_CHECKS,
 }
-_DEFAULTS: dict[str, object] = {"math_type": "default", "deterministic": False}
+_DEFAULTS: dict[str, object] = {"math_type": "default", "deterministic": False, "engine": ""}
 
 
 def _cell(row: Mapping[str, object], column: str) -> object:
@@ -548,5 +580,6 @@ def _parse_row(row: Mapping[str, object]) -> tuple[str, str, int, Candidate]:
             "column 'micro_batch'",
             f"micro_batch must be between 1 and batch ({batch}), got {micro_batch}",
         )
-    candidate = Candidate(**{name: values[name] for name in _CANDIDATE_CHECKS})  # type: ignore[arg-type]
+    with field_errors("column 'engine'"):  # its index may disagree with algo
+        candidate = Candidate(**{name: values[name] for name in _CANDIDATE_CHECKS})  # type: ignore[arg-type]
     return values["layer"], values["kernel"], batch, candidate  # type: ignore[return-value]
