@@ -12,7 +12,7 @@ from ucudnn.core.facts import DeviceFacts
 from ucudnn.core.problem import KERNELS, MAX_DIM, ConvProblem
 from ucudnn.errors import CacheError, CacheWarning
 from ucudnn.planner import cache as cache_module
-from ucudnn.planner.cache import APPLICATION_ID, SCHEMA_VERSION, BenchmarkCache, Measurement
+from ucudnn.planner.cache import BenchmarkCache, Measurement
 from ucudnn.planner.tables import MAX_TIME_MS, MAX_WORKSPACE_BYTES, Candidate
 
 FACTS = DeviceFacts("NVIDIA H100 80GB HBM3", "9.0", 92800, 13000)
@@ -303,38 +303,6 @@ def test_tampered_row_is_a_miss_not_a_wrong_plan(db: BenchmarkCache, change: str
         assert db.candidates(PROBLEM, "forward", 4, FACTS) is None
 
 
-def schema_version(path: Path) -> int:
-    with sqlite3.connect(path) as conn:
-        return conn.execute("SELECT version FROM schema_version").fetchone()[0]
-
-
-def test_older_version_without_migration_is_rebuilt(tmp_path: Path) -> None:
-    path = tmp_path / "old.sqlite"
-    with sqlite3.connect(path) as conn:  # ours (marked), at a version with no migration
-        conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
-        conn.execute("CREATE TABLE schema_version (version INTEGER NOT NULL)")
-        conn.execute("INSERT INTO schema_version VALUES (0)")
-        conn.execute("CREATE TABLE measurement_sets (id INTEGER PRIMARY KEY, stale TEXT)")
-        conn.execute("INSERT INTO measurement_sets VALUES (1, 'x')")
-    with BenchmarkCache(path) as cache:
-        assert cache.stats().sets == 0
-        cache.store(PROBLEM, "forward", 4, FACTS, [ok(4, 0)])
-        assert cache.candidates(PROBLEM, "forward", 4, FACTS) == [Candidate(4, 0, 1.0, 0)]
-    assert schema_version(path) == SCHEMA_VERSION
-
-
-@pytest.mark.parametrize("version", ["'two'", "NULL", "1.5"])
-def test_unreadable_version_of_ours_is_rebuilt(tmp_path: Path, version: str) -> None:
-    path = tmp_path / "odd.sqlite"
-    with sqlite3.connect(path) as conn:
-        conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
-        conn.execute("CREATE TABLE schema_version (version)")
-        conn.execute(f"INSERT INTO schema_version VALUES ({version})")
-    with BenchmarkCache(path) as cache:
-        cache.store(PROBLEM, "forward", 4, FACTS, [ok(4, 0)])
-    assert schema_version(path) == SCHEMA_VERSION
-
-
 def test_original_ucudnn_database_is_refused_and_left_alone(tmp_path: Path) -> None:
     path = tmp_path / "ucudnn-original.sqlite"
     with sqlite3.connect(path) as conn:
@@ -345,37 +313,6 @@ def test_original_ucudnn_database_is_refused_and_left_alone(tmp_path: Path) -> N
         BenchmarkCache(path)
     assert path.read_bytes() == before
     assert [p.name for p in tmp_path.iterdir()] == [path.name]
-
-
-def test_migration_keeps_rows(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    path = tmp_path / "v1.sqlite"
-    with BenchmarkCache(path) as cache:
-        cache.store(PROBLEM, "forward", 4, FACTS, [ok(4, 0)])
-
-    def add_note_column(conn: sqlite3.Connection) -> None:
-        conn.execute("ALTER TABLE measurements ADD COLUMN note TEXT DEFAULT 'migrated'")
-
-    monkeypatch.setattr(cache_module, "SCHEMA_VERSION", SCHEMA_VERSION + 1)
-    monkeypatch.setitem(cache_module.MIGRATIONS, SCHEMA_VERSION, add_note_column)
-    with BenchmarkCache(path) as cache:
-        assert cache.candidates(PROBLEM, "forward", 4, FACTS) == [Candidate(4, 0, 1.0, 0)]
-    assert schema_version(path) == SCHEMA_VERSION + 1
-    with sqlite3.connect(path) as conn:
-        assert conn.execute("SELECT note FROM measurements").fetchall() == [("migrated",)]
-
-
-def test_newer_version_is_not_touched(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    path = tmp_path / "new.sqlite"
-    with BenchmarkCache(path) as cache:
-        cache.store(PROBLEM, "forward", 4, FACTS, [ok(4, 0)])
-    monkeypatch.setattr(cache_module, "SCHEMA_VERSION", SCHEMA_VERSION - 1)
-    with pytest.warns(CacheWarning, match="newer than this ucudnn"):
-        cache = BenchmarkCache(path)
-    with cache:
-        assert cache.candidates(PROBLEM, "forward", 4, FACTS) is None  # in memory instead
-    monkeypatch.undo()
-    with BenchmarkCache(path) as cache:
-        assert cache.candidates(PROBLEM, "forward", 4, FACTS) == [Candidate(4, 0, 1.0, 0)]
 
 
 def test_default_path_comes_from_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

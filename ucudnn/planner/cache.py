@@ -1,11 +1,15 @@
 """SQLite cache of benchmark results, shared by every process of a user (or of a site).
 
 A *measurement set* is everything measured for one kernel of one problem at one micro-batch on
-one device/software stack: its key is the problem at the micro-batch (`problem.with_batch(b)
-.key()`, every field), the kernel, the micro-batch and every `DeviceFacts` field, so a
-different GPU, cuDNN or CUDA simply misses. A set holds one row per (algorithm, math type),
-including those that failed (not supported, allocation failed), so failures are not retried;
-an empty set is still a hit.
+one device/software stack by one kind of search: its key is the problem at the micro-batch
+(`problem.with_batch(b).key()`, every field), the kernel, the micro-batch, every `DeviceFacts`
+field and the source, so a different GPU, cuDNN or CUDA simply misses. The source is "legacy"
+(cuDNN's legacy algorithms) or "graph/<search id>" (graph-API engine configurations found by
+the search the id names, e.g. "graph/A+FALLBACK/v1"): legacy and graph measurements of one key
+are separate sets, so a process that measures only legacy algorithms never takes a graph set
+as complete, and a changed search measures again. A set holds one row per (algorithm, engine
+configuration, math type), including those that failed (not supported, allocation failed), so
+failures are not retried; an empty set is still a hit.
 
 **What is ours.** A cache file carries ucudnn's mark, `APPLICATION_ID`, in SQLite's
 `application_id` field of the 100-byte file header (readable even when later pages are
@@ -17,8 +21,14 @@ refused with `CacheError` naming it, decided from its header without SQLite, bef
 created beside it: it is never opened by SQLite (which could roll back its journal), written,
 moved or rebuilt. A path that is not a regular file (a directory, /dev/null) cannot be used.
 
-**Versions.** Our files at an older schema version are migrated (`MIGRATIONS`) or, with no path
-to `SCHEMA_VERSION`, rebuilt empty. A newer version is never changed.
+**Versions.** Our files at an older schema version are migrated (`MIGRATIONS`), each step in
+one transaction, so a migration that fails leaves the file as it was. A file this ucudnn cannot
+read is never changed, never rebuilt: a newer version, an older one with no migration path to
+`SCHEMA_VERSION`, a version row that is not an integer, or tables without a version. The cache
+is then not used (one CacheWarning naming the version found and the one expected, measurements
+kept in memory) until its owner moves it aside or points UCUDNN_DATABASE elsewhere. Schema 3
+added the engine configuration and notes of each measurement and the source of each set;
+schema-2 files migrate to it with every row kept (legacy sets, engine "", no notes).
 
 **Corruption.** A file of ours that SQLite finds damaged (`PRAGMA quick_check` when connecting,
 or SQLITE_CORRUPT/SQLITE_NOTADB from a lookup or store) is replaced once. The process that finds
@@ -58,7 +68,7 @@ nothing, not even the lock files (it takes the locks only if they exist). `inspe
 reports what is at a path without changing it.
 
 **Failures.** Only a foreign file raises. A cache that cannot be used at all (a path that cannot
-be created or read, a newer or unconvertible schema, damage that cannot be set aside) gives one
+be created or read, a schema version it cannot read, damage that cannot be set aside) gives one
 CacheWarning and an in-memory cache. A failed lookup, or an unreadable row, is a warning and
 a miss; a failed store is a warning, its results kept in memory.
 """
@@ -72,6 +82,7 @@ import fcntl
 import logging
 import numbers
 import os
+import re
 import sqlite3
 import stat
 import threading
@@ -82,7 +93,8 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
-from ucudnn.core.checks import integer
+from ucudnn.core.checks import integer, shown
+from ucudnn.core.engines import parse_tag
 from ucudnn.core.facts import DeviceFacts
 from ucudnn.core.problem import MATH_TYPES, MAX_DIM, ConvProblem, check_kernel
 from ucudnn.errors import CacheError, CacheWarning
@@ -91,56 +103,89 @@ from ucudnn.planner.tables import MAX_TIME_MS, MAX_WORKSPACE_BYTES, Candidate
 from ucudnn.planner.units import format_size
 
 # 2: the file carries APPLICATION_ID and a rollback journal. Version-1 files carry no mark, so
-# they are foreign (refused), never migrated.
-SCHEMA_VERSION = 2
+# they are foreign (refused), never migrated. 3: engine configurations (measurements' engine and
+# notes, sets' source).
+SCHEMA_VERSION = 3
 APPLICATION_ID = int.from_bytes(b"uCDN", "big")  # 0x7543444e, in SQLite's file header
 BUSY_TIMEOUT_S = 30.0
 IN_MEMORY = ":memory:"
+LEGACY = "legacy"  # the source of legacy algorithms' sets; graph-API searches: "graph/<id>"
 
 logger = logging.getLogger(__name__)
 
-# MIGRATIONS[v] upgrades one of our files from schema v to v + 1 inside one transaction.
-# Versions with no path to SCHEMA_VERSION are rebuilt empty: a cache can always be measured
-# again.
-MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {}
-
-_SCHEMA = """
-CREATE TABLE schema_version (version INTEGER NOT NULL);
-CREATE TABLE measurement_sets (
-    id INTEGER PRIMARY KEY,
-    problem TEXT NOT NULL,
-    kernel TEXT NOT NULL,
-    micro_batch INTEGER NOT NULL CHECK (micro_batch >= 1),
-    device_name TEXT NOT NULL,
-    compute_capability TEXT NOT NULL,
-    cudnn_version INTEGER NOT NULL,
-    cuda_version INTEGER NOT NULL,
-    measured_at REAL NOT NULL,
-    UNIQUE (problem, kernel, micro_batch, device_name, compute_capability,
-            cudnn_version, cuda_version)
-);
-CREATE TABLE measurements (
-    set_id INTEGER NOT NULL REFERENCES measurement_sets (id) ON DELETE CASCADE,
-    algo INTEGER NOT NULL CHECK (algo >= 0),
-    math_type TEXT NOT NULL,
-    status TEXT NOT NULL CHECK (status != ''),
-    median_ms REAL CHECK (median_ms >= 0),
-    min_ms REAL CHECK (min_ms >= 0),
-    max_ms REAL CHECK (max_ms >= 0),
-    repeats INTEGER NOT NULL CHECK (repeats >= 0),
-    workspace_bytes INTEGER CHECK (workspace_bytes >= 0),
-    deterministic INTEGER NOT NULL CHECK (deterministic IN (0, 1)),
-    CHECK (status != 'ok' OR (median_ms IS NOT NULL AND workspace_bytes IS NOT NULL)),
-    UNIQUE (set_id, algo, math_type)
-);
-"""
-_TABLES = ("measurements", "measurement_sets", "schema_version")
+# Each table's columns and constraints.
+_TABLES = {
+    "schema_version": "version INTEGER NOT NULL",
+    "measurement_sets": """
+        id INTEGER PRIMARY KEY,
+        problem TEXT NOT NULL,
+        kernel TEXT NOT NULL,
+        micro_batch INTEGER NOT NULL CHECK (micro_batch >= 1),
+        device_name TEXT NOT NULL,
+        compute_capability TEXT NOT NULL,
+        cudnn_version INTEGER NOT NULL,
+        cuda_version INTEGER NOT NULL,
+        source TEXT NOT NULL DEFAULT 'legacy' CHECK (source != ''),
+        measured_at REAL NOT NULL,
+        UNIQUE (problem, kernel, micro_batch, device_name, compute_capability,
+                cudnn_version, cuda_version, source)
+    """,
+    "measurements": """
+        set_id INTEGER NOT NULL REFERENCES measurement_sets (id) ON DELETE CASCADE,
+        algo INTEGER NOT NULL CHECK (algo >= 0),
+        engine TEXT NOT NULL DEFAULT '',
+        math_type TEXT NOT NULL,
+        status TEXT NOT NULL CHECK (status != ''),
+        median_ms REAL CHECK (median_ms >= 0),
+        min_ms REAL CHECK (min_ms >= 0),
+        max_ms REAL CHECK (max_ms >= 0),
+        repeats INTEGER NOT NULL CHECK (repeats >= 0),
+        workspace_bytes INTEGER CHECK (workspace_bytes >= 0),
+        deterministic INTEGER NOT NULL CHECK (deterministic IN (0, 1)),
+        notes TEXT NOT NULL DEFAULT '',
+        CHECK (status != 'ok' OR (median_ms IS NOT NULL AND workspace_bytes IS NOT NULL)),
+        UNIQUE (set_id, algo, engine, math_type)
+    """,
+}
 _KEY_COLUMNS = (
-    "problem, kernel, micro_batch, device_name, compute_capability, cudnn_version, cuda_version"
+    "problem, kernel, micro_batch, device_name, compute_capability, cudnn_version, cuda_version, "
+    "source"
 )
+_KEY_MATCHES = f"({_KEY_COLUMNS}) = ({', '.join('?' * len(_KEY_COLUMNS.split(',')))})"
 _MEASUREMENT_COLUMNS = (
-    "algo, status, median_ms, min_ms, max_ms, repeats, workspace_bytes, math_type, deterministic"
+    "algo, status, median_ms, min_ms, max_ms, repeats, workspace_bytes, math_type, deterministic, "
+    "engine, notes"
 )
+
+# What a set's source and a note may be: the source goes into keys and messages, the notes are
+# stored as one comma-separated text.
+_SOURCE = re.compile(r"legacy|graph/[!-~]+")  # printable ASCII, no spaces
+_NOTE = re.compile(r"[A-Za-z0-9_]+")
+
+
+def _migrate_2_to_3(conn: sqlite3.Connection) -> None:
+    """Schema 2 -> 3 by copying: SQLite cannot change a UNIQUE constraint in place. The old
+    tables are renamed first (the old measurements' reference follows its renamed table), so
+    the new ones are made from _TABLES and dropping the old ones cascades into nothing new.
+    Copied sets are legacy ones; copied measurements have no engine and no notes."""
+    columns = {
+        "measurement_sets": "id, problem, kernel, micro_batch, device_name, compute_capability, "
+        "cudnn_version, cuda_version, measured_at",
+        "measurements": "set_id, algo, math_type, status, median_ms, min_ms, max_ms, repeats, "
+        "workspace_bytes, deterministic",
+    }
+    for table in columns:
+        conn.execute(f"ALTER TABLE {table} RENAME TO schema_2_{table}")
+    for table, names in columns.items():  # sets first: measurements refer to them
+        _create_table(conn, table)
+        conn.execute(f"INSERT INTO {table} ({names}) SELECT {names} FROM schema_2_{table}")
+    for table in reversed(columns):
+        conn.execute(f"DROP TABLE schema_2_{table}")
+
+
+# MIGRATIONS[v] upgrades one of our files from schema v to v + 1 inside the caller's
+# transaction. A file at a version with no path to SCHEMA_VERSION is left as it is.
+MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {2: _migrate_2_to_3}
 
 # The SQLite file header: https://www.sqlite.org/fileformat.html#the_database_header
 _HEADER_BYTES = 100
@@ -175,9 +220,10 @@ def _cannot_write(exc: sqlite3.Error) -> bool:
 
 @dataclasses.dataclass(frozen=True)
 class Measurement:
-    """The outcome of benchmarking one algorithm at one micro-batch: timings if it ran
-    (status "ok"), else why not (e.g. cuDNN's status name). Held to Candidate's bounds, so that
-    every successful measurement the cache stores can be read back as a Candidate."""
+    """The outcome of benchmarking one algorithm or engine configuration at one micro-batch:
+    timings if it ran (status "ok"), else why not (e.g. cuDNN's status name). Held to
+    Candidate's bounds, so that every successful measurement the cache stores can be read back
+    as a Candidate."""
 
     micro_batch: int
     algo: int
@@ -189,12 +235,23 @@ class Measurement:
     workspace_bytes: int | None = None
     math_type: str = "default"
     deterministic: bool = False
+    engine: str = ""  # "" for a legacy algorithm, else the configuration's tag (algo its index)
+    notes: tuple[str, ...] = ()  # the configuration's numerical and behaviour notes, by name
 
     def __post_init__(self) -> None:
         if not self.status:
             raise ValueError("status must be 'ok' or say why the algorithm did not run")
         self._set_integer("micro_batch", minimum=1, maximum=MAX_DIM)
         self._set_integer("algo", minimum=0, maximum=MAX_DIM)
+        if self.engine:
+            config = parse_tag(self.engine)
+            if config.index != self.algo:
+                raise ValueError(
+                    f"engine {self.engine} is a configuration of engine {config.index}, but "
+                    f"algo is {self.algo} (an engine's algo is its index)"
+                )
+            object.__setattr__(self, "engine", config.tag)
+        object.__setattr__(self, "notes", _note_names(self.notes))
         self._set_integer("repeats", minimum=0)
         if self.workspace_bytes is not None:
             self._set_integer("workspace_bytes", minimum=0, maximum=MAX_WORKSPACE_BYTES)
@@ -224,7 +281,9 @@ class Measurement:
         object.__setattr__(self, name, value)
 
     @classmethod
-    def timed(cls, candidate: Candidate, times_ms: Sequence[float]) -> Measurement:
+    def timed(
+        cls, candidate: Candidate, times_ms: Sequence[float], notes: Iterable[str] = ()
+    ) -> Measurement:
         """A candidate (its time the median of `times_ms`) with the spread of its runs."""
         return cls(
             candidate.micro_batch,
@@ -236,13 +295,17 @@ class Measurement:
             workspace_bytes=candidate.workspace_bytes,
             math_type=candidate.math_type,
             deterministic=candidate.deterministic,
+            engine=candidate.engine,
+            notes=tuple(notes),
         )
 
     @classmethod
-    def failed(cls, micro_batch: int, algo: int, math_type: str, status: str) -> Measurement:
+    def failed(
+        cls, micro_batch: int, algo: int, math_type: str, status: str, engine: str = ""
+    ) -> Measurement:
         if status == "ok":
             raise ValueError("a failed measurement needs a status other than 'ok'")
-        return cls(micro_batch, algo, status, repeats=0, math_type=math_type)
+        return cls(micro_batch, algo, status, repeats=0, math_type=math_type, engine=engine)
 
     @property
     def ok(self) -> bool:
@@ -260,12 +323,27 @@ class Measurement:
             self.workspace_bytes,
             self.math_type,
             self.deterministic,
+            self.engine,
         )
+
+
+def _note_names(notes: object) -> tuple[str, ...]:
+    if isinstance(notes, str) or not isinstance(notes, Iterable):
+        raise TypeError(f"notes must be a sequence of note names, got {shown(notes)}")
+    names = tuple(notes)
+    for name in names:
+        if not isinstance(name, str):
+            raise TypeError(f"a note name must be text, got {shown(name)}")
+        if not _NOTE.fullmatch(name):
+            raise ValueError(
+                f"a note name is letters, digits and underscores (TENSOR_CORE), got {shown(name)}"
+            )
+    return names
 
 
 @dataclasses.dataclass(frozen=True)
 class CacheStats:
-    sets: int  # (problem, kernel, micro-batch, device) keys measured
+    sets: int  # (problem, kernel, micro-batch, device, source) keys measured
     measurements: int  # rows, failures included
     file_bytes: int  # the database file; 0 in memory
 
@@ -355,27 +433,38 @@ class BenchmarkCache:
 
     # -- use --------------------------------------------------------------------------------
     def lookup(
-        self, problem: ConvProblem, kernel: str, micro_batch: int, facts: DeviceFacts
+        self,
+        problem: ConvProblem,
+        kernel: str,
+        micro_batch: int,
+        facts: DeviceFacts,
+        source: str = LEGACY,
     ) -> list[Measurement] | None:
-        """Everything recorded for this key, failures included; None if never measured."""
-        key = _key(problem, kernel, micro_batch, facts)
+        """Everything recorded for this key, failures included; None if never measured.
+        `source`: "legacy", or "graph/<search id>" for graph-API engine configurations."""
+        key = _key(problem, kernel, micro_batch, facts, source)
         try:
             with self._lock:
                 rows = _find_set(self._memory, key)
                 if rows is None and self._file is not None:
                     rows = self._file.run(lambda conn: _find_set(conn, key))
             found = None if rows is None else _measurements(micro_batch, rows)
-            _log_lookup(problem, kernel, micro_batch, found)
+            _log_lookup(problem, kernel, micro_batch, source, found)
             return found
         except (sqlite3.Error, OSError, ValueError) as exc:
             self._warn(exc, "read")
             return None
 
     def candidates(
-        self, problem: ConvProblem, kernel: str, micro_batch: int, facts: DeviceFacts
+        self,
+        problem: ConvProblem,
+        kernel: str,
+        micro_batch: int,
+        facts: DeviceFacts,
+        source: str = LEGACY,
     ) -> list[Candidate] | None:
         """The algorithms that ran (possibly none); None if this key was never measured."""
-        found = self.lookup(problem, kernel, micro_batch, facts)
+        found = self.lookup(problem, kernel, micro_batch, facts, source)
         if found is None:
             return None
         return [m.candidate for m in found if m.ok]
@@ -387,15 +476,17 @@ class BenchmarkCache:
         micro_batch: int,
         facts: DeviceFacts,
         results: Iterable[Measurement],
+        source: str = LEGACY,
     ) -> None:
-        """Record the results of benchmarking this key, replacing what was there."""
-        key = _key(problem, kernel, micro_batch, facts)
+        """Record the results of benchmarking this key, replacing what was there (of this
+        source only)."""
+        key = _key(problem, kernel, micro_batch, facts, source)
         results = list(results)
         if any(m.micro_batch != micro_batch for m in results):
             raise ValueError(f"results must all be measured at micro-batch {micro_batch}")
-        seen = [(m.algo, m.math_type) for m in results]
+        seen = [(m.algo, m.engine, m.math_type) for m in results]
         if len(set(seen)) != len(seen):
-            raise ValueError("results repeat an (algo, math_type) pair")
+            raise ValueError("results repeat an (algo, engine, math_type)")
         with self._lock:
             if self._file is not None and self._file.writable:
                 try:
@@ -449,13 +540,18 @@ class BenchmarkCache:
 
 
 def _log_lookup(
-    problem: ConvProblem, kernel: str, micro_batch: int, found: list[Measurement] | None
+    problem: ConvProblem,
+    kernel: str,
+    micro_batch: int,
+    source: str,
+    found: list[Measurement] | None,
 ) -> None:
     if logger.isEnabledFor(logging.DEBUG):  # describe() only for a record that is shown
         outcome = "miss" if found is None else f"hit, {len(found)} results"
         logger.debug(
-            "benchmark cache %s: %s of %s at micro-batch %d",
+            "benchmark cache %s: %s of %s at micro-batch %d%s",
             outcome, kernel, problem.describe(), micro_batch,
+            "" if source == LEGACY else f" ({source})",
         )  # fmt: skip
 
 
@@ -562,8 +658,11 @@ class _CacheFile:
             # Under the shared lock nobody moves the file: the path names what conn has open.
             self._identity = _identity(self.path)
             if self.writable:
+                # Read first: a file this ucudnn cannot read must not be touched, not even by
+                # the journal mode.
+                current = _schema_version(conn, self.path) == SCHEMA_VERSION
                 conn.execute("PRAGMA journal_mode = DELETE")  # never WAL: see the docstring
-                if _schema_version(conn, self.path) != SCHEMA_VERSION:  # else no write lock
+                if not current:  # else no write lock
                     with _transaction(conn):
                         _prepare_schema(conn, self.path)
             else:
@@ -763,14 +862,12 @@ _Row = tuple[Any, ...]
 
 
 def _find_set(conn: sqlite3.Connection, key: tuple[object, ...]) -> list[_Row] | None:
-    row = conn.execute(
-        f"SELECT id FROM measurement_sets WHERE ({_KEY_COLUMNS}) = (?, ?, ?, ?, ?, ?, ?)", key
-    ).fetchone()
+    row = conn.execute(f"SELECT id FROM measurement_sets WHERE {_KEY_MATCHES}", key).fetchone()
     if row is None:
         return None
     return conn.execute(
         f"SELECT {_MEASUREMENT_COLUMNS} FROM measurements WHERE set_id = ? "
-        "ORDER BY algo, math_type",
+        "ORDER BY algo, engine, math_type",
         (row[0],),
     ).fetchall()
 
@@ -779,11 +876,17 @@ def _measurements(micro_batch: int, rows: list[_Row]) -> list[Measurement]:
     """A set's rows; ValueError if one is not a measurement (a file changed by hand)."""
     try:
         return [
-            Measurement(micro_batch, a, s, t, lo, hi, r, w, m, bool(d))
-            for a, s, t, lo, hi, r, w, m, d in rows
+            Measurement(micro_batch, a, s, t, lo, hi, r, w, m, bool(d), e, _stored_notes(n))
+            for a, s, t, lo, hi, r, w, m, d, e, n in rows
         ]
     except TypeError as exc:  # a value of the wrong type: the row is as unreadable
         raise ValueError(f"unreadable row: {exc}") from exc
+
+
+def _stored_notes(text: object) -> tuple[str, ...]:
+    if not isinstance(text, str):
+        raise TypeError(f"notes must be text, got {shown(text)}")
+    return tuple(text.split(",")) if text else ()
 
 
 def _replace_set(
@@ -793,24 +896,23 @@ def _replace_set(
         _delete_set(conn, key)
         set_id = conn.execute(
             f"INSERT INTO measurement_sets ({_KEY_COLUMNS}, measured_at) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            f"VALUES ({', '.join('?' * (len(key) + 1))})",
             (*key, time.time()),
         ).lastrowid
         conn.executemany(
             f"INSERT INTO measurements (set_id, {_MEASUREMENT_COLUMNS}) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [
                 (set_id, m.algo, m.status, m.time_ms, m.min_ms, m.max_ms, m.repeats,
-                 m.workspace_bytes, m.math_type, int(m.deterministic))
+                 m.workspace_bytes, m.math_type, int(m.deterministic), m.engine,
+                 ",".join(m.notes))
                 for m in results
             ],
         )  # fmt: skip
 
 
 def _delete_set(conn: sqlite3.Connection, key: tuple[object, ...]) -> None:
-    conn.execute(
-        f"DELETE FROM measurement_sets WHERE ({_KEY_COLUMNS}) = (?, ?, ?, ?, ?, ?, ?)", key
-    )
+    conn.execute(f"DELETE FROM measurement_sets WHERE {_KEY_MATCHES}", key)
 
 
 def _stats(conn: sqlite3.Connection, path: str | None) -> CacheStats:
@@ -820,10 +922,17 @@ def _stats(conn: sqlite3.Connection, path: str | None) -> CacheStats:
 
 
 def _key(
-    problem: ConvProblem, kernel: str, micro_batch: int, facts: DeviceFacts
+    problem: ConvProblem, kernel: str, micro_batch: int, facts: DeviceFacts, source: str
 ) -> tuple[object, ...]:
     if micro_batch < 1:
         raise ValueError(f"micro_batch must be >= 1, got {micro_batch}")
+    if not isinstance(source, str):
+        raise TypeError(f"source must be text, got {shown(source)}")
+    if not _SOURCE.fullmatch(source):
+        raise ValueError(
+            "source must be 'legacy' or 'graph/<search id>' (printable ASCII without spaces), "
+            f"got {shown(source)}"
+        )
     return (
         problem.with_batch(micro_batch).key(),
         check_kernel(kernel),
@@ -832,6 +941,7 @@ def _key(
         facts.compute_capability,
         facts.cudnn_version,
         facts.cuda_version,
+        source,
     )
 
 
@@ -850,57 +960,89 @@ def _transaction(conn: sqlite3.Connection) -> Iterator[None]:
 
 
 def _prepare_schema(conn: sqlite3.Connection, path: str) -> None:
-    """Inside a write transaction: create, migrate or rebuild our tables so that they are at
-    SCHEMA_VERSION. Raises CacheError for a foreign database, _SchemaError for a newer one."""
+    """Inside a write transaction: create or migrate our tables so that they are at
+    SCHEMA_VERSION. Raises CacheError for a foreign database and _SchemaError for one of ours
+    that this ucudnn cannot read or could not migrate; the transaction's rollback then leaves
+    the file as it was."""
     version = _schema_version(conn, path)
     if version == SCHEMA_VERSION:
         return
-    if version > SCHEMA_VERSION:
-        raise _SchemaError(_newer_text(version))
-    while version < SCHEMA_VERSION and version in MIGRATIONS:
-        MIGRATIONS[version](conn)
-        version += 1
-    if version != SCHEMA_VERSION:
-        _build_schema(conn)
+    if version is None:
+        _create_schema(conn)
+    else:
+        _migrate(conn, version)
     conn.execute("DELETE FROM schema_version")
     conn.execute("INSERT INTO schema_version (version) VALUES (?)", (SCHEMA_VERSION,))
 
 
+def _migrate(conn: sqlite3.Connection, version: int) -> None:
+    try:
+        for step in range(version, SCHEMA_VERSION):
+            MIGRATIONS[step](conn)
+    except sqlite3.Error as exc:
+        if _is_corrupt(exc):  # a damaged file is set aside, not kept
+            raise
+        raise _SchemaError(
+            f"schema version {version} could not be migrated to {SCHEMA_VERSION} ({exc}); "
+            f"{_LEFT_AS_IS}"
+        ) from exc
+
+
 def _require_current_schema(conn: sqlite3.Connection, path: str) -> None:
     version = _schema_version(conn, path)
-    if version > SCHEMA_VERSION:
-        raise _SchemaError(_newer_text(version))
-    if version < SCHEMA_VERSION:
+    if version is None:
+        raise _SchemaError("no tables yet; a process that can write it creates them")
+    if version != SCHEMA_VERSION:
         raise _SchemaError(
             f"schema version {version} is older than this ucudnn's {SCHEMA_VERSION}; "
-            "opening it for writing migrates or rebuilds it"
+            "a process that can write it migrates it"
         )
 
 
-def _schema_version(conn: sqlite3.Connection, path: str) -> int:
-    """The schema version of our database; 0 for an empty one (a cache about to be created) and
-    for ours without a recorded version. Raises CacheError for a foreign database."""
+_LEFT_AS_IS = "left as is; move it aside, or set UCUDNN_DATABASE to another path, for a fresh cache"
+
+
+def _schema_version(conn: sqlite3.Connection, path: str) -> int | None:
+    """The schema version of our database: SCHEMA_VERSION or one that migrates to it; None for
+    an empty database (a cache about to be created). Raises CacheError for a foreign database
+    and _SchemaError for ours at a version this ucudnn cannot read."""
     owner = conn.execute("PRAGMA application_id").fetchone()[0] & 0xFFFFFFFF
     tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-    if owner == 0 and not tables:
-        return 0
-    if owner != APPLICATION_ID:
+    if owner != APPLICATION_ID and (owner != 0 or tables):
         raise CacheError(path, _stranger(owner))
-    if "schema_version" not in tables:
-        return 0
-    version = conn.execute("SELECT MAX(version) FROM schema_version").fetchone()[0]
-    return version if isinstance(version, int) else 0  # none, or not a number: rebuild
+    if not tables:
+        return None
+    found = (
+        conn.execute("SELECT MAX(version) FROM schema_version").fetchone()[0]
+        if "schema_version" in tables
+        else None
+    )
+    if found is None:  # no table, no row, or NULL
+        raise _SchemaError(
+            f"no schema version recorded (this ucudnn's is {SCHEMA_VERSION}); {_LEFT_AS_IS}"
+        )
+    if not isinstance(found, int):  # text, a fraction, bytes: never guess what it means
+        raise _SchemaError(
+            f"schema version {shown(found)} is not an integer (this ucudnn's is "
+            f"{SCHEMA_VERSION}); {_LEFT_AS_IS}"
+        )
+    if found > SCHEMA_VERSION:
+        raise _SchemaError(
+            f"schema version {found} is newer than this ucudnn's {SCHEMA_VERSION}; {_LEFT_AS_IS}"
+        )
+    if any(step not in MIGRATIONS for step in range(found, SCHEMA_VERSION)):
+        raise _SchemaError(
+            f"schema version {found} is older than this ucudnn's {SCHEMA_VERSION}, with no "
+            f"migration to it; {_LEFT_AS_IS}"
+        )
+    return found
 
 
-def _newer_text(version: int) -> str:
-    return f"schema version {version} is newer than this ucudnn's {SCHEMA_VERSION}"
-
-
-def _build_schema(conn: sqlite3.Connection) -> None:
+def _create_schema(conn: sqlite3.Connection) -> None:
     conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")  # in this transaction
     for table in _TABLES:
-        conn.execute(f"DROP TABLE IF EXISTS {table}")
-    # executescript would COMMIT the open transaction, so run the statements one by one.
-    for statement in _SCHEMA.split(";"):
-        if statement.strip():
-            conn.execute(statement)
+        _create_table(conn, table)
+
+
+def _create_table(conn: sqlite3.Connection, table: str) -> None:
+    conn.execute(f"CREATE TABLE {table} ({_TABLES[table]})")
