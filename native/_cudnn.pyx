@@ -8,10 +8,12 @@ Descriptor objects own their C handles and destroy them when they are garbage. a
 are passed as double when the output tensor is float64 and as float otherwise (cuDNN's rule).
 """
 
+import atexit
 import collections
 
+cimport cython
 from cpython.mem cimport PyMem_Free, PyMem_Malloc
-from libc.stdint cimport uintptr_t
+from libc.stdint cimport int64_t, uintptr_t
 
 from convert cimport to_address, to_int, to_size
 
@@ -22,20 +24,114 @@ from cudnn cimport (
     CUDNN_ACTIVATION_RELU,
     CUDNN_ACTIVATION_SIGMOID,
     CUDNN_ACTIVATION_TANH,
+    CUDNN_ATTR_CONVOLUTION_COMP_TYPE,
+    CUDNN_ATTR_CONVOLUTION_CONV_MODE,
+    CUDNN_ATTR_CONVOLUTION_DILATIONS,
+    CUDNN_ATTR_CONVOLUTION_FILTER_STRIDES,
+    CUDNN_ATTR_CONVOLUTION_POST_PADDINGS,
+    CUDNN_ATTR_CONVOLUTION_PRE_PADDINGS,
+    CUDNN_ATTR_CONVOLUTION_SPATIAL_DIMS,
+    CUDNN_ATTR_ENGINECFG_ENGINE,
+    CUDNN_ATTR_ENGINECFG_KNOB_CHOICES,
+    CUDNN_ATTR_ENGINEHEUR_MODE,
+    CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH,
+    CUDNN_ATTR_ENGINEHEUR_RESULTS,
+    CUDNN_ATTR_ENGINEHEUR_SM_COUNT_TARGET,
+    CUDNN_ATTR_ENGINE_BEHAVIOR_NOTE,
+    CUDNN_ATTR_ENGINE_GLOBAL_INDEX,
+    CUDNN_ATTR_ENGINE_KNOB_INFO,
+    CUDNN_ATTR_ENGINE_NUMERICAL_NOTE,
+    CUDNN_ATTR_ENGINE_OPERATION_GRAPH,
+    CUDNN_ATTR_ENGINE_SM_COUNT_TARGET,
+    CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG,
+    CUDNN_ATTR_EXECUTION_PLAN_HANDLE,
+    CUDNN_ATTR_EXECUTION_PLAN_JSON_REPRESENTATION,
+    CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE,
+    CUDNN_ATTR_KNOB_CHOICE_KNOB_TYPE,
+    CUDNN_ATTR_KNOB_CHOICE_KNOB_VALUE,
+    CUDNN_ATTR_KNOB_INFO_MAXIMUM_VALUE,
+    CUDNN_ATTR_KNOB_INFO_MINIMUM_VALUE,
+    CUDNN_ATTR_KNOB_INFO_STRIDE,
+    CUDNN_ATTR_KNOB_INFO_TYPE,
+    CUDNN_ATTR_OPERATIONGRAPH_ENGINE_GLOBAL_COUNT,
+    CUDNN_ATTR_OPERATIONGRAPH_HANDLE,
+    CUDNN_ATTR_OPERATIONGRAPH_OPS,
+    CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_ALPHA,
+    CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_BETA,
+    CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_CONV_DESC,
+    CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DX,
+    CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DY,
+    CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_W,
+    CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_ALPHA,
+    CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_BETA,
+    CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_CONV_DESC,
+    CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DW,
+    CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DY,
+    CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_X,
+    CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA,
+    CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA,
+    CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC,
+    CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W,
+    CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X,
+    CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y,
+    CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT,
+    CUDNN_ATTR_TENSOR_DATA_TYPE,
+    CUDNN_ATTR_TENSOR_DIMENSIONS,
+    CUDNN_ATTR_TENSOR_IS_BY_VALUE,
+    CUDNN_ATTR_TENSOR_IS_VIRTUAL,
+    CUDNN_ATTR_TENSOR_STRIDES,
+    CUDNN_ATTR_TENSOR_UNIQUE_ID,
+    CUDNN_ATTR_TENSOR_VECTORIZED_DIMENSION,
+    CUDNN_ATTR_TENSOR_VECTOR_COUNT,
+    CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS,
+    CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS,
+    CUDNN_ATTR_VARIANT_PACK_WORKSPACE,
+    CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR,
+    CUDNN_BACKEND_ENGINECFG_DESCRIPTOR,
+    CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR,
+    CUDNN_BACKEND_ENGINE_DESCRIPTOR,
+    CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR,
+    CUDNN_BACKEND_KNOB_CHOICE_DESCRIPTOR,
+    CUDNN_BACKEND_KNOB_INFO_DESCRIPTOR,
+    CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR,
+    CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_DATA_DESCRIPTOR,
+    CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_FILTER_DESCRIPTOR,
+    CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR,
+    CUDNN_BACKEND_TENSOR_DESCRIPTOR,
+    CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR,
+    CUDNN_BEHAVIOR_NOTE_RUNTIME_COMPILATION,
     CUDNN_CONVOLUTION,
     CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT,
     CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT,
     CUDNN_CONVOLUTION_FWD_ALGO_COUNT,
     CUDNN_CROSS_CORRELATION,
     CUDNN_DATA_BFLOAT16,
+    CUDNN_DATA_BOOLEAN,
     CUDNN_DATA_DOUBLE,
     CUDNN_DATA_FLOAT,
+    CUDNN_DATA_FP8_E4M3,
+    CUDNN_DATA_FP8_E5M2,
     CUDNN_DATA_HALF,
+    CUDNN_DATA_INT32,
+    CUDNN_DATA_INT64,
+    CUDNN_DATA_INT8,
+    CUDNN_DATA_UINT8,
     CUDNN_DEFAULT_MATH,
     CUDNN_DETERMINISTIC,
     CUDNN_DIM_MAX,
     CUDNN_FMA_MATH,
+    CUDNN_HEUR_MODE_A,
+    CUDNN_HEUR_MODE_B,
+    CUDNN_HEUR_MODE_FALLBACK,
+    CUDNN_HEUR_MODE_INSTANT,
     CUDNN_NOT_PROPAGATE_NAN,
+    CUDNN_NUMERICAL_NOTE_DOWN_CONVERT_INPUTS,
+    CUDNN_NUMERICAL_NOTE_FFT,
+    CUDNN_NUMERICAL_NOTE_NONDETERMINISTIC,
+    CUDNN_NUMERICAL_NOTE_REDUCED_PRECISION_REDUCTION,
+    CUDNN_NUMERICAL_NOTE_STRICT_NAN_PROP,
+    CUDNN_NUMERICAL_NOTE_TENSOR_CORE,
+    CUDNN_NUMERICAL_NOTE_WINOGRAD,
     CUDNN_POOLING_AVERAGE_COUNT_EXCLUDE_PADDING,
     CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING,
     CUDNN_POOLING_MAX,
@@ -50,12 +146,53 @@ from cudnn cimport (
     CUDNN_TENSOR_NHWC,
     CUDNN_TENSOR_OP_MATH,
     CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION,
+    CUDNN_TYPE_BACKEND_DESCRIPTOR,
+    CUDNN_TYPE_BEHAVIOR_NOTE,
+    CUDNN_TYPE_BOOLEAN,
+    CUDNN_TYPE_CHAR,
+    CUDNN_TYPE_CONVOLUTION_MODE,
+    CUDNN_TYPE_DATA_TYPE,
+    CUDNN_TYPE_DOUBLE,
+    CUDNN_TYPE_FLOAT,
+    CUDNN_TYPE_HANDLE,
+    CUDNN_TYPE_HEUR_MODE,
+    CUDNN_TYPE_INT32,
+    CUDNN_TYPE_INT64,
+    CUDNN_TYPE_KNOB_TYPE,
+    CUDNN_TYPE_NUMERICAL_NOTE,
+    CUDNN_TYPE_VOID_PTR,
     CUDNN_VERSION,
+    UCUDNN_ATTR_DEVICEPROP_DEVICE_ID,
+    UCUDNN_ATTR_DEVICEPROP_HANDLE,
+    UCUDNN_ATTR_DEVICEPROP_JSON_REPRESENTATION,
+    UCUDNN_ATTR_ENGINECFG_SHARED_MEMORY_USED,
+    UCUDNN_ATTR_ENGINECFG_WORKSPACE_SIZE,
+    UCUDNN_ATTR_ENGINEHEUR_DEVICEPROP,
+    UCUDNN_ATTR_ENGINE_DEVICEPROP,
+    UCUDNN_ATTR_EXECUTION_PLAN_DEVICEPROP,
+    UCUDNN_BACKEND_DEVICEPROP_DESCRIPTOR,
+    UCUDNN_BEHAVIOR_NOTE_CUBLASLT_DEPENDENCY,
+    UCUDNN_BEHAVIOR_NOTE_SUPPORTS_CUDA_GRAPH_NATIVE_API,
+    CUDNN_BEHAVIOR_NOTE_REQUIRES_BIAS_INT8x32_REORDER,
+    CUDNN_BEHAVIOR_NOTE_REQUIRES_FILTER_INT8x32_REORDER,
+    CUDNN_NUMERICAL_NOTE_WINOGRAD_TILE_13x13,
+    CUDNN_NUMERICAL_NOTE_WINOGRAD_TILE_4x4,
+    CUDNN_NUMERICAL_NOTE_WINOGRAD_TILE_6x6,
     cudnnActivationBackward,
     cudnnActivationDescriptor_t,
     cudnnActivationForward,
     cudnnActivationMode_t,
     cudnnAddTensor,
+    cudnnBackendAttributeName_t,
+    cudnnBackendAttributeType_t,
+    cudnnBackendCreateDescriptor,
+    cudnnBackendDescriptor_t,
+    cudnnBackendDescriptorType_t,
+    cudnnBackendDestroyDescriptor,
+    cudnnBackendExecute,
+    cudnnBackendFinalize,
+    cudnnBackendGetAttribute,
+    cudnnBackendSetAttribute,
     cudnnConvolutionBackwardBias,
     cudnnConvolutionBackwardData,
     cudnnConvolutionBackwardFilter,
@@ -1138,3 +1275,520 @@ def softmax_backward(Handle handle not None, algorithm, mode, double alpha,
         status = cudnnSoftmaxBackward(h, c_algo, c_mode, alpha_ptr, y_desc._desc, y_ptr,
                                       dy_desc._desc, dy_ptr, beta_ptr, dx_desc._desc, dx_ptr)
     check(status, "cudnnSoftmaxBackward")
+
+
+# --- backend (graph) API ---------------------------------------------------------------------
+#
+# One generic descriptor class, not one per kind: which attributes a convolution graph, its
+# heuristics and its plans need is decided in Python (ucudnn.runtime.graph), where it can be
+# tested against a recording fake. Kinds, attributes, attribute types and enum values travel
+# as cuDNN's names without their prefixes: CUDNN_BACKEND_<kind>_DESCRIPTOR, CUDNN_ATTR_<name>,
+# CUDNN_TYPE_<type>, CUDNN_DATA_<data type>, CUDNN_NUMERICAL_NOTE_<note>, ...
+
+# Names cuDNN added after 9.1 and the version that added them: such a name is known only when
+# both the headers this module was built with (its value is then >= 0) and the loaded library
+# have it, so that callers can test `name in BACKEND_ATTRIBUTES` instead of meeting BAD_PARAM.
+cdef dict _SINCE = {
+    "ENGINECFG_WORKSPACE_SIZE": 90200,
+    "ENGINECFG_SHARED_MEMORY_USED": 90200,
+    "DEVICEPROP": 90800,
+    "DEVICEPROP_DEVICE_ID": 90800,
+    "DEVICEPROP_HANDLE": 90800,
+    "DEVICEPROP_JSON_REPRESENTATION": 90800,
+    "ENGINEHEUR_DEVICEPROP": 90800,
+    "ENGINE_DEVICEPROP": 90800,
+    "EXECUTION_PLAN_DEVICEPROP": 90800,
+}
+
+
+cdef dict _known(dict table):
+    cdef size_t loaded = cudnnGetVersion()
+    return {name: value for name, value in table.items()
+            if value >= 0 and loaded >= _SINCE.get(name, 0)}
+
+
+BACKEND_KINDS = _known({
+    "TENSOR": CUDNN_BACKEND_TENSOR_DESCRIPTOR,
+    "CONVOLUTION": CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR,
+    "OPERATION_CONVOLUTION_FORWARD": CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR,
+    "OPERATION_CONVOLUTION_BACKWARD_DATA":
+        CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_DATA_DESCRIPTOR,
+    "OPERATION_CONVOLUTION_BACKWARD_FILTER":
+        CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_FILTER_DESCRIPTOR,
+    "OPERATIONGRAPH": CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR,
+    "ENGINEHEUR": CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR,
+    "ENGINECFG": CUDNN_BACKEND_ENGINECFG_DESCRIPTOR,
+    "ENGINE": CUDNN_BACKEND_ENGINE_DESCRIPTOR,
+    "KNOB_INFO": CUDNN_BACKEND_KNOB_INFO_DESCRIPTOR,
+    "KNOB_CHOICE": CUDNN_BACKEND_KNOB_CHOICE_DESCRIPTOR,
+    "EXECUTION_PLAN": CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR,
+    "VARIANT_PACK": CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR,
+    "DEVICEPROP": UCUDNN_BACKEND_DEVICEPROP_DESCRIPTOR,
+})
+BACKEND_ATTRIBUTES = _known({
+    "TENSOR_BYTE_ALIGNMENT": CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT,
+    "TENSOR_DATA_TYPE": CUDNN_ATTR_TENSOR_DATA_TYPE,
+    "TENSOR_DIMENSIONS": CUDNN_ATTR_TENSOR_DIMENSIONS,
+    "TENSOR_STRIDES": CUDNN_ATTR_TENSOR_STRIDES,
+    "TENSOR_VECTOR_COUNT": CUDNN_ATTR_TENSOR_VECTOR_COUNT,
+    "TENSOR_VECTORIZED_DIMENSION": CUDNN_ATTR_TENSOR_VECTORIZED_DIMENSION,
+    "TENSOR_UNIQUE_ID": CUDNN_ATTR_TENSOR_UNIQUE_ID,
+    "TENSOR_IS_VIRTUAL": CUDNN_ATTR_TENSOR_IS_VIRTUAL,
+    "TENSOR_IS_BY_VALUE": CUDNN_ATTR_TENSOR_IS_BY_VALUE,
+    "CONVOLUTION_COMP_TYPE": CUDNN_ATTR_CONVOLUTION_COMP_TYPE,
+    "CONVOLUTION_CONV_MODE": CUDNN_ATTR_CONVOLUTION_CONV_MODE,
+    "CONVOLUTION_DILATIONS": CUDNN_ATTR_CONVOLUTION_DILATIONS,
+    "CONVOLUTION_FILTER_STRIDES": CUDNN_ATTR_CONVOLUTION_FILTER_STRIDES,
+    "CONVOLUTION_POST_PADDINGS": CUDNN_ATTR_CONVOLUTION_POST_PADDINGS,
+    "CONVOLUTION_PRE_PADDINGS": CUDNN_ATTR_CONVOLUTION_PRE_PADDINGS,
+    "CONVOLUTION_SPATIAL_DIMS": CUDNN_ATTR_CONVOLUTION_SPATIAL_DIMS,
+    "OPERATION_CONVOLUTION_FORWARD_ALPHA": CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA,
+    "OPERATION_CONVOLUTION_FORWARD_BETA": CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA,
+    "OPERATION_CONVOLUTION_FORWARD_CONV_DESC": CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC,
+    "OPERATION_CONVOLUTION_FORWARD_W": CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W,
+    "OPERATION_CONVOLUTION_FORWARD_X": CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X,
+    "OPERATION_CONVOLUTION_FORWARD_Y": CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y,
+    "OPERATION_CONVOLUTION_BWD_DATA_ALPHA": CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_ALPHA,
+    "OPERATION_CONVOLUTION_BWD_DATA_BETA": CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_BETA,
+    "OPERATION_CONVOLUTION_BWD_DATA_CONV_DESC":
+        CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_CONV_DESC,
+    "OPERATION_CONVOLUTION_BWD_DATA_W": CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_W,
+    "OPERATION_CONVOLUTION_BWD_DATA_DX": CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DX,
+    "OPERATION_CONVOLUTION_BWD_DATA_DY": CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DY,
+    "OPERATION_CONVOLUTION_BWD_FILTER_ALPHA": CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_ALPHA,
+    "OPERATION_CONVOLUTION_BWD_FILTER_BETA": CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_BETA,
+    "OPERATION_CONVOLUTION_BWD_FILTER_CONV_DESC":
+        CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_CONV_DESC,
+    "OPERATION_CONVOLUTION_BWD_FILTER_DW": CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DW,
+    "OPERATION_CONVOLUTION_BWD_FILTER_X": CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_X,
+    "OPERATION_CONVOLUTION_BWD_FILTER_DY": CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DY,
+    "OPERATIONGRAPH_HANDLE": CUDNN_ATTR_OPERATIONGRAPH_HANDLE,
+    "OPERATIONGRAPH_OPS": CUDNN_ATTR_OPERATIONGRAPH_OPS,
+    "OPERATIONGRAPH_ENGINE_GLOBAL_COUNT": CUDNN_ATTR_OPERATIONGRAPH_ENGINE_GLOBAL_COUNT,
+    "ENGINEHEUR_MODE": CUDNN_ATTR_ENGINEHEUR_MODE,
+    "ENGINEHEUR_OPERATION_GRAPH": CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH,
+    "ENGINEHEUR_RESULTS": CUDNN_ATTR_ENGINEHEUR_RESULTS,
+    "ENGINEHEUR_SM_COUNT_TARGET": CUDNN_ATTR_ENGINEHEUR_SM_COUNT_TARGET,
+    "ENGINEHEUR_DEVICEPROP": UCUDNN_ATTR_ENGINEHEUR_DEVICEPROP,
+    "ENGINE_OPERATION_GRAPH": CUDNN_ATTR_ENGINE_OPERATION_GRAPH,
+    "ENGINE_GLOBAL_INDEX": CUDNN_ATTR_ENGINE_GLOBAL_INDEX,
+    "ENGINE_KNOB_INFO": CUDNN_ATTR_ENGINE_KNOB_INFO,
+    "ENGINE_NUMERICAL_NOTE": CUDNN_ATTR_ENGINE_NUMERICAL_NOTE,
+    "ENGINE_BEHAVIOR_NOTE": CUDNN_ATTR_ENGINE_BEHAVIOR_NOTE,
+    "ENGINE_SM_COUNT_TARGET": CUDNN_ATTR_ENGINE_SM_COUNT_TARGET,
+    "ENGINE_DEVICEPROP": UCUDNN_ATTR_ENGINE_DEVICEPROP,
+    "KNOB_INFO_TYPE": CUDNN_ATTR_KNOB_INFO_TYPE,
+    "KNOB_INFO_MAXIMUM_VALUE": CUDNN_ATTR_KNOB_INFO_MAXIMUM_VALUE,
+    "KNOB_INFO_MINIMUM_VALUE": CUDNN_ATTR_KNOB_INFO_MINIMUM_VALUE,
+    "KNOB_INFO_STRIDE": CUDNN_ATTR_KNOB_INFO_STRIDE,
+    "KNOB_CHOICE_KNOB_TYPE": CUDNN_ATTR_KNOB_CHOICE_KNOB_TYPE,
+    "KNOB_CHOICE_KNOB_VALUE": CUDNN_ATTR_KNOB_CHOICE_KNOB_VALUE,
+    "ENGINECFG_ENGINE": CUDNN_ATTR_ENGINECFG_ENGINE,
+    "ENGINECFG_KNOB_CHOICES": CUDNN_ATTR_ENGINECFG_KNOB_CHOICES,
+    "ENGINECFG_WORKSPACE_SIZE": UCUDNN_ATTR_ENGINECFG_WORKSPACE_SIZE,
+    "ENGINECFG_SHARED_MEMORY_USED": UCUDNN_ATTR_ENGINECFG_SHARED_MEMORY_USED,
+    "EXECUTION_PLAN_HANDLE": CUDNN_ATTR_EXECUTION_PLAN_HANDLE,
+    "EXECUTION_PLAN_ENGINE_CONFIG": CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG,
+    "EXECUTION_PLAN_WORKSPACE_SIZE": CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE,
+    "EXECUTION_PLAN_JSON_REPRESENTATION": CUDNN_ATTR_EXECUTION_PLAN_JSON_REPRESENTATION,
+    "EXECUTION_PLAN_DEVICEPROP": UCUDNN_ATTR_EXECUTION_PLAN_DEVICEPROP,
+    "VARIANT_PACK_UNIQUE_IDS": CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS,
+    "VARIANT_PACK_DATA_POINTERS": CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS,
+    "VARIANT_PACK_WORKSPACE": CUDNN_ATTR_VARIANT_PACK_WORKSPACE,
+    "DEVICEPROP_DEVICE_ID": UCUDNN_ATTR_DEVICEPROP_DEVICE_ID,
+    "DEVICEPROP_HANDLE": UCUDNN_ATTR_DEVICEPROP_HANDLE,
+    "DEVICEPROP_JSON_REPRESENTATION": UCUDNN_ATTR_DEVICEPROP_JSON_REPRESENTATION,
+})
+BACKEND_TYPES = {
+    "HANDLE": CUDNN_TYPE_HANDLE,
+    "DATA_TYPE": CUDNN_TYPE_DATA_TYPE,
+    "BOOLEAN": CUDNN_TYPE_BOOLEAN,
+    "INT64": CUDNN_TYPE_INT64,
+    "INT32": CUDNN_TYPE_INT32,
+    "FLOAT": CUDNN_TYPE_FLOAT,
+    "DOUBLE": CUDNN_TYPE_DOUBLE,
+    "VOID_PTR": CUDNN_TYPE_VOID_PTR,
+    "CHAR": CUDNN_TYPE_CHAR,
+    "BACKEND_DESCRIPTOR": CUDNN_TYPE_BACKEND_DESCRIPTOR,
+    "CONVOLUTION_MODE": CUDNN_TYPE_CONVOLUTION_MODE,
+    "HEUR_MODE": CUDNN_TYPE_HEUR_MODE,
+    "KNOB_TYPE": CUDNN_TYPE_KNOB_TYPE,
+    "NUMERICAL_NOTE": CUDNN_TYPE_NUMERICAL_NOTE,
+    "BEHAVIOR_NOTE": CUDNN_TYPE_BEHAVIOR_NOTE,
+}
+BACKEND_DATA_TYPES = {
+    "FLOAT": CUDNN_DATA_FLOAT,
+    "DOUBLE": CUDNN_DATA_DOUBLE,
+    "HALF": CUDNN_DATA_HALF,
+    "BFLOAT16": CUDNN_DATA_BFLOAT16,
+    "INT8": CUDNN_DATA_INT8,
+    "UINT8": CUDNN_DATA_UINT8,
+    "INT32": CUDNN_DATA_INT32,
+    "INT64": CUDNN_DATA_INT64,
+    "BOOLEAN": CUDNN_DATA_BOOLEAN,
+    "FP8_E4M3": CUDNN_DATA_FP8_E4M3,
+    "FP8_E5M2": CUDNN_DATA_FP8_E5M2,
+}
+BACKEND_CONVOLUTION_MODES = {
+    "CONVOLUTION": CUDNN_CONVOLUTION,
+    "CROSS_CORRELATION": CUDNN_CROSS_CORRELATION,
+}
+HEURISTIC_MODES = {
+    "INSTANT": CUDNN_HEUR_MODE_INSTANT,
+    "B": CUDNN_HEUR_MODE_B,
+    "FALLBACK": CUDNN_HEUR_MODE_FALLBACK,
+    "A": CUDNN_HEUR_MODE_A,
+}
+NUMERICAL_NOTES = {
+    "TENSOR_CORE": CUDNN_NUMERICAL_NOTE_TENSOR_CORE,
+    "DOWN_CONVERT_INPUTS": CUDNN_NUMERICAL_NOTE_DOWN_CONVERT_INPUTS,
+    "REDUCED_PRECISION_REDUCTION": CUDNN_NUMERICAL_NOTE_REDUCED_PRECISION_REDUCTION,
+    "FFT": CUDNN_NUMERICAL_NOTE_FFT,
+    "NONDETERMINISTIC": CUDNN_NUMERICAL_NOTE_NONDETERMINISTIC,
+    "WINOGRAD": CUDNN_NUMERICAL_NOTE_WINOGRAD,
+    "WINOGRAD_TILE_4x4": CUDNN_NUMERICAL_NOTE_WINOGRAD_TILE_4x4,
+    "WINOGRAD_TILE_6x6": CUDNN_NUMERICAL_NOTE_WINOGRAD_TILE_6x6,
+    "WINOGRAD_TILE_13x13": CUDNN_NUMERICAL_NOTE_WINOGRAD_TILE_13x13,
+    "STRICT_NAN_PROP": CUDNN_NUMERICAL_NOTE_STRICT_NAN_PROP,
+}
+BEHAVIOR_NOTES = _known({
+    "RUNTIME_COMPILATION": CUDNN_BEHAVIOR_NOTE_RUNTIME_COMPILATION,
+    "REQUIRES_FILTER_INT8x32_REORDER": CUDNN_BEHAVIOR_NOTE_REQUIRES_FILTER_INT8x32_REORDER,
+    "REQUIRES_BIAS_INT8x32_REORDER": CUDNN_BEHAVIOR_NOTE_REQUIRES_BIAS_INT8x32_REORDER,
+    "SUPPORTS_CUDA_GRAPH_NATIVE_API": UCUDNN_BEHAVIOR_NOTE_SUPPORTS_CUDA_GRAPH_NATIVE_API,
+    "CUBLASLT_DEPENDENCY": UCUDNN_BEHAVIOR_NOTE_CUBLASLT_DEPENDENCY,
+})
+
+# The attribute types whose values are enum names, with their tables both ways.
+cdef dict _ENUM_TABLES = {
+    CUDNN_TYPE_DATA_TYPE: BACKEND_DATA_TYPES,
+    CUDNN_TYPE_CONVOLUTION_MODE: BACKEND_CONVOLUTION_MODES,
+    CUDNN_TYPE_HEUR_MODE: HEURISTIC_MODES,
+    CUDNN_TYPE_NUMERICAL_NOTE: NUMERICAL_NOTES,
+    CUDNN_TYPE_BEHAVIOR_NOTE: BEHAVIOR_NOTES,
+}
+cdef dict _ENUM_NAMES = {
+    attr_type: {value: name for name, value in table.items()}
+    for attr_type, table in _ENUM_TABLES.items()
+}
+
+# The largest C element any attribute type has (int64, double, pointers): a buffer of this many
+# bytes per value holds the values of every type.
+ctypedef union _Element:
+    int64_t i
+    double d
+    void* p
+
+# execute_plan's variant pack names at most this many tensors (a convolution has three).
+cdef enum:
+    _MAX_TENSORS = 8
+
+# Set at interpreter exit, before modules are torn down: descriptors still alive then are left
+# to the process's end instead of destroyed, since cuDNN may already be tearing itself down
+# (PyTorch saw crashes destroying plans then since cuDNN 9.10, and leaks them on purpose).
+cdef bint _exiting = False
+
+
+def _at_exit():
+    global _exiting
+    _exiting = True
+
+
+atexit.register(_at_exit)
+
+
+cdef object _in_range(object value, str what, object bits):
+    n = to_int(value, what)
+    if not -(1 << (bits - 1)) <= n < 1 << (bits - 1):  # Python ints: no C overflow here
+        raise ValueError(f"{what} = {n} does not fit in a {bits}-bit integer")
+    return n
+
+
+cdef double _real(object value, str what) except? -1.0:
+    try:
+        return value
+    except TypeError:
+        raise TypeError(f"{what} must be a real number, got {value!r}") from None
+
+
+cdef int _pack(int attr_type, str type_name, list values, str attribute, char* out) except -1:
+    """Write values into out as cuDNN's C elements of attr_type (room for one _Element each)."""
+    cdef Py_ssize_t i
+    for i in range(len(values)):
+        value = values[i]
+        what = f"{attribute} value {i}"
+        if attr_type == CUDNN_TYPE_INT64:
+            (<int64_t*>out)[i] = _in_range(value, what, 64)
+        elif attr_type == CUDNN_TYPE_INT32 or attr_type == CUDNN_TYPE_KNOB_TYPE:
+            (<int*>out)[i] = _in_range(value, what, 32)
+        elif attr_type == CUDNN_TYPE_FLOAT:
+            (<float*>out)[i] = <float>_real(value, what)
+        elif attr_type == CUDNN_TYPE_DOUBLE:
+            (<double*>out)[i] = _real(value, what)
+        elif attr_type == CUDNN_TYPE_BOOLEAN:
+            # cuDNN reads CUDNN_TYPE_BOOLEAN as a C/C++ bool: one byte.
+            if not isinstance(value, bool):
+                raise TypeError(f"{what} must be a bool, got {value!r}")
+            (<unsigned char*>out)[i] = value
+        elif attr_type == CUDNN_TYPE_VOID_PTR:
+            (<void**>out)[i] = <void*>to_address(value, what)
+        elif attr_type == CUDNN_TYPE_HANDLE:
+            if not isinstance(value, Handle):
+                raise TypeError(f"{what} must be a Handle, got {value!r}")
+            (<cudnnHandle_t*>out)[i] = (<Handle>value)._live()
+        elif attr_type == CUDNN_TYPE_BACKEND_DESCRIPTOR:
+            if not isinstance(value, BackendDescriptor):
+                raise TypeError(f"{what} must be a BackendDescriptor, got {value!r}")
+            (<cudnnBackendDescriptor_t*>out)[i] = (<BackendDescriptor>value)._desc
+        else:  # enums travel as names
+            table = _ENUM_TABLES[attr_type]
+            if not isinstance(value, str):
+                raise TypeError(f"{what} must be a {type_name} name (one of "
+                                f"{', '.join(map(repr, table))}), got {value!r}")
+            (<int*>out)[i] = _lookup(table, value, f"{type_name} name")
+    return 0
+
+
+cdef list _unpack(int attr_type, char* data, Py_ssize_t count):
+    """The Python values of count C elements of a numeric, pointer or enum attr_type."""
+    cdef Py_ssize_t i
+    if attr_type == CUDNN_TYPE_INT64:
+        return [(<int64_t*>data)[i] for i in range(count)]
+    if attr_type == CUDNN_TYPE_INT32 or attr_type == CUDNN_TYPE_KNOB_TYPE:
+        return [(<int*>data)[i] for i in range(count)]
+    if attr_type == CUDNN_TYPE_FLOAT:
+        return [(<float*>data)[i] for i in range(count)]
+    if attr_type == CUDNN_TYPE_DOUBLE:
+        return [(<double*>data)[i] for i in range(count)]
+    if attr_type == CUDNN_TYPE_BOOLEAN:
+        return [(<unsigned char*>data)[i] != 0 for i in range(count)]
+    if attr_type == CUDNN_TYPE_VOID_PTR:
+        return [<uintptr_t>(<void**>data)[i] for i in range(count)]
+    # A value this module has no name for (a newer cuDNN's) still reads back, as UNKNOWN_<n>.
+    names = _ENUM_NAMES[attr_type]
+    return [names.get(value, f"UNKNOWN_{value}")
+            for value in [(<int*>data)[i] for i in range(count)]]
+
+
+cdef bytes _chars(object values, str attribute):
+    # CHAR values are one bytes object, given alone or as the only item of a sequence.
+    if isinstance(values, (list, tuple)) and len(values) == 1:
+        values = values[0]
+    if not isinstance(values, bytes):
+        raise TypeError(f"{attribute} CHAR value must be one bytes object, got {values!r}")
+    return values
+
+
+@cython.no_gc_clear  # the references below must still be there when __dealloc__ runs
+cdef class BackendDescriptor:
+    """A cuDNN backend descriptor of one kind: set attributes, finalize, get attributes.
+
+    Descriptors and handles given to set() are kept referenced, and a descriptor read by get()
+    keeps the one it was read from, so that nothing cuDNN may still point at is destroyed first.
+    """
+
+    cdef cudnnBackendDescriptor_t _desc
+    cdef str _kind
+    cdef bint _finalized
+    cdef dict _held  # attribute name -> the Handles or BackendDescriptors set on it
+    cdef object _source  # the descriptor get() read this one from, or None
+
+    def __cinit__(self, kind):
+        cdef cudnnBackendDescriptorType_t c_kind = <cudnnBackendDescriptorType_t>_lookup(
+            BACKEND_KINDS, kind, "backend descriptor kind")
+        self._kind = kind
+        self._held = {}
+        check(cudnnBackendCreateDescriptor(c_kind, &self._desc),
+              f"cudnnBackendCreateDescriptor({kind})")
+
+    def __dealloc__(self):
+        if self._desc != NULL and not _exiting:
+            cudnnBackendDestroyDescriptor(self._desc)
+
+    @property
+    def kind(self):
+        return self._kind
+
+    @property
+    def finalized(self):
+        return self._finalized
+
+    def set(self, attribute, attr_type, values):
+        """cudnnBackendSetAttribute with values converted to attr_type's C elements."""
+        cdef cudnnBackendAttributeName_t c_name = <cudnnBackendAttributeName_t>_lookup(
+            BACKEND_ATTRIBUTES, attribute, "backend attribute")
+        cdef int c_type = _lookup(BACKEND_TYPES, attr_type, "backend attribute type")
+        cdef str call = f"cudnnBackendSetAttribute({self._kind}, {attribute})"
+        cdef bytes chars
+        cdef char* buffer
+        if c_type == CUDNN_TYPE_CHAR:
+            chars = _chars(values, attribute)
+            check(cudnnBackendSetAttribute(self._desc, c_name, CUDNN_TYPE_CHAR, len(chars),
+                                           <const char*>chars), call)
+            return
+        # A str is a sequence too, but one name given bare is a mistake, not a list of letters.
+        if isinstance(values, (str, bytes)) or not isinstance(values, (list, tuple)):
+            raise TypeError(f"{attribute} values must be a list or tuple, got {values!r}")
+        items = list(values)
+        buffer = <char*>PyMem_Malloc(max(len(items), 1) * sizeof(_Element))
+        if buffer == NULL:
+            raise MemoryError()
+        try:
+            _pack(c_type, attr_type, items, attribute, buffer)
+            check(cudnnBackendSetAttribute(self._desc, c_name, <cudnnBackendAttributeType_t>c_type,
+                                           len(items), buffer), call)
+        finally:
+            PyMem_Free(buffer)
+        if c_type == CUDNN_TYPE_HANDLE or c_type == CUDNN_TYPE_BACKEND_DESCRIPTOR:
+            self._held[attribute] = tuple(items)
+
+    def get(self, attribute, attr_type, count=None, kind=None):
+        """cudnnBackendGetAttribute: count values (all of them when None) of attr_type.
+
+        BACKEND_DESCRIPTOR values need `kind`: that many descriptors of it are created for
+        cuDNN to fill, and come back finalized. CHAR values come back as [bytes], exactly the
+        bytes cuDNN wrote.
+        """
+        cdef cudnnBackendAttributeName_t c_name = <cudnnBackendAttributeName_t>_lookup(
+            BACKEND_ATTRIBUTES, attribute, "backend attribute")
+        cdef cudnnBackendAttributeType_t c_type = <cudnnBackendAttributeType_t>_lookup(
+            BACKEND_TYPES, attr_type, "backend attribute type")
+        cdef str call = f"cudnnBackendGetAttribute({self._kind}, {attribute})"
+        cdef int64_t requested = 0
+        cdef int64_t returned = 0
+        cdef Py_ssize_t i
+        cdef BackendDescriptor child
+        if (c_type == CUDNN_TYPE_BACKEND_DESCRIPTOR) != (kind is not None):
+            raise ValueError(f"{attribute}: kind= is needed for BACKEND_DESCRIPTOR values, and "
+                             f"only for them (attr_type {attr_type!r}, kind {kind!r})")
+        if kind is not None:
+            _lookup(BACKEND_KINDS, kind, "backend descriptor kind")
+        if count is None:
+            check(cudnnBackendGetAttribute(self._desc, c_name, c_type, 0, &returned, NULL), call)
+            requested = returned
+        else:
+            requested = to_size(count, "count")
+        children = [BackendDescriptor(kind) for _ in range(requested)] if kind is not None else []
+        cdef char* buffer = <char*>PyMem_Malloc(max(requested, 1) * sizeof(_Element))
+        if buffer == NULL:
+            raise MemoryError()
+        try:
+            for i in range(len(children)):
+                (<cudnnBackendDescriptor_t*>buffer)[i] = (<BackendDescriptor>children[i])._desc
+            check(cudnnBackendGetAttribute(self._desc, c_name, c_type, requested, &returned,
+                                           buffer), call)
+            count = min(returned, requested)
+            if c_type == CUDNN_TYPE_CHAR:
+                return [buffer[:count]]
+            if c_type == CUDNN_TYPE_HANDLE:
+                return self._handles(attribute, <cudnnHandle_t*>buffer, count)
+            if c_type != CUDNN_TYPE_BACKEND_DESCRIPTOR:
+                return _unpack(c_type, buffer, count)
+        finally:
+            PyMem_Free(buffer)
+        for child in children[:count]:
+            child._finalized = True
+            child._source = self
+        return children[:count]
+
+    cdef list _handles(self, str attribute, const cudnnHandle_t* pointers, Py_ssize_t count):
+        # A Handle object cannot be made for a pointer it does not own: give back the ones set.
+        cdef Py_ssize_t i
+        held = {<uintptr_t>(<Handle>h)._handle: h for h in self._held.get(attribute, ())}
+        addresses = [<uintptr_t>pointers[i] for i in range(count)]
+        if not all(address in held for address in addresses):
+            raise ValueError(f"{attribute}: cuDNN reports a handle this descriptor was not "
+                             "given with set()")
+        return [held[address] for address in addresses]
+
+    def finalize(self):
+        """cudnnBackendFinalize (without the GIL: plans may compile kernels for a second)."""
+        cdef cudnnStatus_t status
+        with nogil:
+            status = cudnnBackendFinalize(self._desc)
+        check(status, f"cudnnBackendFinalize({self._kind})")
+        self._finalized = True
+
+    def __repr__(self):
+        return f"BackendDescriptor({self._kind!r}, finalized={bool(self._finalized)})"
+
+
+cdef int _expect_plan(BackendDescriptor plan) except -1:
+    if plan._kind != "EXECUTION_PLAN" or not plan._finalized:
+        raise ValueError(f"plan must be a finalized EXECUTION_PLAN descriptor, got {plan!r}")
+    return 0
+
+
+def backend_execute(Handle handle not None, BackendDescriptor plan not None,
+                    BackendDescriptor variant_pack not None):
+    """cudnnBackendExecute: enqueue the plan on the handle's stream with these pointers."""
+    _expect_plan(plan)
+    cdef cudnnHandle_t h = handle._live()
+    cdef cudnnStatus_t status
+    with nogil:
+        status = cudnnBackendExecute(h, plan._desc, variant_pack._desc)
+    check(status, "cudnnBackendExecute")
+
+
+cdef cudnnStatus_t _execute_with_pack(cudnnHandle_t handle, cudnnBackendDescriptor_t plan,
+                                      int64_t count, const int64_t* uids, void** pointers,
+                                      void* workspace, const char** failed) noexcept nogil:
+    """Build a variant pack, execute the plan with it, destroy it; failed names the call that
+    did not succeed, if any."""
+    cdef cudnnBackendDescriptor_t pack = NULL
+    failed[0] = "cudnnBackendCreateDescriptor(VARIANT_PACK)"
+    cdef cudnnStatus_t status = cudnnBackendCreateDescriptor(
+        CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR, &pack)
+    if status != CUDNN_STATUS_SUCCESS:
+        return status
+    failed[0] = "cudnnBackendSetAttribute(VARIANT_PACK, VARIANT_PACK_UNIQUE_IDS)"
+    status = cudnnBackendSetAttribute(pack, CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64,
+                                      count, uids)
+    if status == CUDNN_STATUS_SUCCESS:
+        failed[0] = "cudnnBackendSetAttribute(VARIANT_PACK, VARIANT_PACK_DATA_POINTERS)"
+        status = cudnnBackendSetAttribute(pack, CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS,
+                                          CUDNN_TYPE_VOID_PTR, count, pointers)
+    if status == CUDNN_STATUS_SUCCESS:
+        failed[0] = "cudnnBackendSetAttribute(VARIANT_PACK, VARIANT_PACK_WORKSPACE)"
+        status = cudnnBackendSetAttribute(pack, CUDNN_ATTR_VARIANT_PACK_WORKSPACE,
+                                          CUDNN_TYPE_VOID_PTR, 1, &workspace)
+    if status == CUDNN_STATUS_SUCCESS:
+        failed[0] = "cudnnBackendFinalize(VARIANT_PACK)"
+        status = cudnnBackendFinalize(pack)
+    if status == CUDNN_STATUS_SUCCESS:
+        failed[0] = "cudnnBackendExecute"
+        status = cudnnBackendExecute(handle, plan, pack)
+    cudnnBackendDestroyDescriptor(pack)
+    return status
+
+
+def execute_plan(Handle handle not None, BackendDescriptor plan not None, tuple uids not None,
+                 tuple pointers not None, workspace):
+    """Run a finalized plan with device pointers for its tensors' unique ids, in one call.
+
+    The variant pack (uids, pointers, workspace) is built, used and destroyed in C, so that a
+    micro-batch costs one Python->C call; at most 8 tensors.
+    """
+    cdef int64_t c_uids[_MAX_TENSORS]
+    cdef void* c_pointers[_MAX_TENSORS]
+    cdef Py_ssize_t count = len(uids)
+    cdef Py_ssize_t i
+    if count != len(pointers) or count > _MAX_TENSORS:
+        raise ValueError(f"uids {uids} and pointers {pointers} must be as long as each other, "
+                         f"at most {_MAX_TENSORS}")
+    _expect_plan(plan)
+    try:
+        for i in range(count):
+            c_uids[i] = uids[i]
+            c_pointers[i] = <void*><uintptr_t>pointers[i]
+    except (TypeError, OverflowError):
+        raise TypeError(f"uids {uids} must be int64s and pointers {pointers} addresses") from None
+    cdef void* c_workspace = <void*>to_address(workspace, "workspace")
+    cdef cudnnHandle_t h = handle._live()
+    cdef const char* failed = NULL
+    cdef cudnnStatus_t status
+    with nogil:
+        status = _execute_with_pack(h, plan._desc, count, c_uids, c_pointers, c_workspace,
+                                    &failed)
+    if status != CUDNN_STATUS_SUCCESS:
+        raise _error(status, failed.decode())
