@@ -4,6 +4,13 @@ Functions keep cuDNN's argument order. Device pointers and streams are Python in
 layouts and modes are strings (see the name tables below). alpha and beta are passed to cuDNN
 as double for float64 outputs and as float otherwise. Every failure raises a
 ucudnn.errors.CudnnError subclass naming the call, the status and cuDNN's last error message.
+
+The backend (graph) API is one generic `BackendDescriptor`; its kinds, attributes, attribute
+types and enum values are cuDNN's names without their prefixes (the BACKEND_* tables below).
+Values per attribute type: INT64, INT32, KNOB_TYPE -> int; FLOAT, DOUBLE -> float;
+BOOLEAN -> bool; DATA_TYPE, CONVOLUTION_MODE, HEUR_MODE, NUMERICAL_NOTE, BEHAVIOR_NOTE -> names
+(an enum value without a name reads back as "UNKNOWN_<n>"); HANDLE -> Handle;
+BACKEND_DESCRIPTOR -> BackendDescriptor; CHAR -> one bytes; VOID_PTR -> int addresses.
 """
 
 from collections.abc import Sequence
@@ -18,6 +25,16 @@ POOLING_MODES: dict[str, int]
 SOFTMAX_ALGORITHMS: dict[str, int]
 SOFTMAX_MODES: dict[str, int]
 ALGORITHMS: dict[str, tuple[str, ...]]
+# Names newer than cuDNN 9.1 are present only when both the build's headers and the loaded
+# library have them (e.g. ENGINECFG_WORKSPACE_SIZE from 9.2, DEVICEPROP from 9.8).
+BACKEND_KINDS: dict[str, int]
+BACKEND_ATTRIBUTES: dict[str, int]
+BACKEND_TYPES: dict[str, int]
+BACKEND_DATA_TYPES: dict[str, int]
+BACKEND_CONVOLUTION_MODES: dict[str, int]
+HEURISTIC_MODES: dict[str, int]
+NUMERICAL_NOTES: dict[str, int]
+BEHAVIOR_NOTES: dict[str, int]
 
 def status_name(status: int) -> str: ...
 def version() -> int: ...
@@ -342,4 +359,27 @@ def softmax_backward(
     beta: float,
     dx_desc: TensorDescriptor,
     dx: int,
+) -> None: ...
+
+class BackendDescriptor:
+    def __init__(self, kind: str) -> None: ...
+    @property
+    def kind(self) -> str: ...
+    @property
+    def finalized(self) -> bool: ...
+    def set(self, attribute: str, attr_type: str, values: Sequence[object]) -> None: ...
+    def get(
+        self, attribute: str, attr_type: str, count: int | None = None, kind: str | None = None
+    ) -> list[object]: ...
+    def finalize(self) -> None: ...
+
+def backend_execute(
+    handle: Handle, plan: BackendDescriptor, variant_pack: BackendDescriptor
+) -> None: ...
+def execute_plan(
+    handle: Handle,
+    plan: BackendDescriptor,
+    uids: tuple[int, ...],
+    pointers: tuple[int, ...],
+    workspace: int,
 ) -> None: ...
