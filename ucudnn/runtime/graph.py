@@ -34,8 +34,9 @@ logger = logging.getLogger(__name__)
 UIDS: dict[str, int] = {"x": 1, "w": 2, "y": 3}
 _UID_ORDER = (UIDS["x"], UIDS["w"], UIDS["y"])  # execute_plan's pointers come as (x, w, y)
 
-# The most byte alignment declared: no convolution kernel asks for more than 16 bytes (one
-# 128-bit load), and declaring more than a pointer has makes cuDNN pick kernels that fault.
+# The most byte alignment declared: 16 bytes, one 128-bit vector load, is the most a
+# convolution kernel uses (PyTorch declares no more). Declaring more than a pointer has lets
+# cuDNN pick kernels that then fail or misbehave (pytorch/pytorch#91032).
 MAX_ALIGNMENT = 16
 
 # cudnnDataType_t names (after CUDNN_DATA_) of the problem's dtypes and compute dtypes.
@@ -76,10 +77,12 @@ MAX_PLANS = 1024
 def alignment(pointer: int) -> int:
     """The byte alignment to declare for a tensor at `pointer`: the largest power of two that
     divides it, at most `MAX_ALIGNMENT` (0, a null pointer, counts as fully aligned)."""
-    pointer = integer(pointer, "pointer", minimum=0)
-    if pointer == 0:
-        return MAX_ALIGNMENT
-    return min(pointer & -pointer, MAX_ALIGNMENT)
+    if type(pointer) is not int or pointer <= 0:  # checked off the hot path: 3 calls a part
+        pointer = integer(pointer, "pointer", minimum=0)
+        if pointer == 0:
+            return MAX_ALIGNMENT
+    lowest = pointer & -pointer  # the lowest bit set
+    return lowest if lowest < MAX_ALIGNMENT else MAX_ALIGNMENT
 
 
 def _checked_alignments(alignments: Sequence[int]) -> tuple[int, int, int]:
