@@ -17,6 +17,7 @@ from ucudnn.planner.tables import MAX_TIME_MS, MAX_WORKSPACE_BYTES, Candidate
 
 FACTS = DeviceFacts("NVIDIA H100 80GB HBM3", "9.0", 92800, 13000)
 PROBLEM = ConvProblem.create(8, 4, 8, (9, 9), 3, padding=1)
+GRAPH = "graph/A+FALLBACK/v1"  # the source of a graph-API search's sets
 
 
 def ok(b: int, algo: int, time_ms: float = 1.0, workspace: int = 0, **kw: object) -> Measurement:
@@ -157,6 +158,81 @@ def test_math_types_of_one_algorithm_are_separate_rows(db: BenchmarkCache) -> No
         db.store(PROBLEM, "forward", 4, FACTS, [ok(4, 1), ok(4, 1, 3.0)])
 
 
+def test_legacy_and_graph_sets_of_one_key_are_separate(db: BenchmarkCache) -> None:
+    graph = [
+        ok(4, 62, 0.5, 1 << 20, engine="eng62_k2=0_k13=1", notes=("TENSOR_CORE",)),
+        Measurement.failed(4, 70, "default", "CUDNN_STATUS_NOT_SUPPORTED", engine="eng70"),
+    ]
+    db.store(PROBLEM, "forward", 4, FACTS, graph, GRAPH)
+    assert db.lookup(PROBLEM, "forward", 4, FACTS) is None  # legacy algorithms: not measured
+    db.store(PROBLEM, "forward", 4, FACTS, [ok(4, 1, 2.0)])
+    assert db.lookup(PROBLEM, "forward", 4, FACTS, GRAPH) == graph
+    assert db.candidates(PROBLEM, "forward", 4, FACTS, GRAPH) == [
+        Candidate(4, 62, 0.5, 1 << 20, engine="eng62_k2=0_k13=1")
+    ]
+    assert db.candidates(PROBLEM, "forward", 4, FACTS) == [Candidate(4, 1, 2.0, 0)]
+    assert db.lookup(PROBLEM, "forward", 4, FACTS, "graph/A+FALLBACK/v2") is None  # new search
+    # A store replaces its own source's set only.
+    db.store(PROBLEM, "forward", 4, FACTS, [], GRAPH)
+    assert db.lookup(PROBLEM, "forward", 4, FACTS, GRAPH) == []
+    assert db.candidates(PROBLEM, "forward", 4, FACTS) == [Candidate(4, 1, 2.0, 0)]
+    assert db.stats().sets == 2
+
+
+def test_configurations_of_one_engine_are_separate_rows(db: BenchmarkCache) -> None:
+    results = [
+        ok(4, 62, 1.0, engine="eng62_k2=0"),
+        ok(4, 62, 0.5, engine="eng62_k2=1"),
+        ok(4, 62, 0.25, engine="eng62_k2=1", math_type="tensor_op"),
+    ]
+    db.store(PROBLEM, "forward", 4, FACTS, results, GRAPH)
+    assert db.lookup(PROBLEM, "forward", 4, FACTS, GRAPH) == results
+    with pytest.raises(ValueError, match=r"repeat an \(algo, engine, math_type\)"):
+        db.store(PROBLEM, "forward", 4, FACTS, [results[1], ok(4, 62, 3.0, engine="eng62_k2=1")])
+
+
+def test_engine_and_notes_are_kept(db: BenchmarkCache) -> None:
+    given = Measurement(
+        4, 62, time_ms=1.0, workspace_bytes=0, engine="eng62_k13=1_k2=0", notes=["TENSOR_CORE"]
+    )
+    assert (given.engine, given.notes) == ("eng62_k2=0_k13=1", ("TENSOR_CORE",))  # canonical
+    assert given.candidate == Candidate(4, 62, 1.0, 0, engine="eng62_k2=0_k13=1")
+    timed = Measurement.timed(
+        Candidate(4, 45, 1.0, 8, "tensor_op", True, "eng45_k3=-1"),
+        [1.2, 1.0, 0.9],
+        notes=("TENSOR_CORE", "BETA1_UNSUPPORTED"),
+    )
+    assert (timed.engine, timed.notes, timed.math_type, timed.deterministic, timed.repeats) == (
+        "eng45_k3=-1",
+        ("TENSOR_CORE", "BETA1_UNSUPPORTED"),
+        "tensor_op",
+        True,
+        3,
+    )
+    failed = Measurement.failed(4, 7, "fma", "CUDNN_STATUS_NOT_SUPPORTED", engine="eng7")
+    db.store(PROBLEM, "forward", 4, FACTS, [given, timed, failed], GRAPH)
+    assert db.lookup(PROBLEM, "forward", 4, FACTS, GRAPH) == [failed, timed, given]
+
+
+@pytest.mark.parametrize(
+    ("source", "error", "message"),
+    [
+        ("", ValueError, "source must be 'legacy' or 'graph/<search id>'"),
+        ("Legacy", ValueError, "got 'Legacy'"),
+        ("graph/", ValueError, "printable ASCII without spaces"),
+        ("graph/A FALLBACK", ValueError, "printable ASCII without spaces"),
+        ("graph/A\n", ValueError, "printable ASCII without spaces"),
+        ("graph/é", ValueError, "printable ASCII without spaces"),
+        (None, TypeError, "source must be text, got None"),
+    ],
+)
+def test_bad_source(db: BenchmarkCache, source: object, error: type, message: str) -> None:
+    with pytest.raises(error, match=message):
+        db.lookup(PROBLEM, "forward", 4, FACTS, source)  # type: ignore[arg-type]
+    with pytest.raises(error, match=message):
+        db.store(PROBLEM, "forward", 4, FACTS, [], source)  # type: ignore[arg-type]
+
+
 @pytest.mark.parametrize("field", list(facts_variants()))
 def test_version_mismatch_is_a_miss(db: BenchmarkCache, field: str) -> None:
     db.store(PROBLEM, "forward", 4, FACTS, [ok(4, 0)])
@@ -197,6 +273,11 @@ def test_bad_arguments(db: BenchmarkCache) -> None:
         ({"algo": 0, "time_ms": 1.0, "workspace_bytes": 2**50 + 1}, "workspace_bytes must be <="),
         ({"algo": 2**31, "status": "x"}, "algo must be <="),
         ({"micro_batch": 2**31, "algo": 0, "status": "x"}, "micro_batch must be <="),
+        ({"algo": 61, "status": "x", "engine": "eng62"}, "of engine 62, but algo is 61"),
+        ({"algo": 62, "status": "x", "engine": "engine62"}, "is not eng<index>"),
+        ({"algo": 62, "status": "x", "engine": "eng62_k2=0_k2=1"}, "more than once"),
+        ({"algo": 0, "status": "x", "notes": ("A,B",)}, "letters, digits and underscores"),
+        ({"algo": 0, "status": "x", "notes": ("",)}, "letters, digits and underscores"),
     ],
 )
 def test_measurement_validation(kwargs: dict[str, object], message: str) -> None:
@@ -213,6 +294,10 @@ def test_measurement_validation(kwargs: dict[str, object], message: str) -> None
         ({"algo": 0, "time_ms": 1.0, "workspace_bytes": 1.0}, "workspace_bytes must be an int"),
         ({"algo": 0, "time_ms": "1", "workspace_bytes": 0}, "times must be numbers"),
         ({"algo": 0, "time_ms": True, "workspace_bytes": 0}, "times must be numbers"),
+        ({"algo": 62, "status": "x", "engine": 62}, "an engine tag must be text"),
+        ({"algo": 0, "status": "x", "notes": "TENSOR_CORE"}, "notes must be a sequence of note"),
+        ({"algo": 0, "status": "x", "notes": None}, "notes must be a sequence of note"),
+        ({"algo": 0, "status": "x", "notes": (1,)}, "a note name must be text, got 1"),
     ],
 )
 def test_measurement_refuses_wrong_types(kwargs: dict[str, object], message: str) -> None:
@@ -293,6 +378,11 @@ def test_unreadable_path_falls_back_to_memory(tmp_path: Path) -> None:
         "median_ms = 2e9, max_ms = 2e9",
         f"workspace_bytes = {2**50 + 1}",
         f"algo = {2**31}",
+        "engine = 'eng9'",  # an engine that is not the row's algo
+        "engine = 'fast'",
+        "engine = X'00'",
+        "notes = 'TENSOR_CORE,,WINOGRAD'",
+        "notes = X'41'",
     ],
 )
 def test_tampered_row_is_a_miss_not_a_wrong_plan(db: BenchmarkCache, change: str) -> None:
