@@ -30,9 +30,13 @@ from collections import Counter
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
+import numpy as np
 import pytest
 
-from ucudnn.core.engines import EngineConfig, parse_tag
+from tests import reference_conv
+from tests.test_native_cudnn import _CASES, _TOLERANCE, _from_device, _rounded, _to_device
+from ucudnn._native import _cudnn
+from ucudnn.core.engines import EngineConfig, parse_tag, refusal
 from ucudnn.core.problem import ConvProblem
 from ucudnn.errors import CudnnError, cudnn_error_class
 from ucudnn.runtime import graph
@@ -397,6 +401,41 @@ def test_the_other_calls_use_names_cudnn_graph_h_has(fake: Recording) -> None:
     names |= {"CUDNN_NUMERICAL_NOTE_TENSOR_CORE", "CUDNN_BEHAVIOR_NOTE_RUNTIME_COMPILATION"}
     missing = sorted(n for n in names if not re.search(rf"\b{n}\b", header))
     assert not missing
+
+
+def test_the_library_takes_every_attribute_the_goldens_set() -> None:
+    """Replays each golden on the loaded `_cudnn` (up to the operation graph, which needs a
+    Handle): cuDNN's SetAttribute refuses an attribute of another kind, a wrong type or a
+    bad value. Without a driver, cuDNN 9.28's finalize fails loading a sub-library; that status
+    alone is let through (every set still runs)."""
+    if not hasattr(_cudnn, "BackendDescriptor"):
+        pytest.skip("this _cudnn has no BackendDescriptor")
+    no_driver = []
+    for path in sorted(GOLDEN.glob("*.json")):
+        made: dict[str, _cudnn.BackendDescriptor] = {}
+        for name, what, *rest in json.loads(path.read_text())["calls"]:
+            if name.startswith("OPERATIONGRAPH"):
+                break
+            if what == "create":
+                made[name] = _cudnn.BackendDescriptor(name.split("#")[0])
+            elif what == "set":
+                attribute, attr_type, values = rest
+                if attr_type == "BACKEND_DESCRIPTOR":
+                    values = [made[value] for value in values]
+                made[name].set(attribute, attr_type, values)
+            else:
+                try:
+                    made[name].finalize()
+                except CudnnError as exc:
+                    if exc.status_name != "CUDNN_STATUS_SUBLIBRARY_LOADING_FAILED":
+                        raise
+                    no_driver.append(name)
+        assert len(made) == 5, path.name
+    if no_driver:
+        pytest.skip(
+            f"cuDNN set every attribute; {len(no_driver)} finalize calls failed with "
+            "CUDNN_STATUS_SUBLIBRARY_LOADING_FAILED (no driver here)"
+        )
 
 
 # -- what the sequences hold, by hand -------------------------------------------------------
@@ -766,3 +805,79 @@ def test_a_failed_build_is_not_cached(fake: Recording, monkeypatch: pytest.Monke
         with pytest.raises(CudnnError):
             plans.plan(HANDLE, problem(), "forward", EngineConfig(3), (16, 16, 16), 1.0, 0.0)
     assert calls == ["eng3", "eng3"] and len(plans) == 0
+
+
+# -- on a GPU (or the simulated device) -----------------------------------------------------
+
+# Which of x, w, y each kernel writes.
+OUTPUTS = {"forward": "y", "backward_data": "x", "backward_filter": "w"}
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("kernel", list(OUTPUTS))
+@pytest.mark.parametrize("case", _CASES, ids=lambda c: f"{c[0]}-{c[1]}-g{c[7]}")
+def test_a_heuristics_plan_and_its_rebuild_compute_the_convolution(kernel: str, case) -> None:
+    """Operation graph -> heuristics -> the first plan that builds and that the problem's math
+    type allows -> run with alpha and beta, against the numpy reference; then the same
+    configuration rebuilt from its identity alone (GraphPlans) gives the same answer."""
+    from ucudnn._native import _cuda
+
+    dtype, layout, x_dims, w_dims, padding, stride, dilation, groups = case
+    p = ConvProblem.create(
+        x_dims[0], x_dims[1], w_dims[0], x_dims[2:], w_dims[2:], padding, stride, dilation,
+        groups=groups, layout=layout, dtype=dtype,
+    )  # fmt: skip
+    rng = np.random.default_rng(3)
+    logical = {name: _rounded(rng.standard_normal(dims), dtype)
+               for name, dims in (("x", p.x_dims), ("w", p.w_dims), ("y", p.y_dims))}  # fmt: skip
+    expected = {
+        "forward": lambda: reference_conv.forward(p, logical["x"], logical["w"]),
+        "backward_data": lambda: reference_conv.backward_data(p, logical["w"], logical["y"]),
+        "backward_filter": lambda: reference_conv.backward_filter(p, logical["x"], logical["y"]),
+    }[kernel]()
+    out = OUTPUTS[kernel]
+    start = logical[out]  # what the output holds before: beta scales it
+    arrays = {name: _to_device(values, dtype, layout)[0] for name, values in logical.items()}
+    pointers = (arrays["x"].ptr, arrays["w"].ptr, arrays["y"].ptr)
+    alignments = (graph.alignment(pointers[0]), graph.alignment(pointers[1]),
+                  graph.alignment(pointers[2]))  # fmt: skip
+    alpha, beta = 1.5, 0.5
+    wanted = alpha * expected + beta * start
+
+    handle = _cudnn.Handle()
+    workspace = _cuda.DeviceBuffer(64 << 20)
+    choices = graph.heuristic_choices(
+        graph.operation_graph(handle, p, kernel, alignments, alpha, beta)
+    )
+    assert choices
+    allowed = [c for c in choices if refusal(c.notes, dtype, p.math_type, False) is None]
+    for choice in allowed:
+        if (choice.workspace_bytes or 0) > workspace.nbytes:
+            continue
+        try:
+            plan = graph.build_plan(handle, choice.descriptor, choice.config.tag)
+        except CudnnError:
+            continue
+        if plan.workspace_bytes <= workspace.nbytes:
+            break
+    else:
+        pytest.fail(f"no configuration of {[c.config.tag for c in allowed]} builds within 64 MiB")
+    assert choice.workspace_bytes in (None, plan.workspace_bytes)
+
+    def error() -> float:
+        result = _from_device(arrays[out], layout)
+        return float(np.linalg.norm(result - wanted) / np.linalg.norm(wanted))
+
+    graph.run_plan(handle, plan, *pointers, workspace.ptr)
+    _cuda.device_synchronize()
+    assert error() <= _TOLERANCE[dtype], (choice, error())
+
+    arrays[out] = _to_device(start, dtype, layout)[0]
+    pointers = (arrays["x"].ptr, arrays["w"].ptr, arrays["y"].ptr)
+    alignments = (graph.alignment(pointers[0]), graph.alignment(pointers[1]),
+                  graph.alignment(pointers[2]))  # fmt: skip
+    rebuilt = graph.GraphPlans().plan(handle, p, kernel, choice.config, alignments, alpha, beta)
+    assert (rebuilt.tag, rebuilt.workspace_bytes) == (choice.config.tag, plan.workspace_bytes)
+    graph.run_plan(handle, rebuilt, *pointers, workspace.ptr)
+    _cuda.device_synchronize()
+    assert error() <= _TOLERANCE[dtype], (choice, error())

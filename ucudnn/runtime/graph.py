@@ -218,7 +218,9 @@ def _choice(config: _cudnn.BackendDescriptor) -> EngineChoice:
     identity = EngineConfig(index, knobs)
     try:
         workspace: int | None = _int(config, "ENGINECFG_WORKSPACE_SIZE")
-    except CudnnError as exc:  # cuDNN before 9.2, or an engine that cannot say before a plan
+    # cuDNN before 9.2 has no such attribute (ValueError: the native module does not know the
+    # name); a later one may still refuse it for an engine that cannot say before a plan.
+    except (CudnnError, ValueError) as exc:
         logger.debug("%s: no workspace size before its plan: %s", identity.tag, exc)
         workspace = None
     return EngineChoice(identity, notes, workspace, config)
