@@ -15,7 +15,11 @@ MiB = 1 << 20
 
 @pytest.fixture
 def timings(tmp_path, monkeypatch) -> str:
-    for name in ("UCUDNN_DEFAULT_WORKSPACE_LIMIT", "UCUDNN_TOTAL_WORKSPACE_SIZE"):
+    for name in (
+        "UCUDNN_DEFAULT_WORKSPACE_LIMIT",
+        "UCUDNN_TOTAL_WORKSPACE_SIZE",
+        "UCUDNN_WORKSPACE_SHARING",
+    ):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.delenv("UCUDNN_BATCH_SIZE_POLICY", raising=False)
     tables = TimingTables()
@@ -65,6 +69,21 @@ def test_wd_json_shares_the_budget(timings, capsys) -> None:
     assert data["totals"]["time_ms"] == 11.0
 
 
+def test_a_shared_total_is_planned_as_wr_at_the_total(timings, capsys, monkeypatch) -> None:
+    """Divided, 100 MiB leaves one kernel undivided (11 ms); shared, each kernel may use all
+    of it in turn, as a Handle runs them (6 ms)."""
+    argv = ["--timings", timings, "--mode", "wd", "--total-workspace", "100MiB", "--json"]
+    assert plan(*argv, "--workspace-sharing", "shared") == 0
+    data = json.loads(capsys.readouterr().out)
+    assert (data["mode"], data["limit_bytes"], data["totals"]["time_ms"]) == ("wr", 100 * MiB, 6.0)
+    monkeypatch.setenv("UCUDNN_WORKSPACE_SHARING", "shared")
+    assert plan(*argv) == 0
+    assert json.loads(capsys.readouterr().out)["mode"] == "wr"
+    assert plan(*argv, "--workspace-sharing", "divided") == 0
+    data = json.loads(capsys.readouterr().out)
+    assert (data["mode"], data["totals"]["time_ms"]) == ("wd", 11.0)
+
+
 def test_options_from_the_environment(timings, capsys, monkeypatch) -> None:
     monkeypatch.setenv("UCUDNN_DEFAULT_WORKSPACE_LIMIT", "1KiB")
     monkeypatch.setenv("UCUDNN_TOTAL_WORKSPACE_SIZE", "128MiB")
@@ -98,6 +117,7 @@ def test_policy_and_determinism(timings, capsys) -> None:
         (["--mode", "wd", "--workspace-limit", "1G"], 2, "--workspace-limit is for --mode wr"),
         (["--mode", "wd", "--total-workspace", "100"], 1, "no plan fits: total workspace budget"),
         (["--workspace-limit", "0"], 1, "the smallest workspace that works is 1000 bytes"),
+        (["--workspace-sharing", "shared"], 2, "--workspace-sharing is for a total workspace"),
     ],
 )
 def test_errors(timings, capsys, argv, status: int, message: str) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import numpy as np
@@ -144,12 +145,12 @@ def test_stream_database_and_benchmark_settings(tmp_path: Path) -> None:
     assert (options.stream, options.database, options.benchmark) == (
         0x7F00,
         tmp_path / "db",
-        settings,
+        dataclasses.replace(settings, engines=False),  # decided: off unless asked for
     )
     assert resolve(database=str(tmp_path / "db"), use_cache=False).database is None
     default = resolve({"UCUDNN_DATABASE": str(tmp_path / "env.sqlite")})
     assert default.database == tmp_path / "env.sqlite"
-    assert default.benchmark == BenchmarkSettings()
+    assert default.benchmark == BenchmarkSettings(engines=False)
 
 
 @pytest.mark.parametrize(
@@ -191,3 +192,69 @@ def test_scalars_take_numpy_numbers() -> None:
     assert scalar_option(np.float32(0.5), "beta") == 0.5
     assert scalar_option(np.int64(2), "beta") == 2.0
     assert type(scalar_option(np.float16(1), "beta")) is float
+
+
+@pytest.mark.parametrize(
+    ("arguments", "environ", "expected"),
+    [
+        ({"total_workspace": "64MiB"}, {}, ("wd", 64 * MiB)),
+        ({"total_workspace": "64MiB", "workspace_sharing": "divided"}, {}, ("wd", 64 * MiB)),
+        ({"total_workspace": "64MiB", "workspace_sharing": "shared"}, {}, ("wr", 64 * MiB)),
+        ({"total_workspace": "64MiB", "workspace_sharing": " Shared "}, {}, ("wr", 64 * MiB)),
+        (
+            {},
+            {"UCUDNN_TOTAL_WORKSPACE_SIZE": "1GiB", "UCUDNN_WORKSPACE_SHARING": "shared"},
+            ("wr", 1 << 30),
+        ),
+        (
+            {"workspace_sharing": "divided"},
+            {"UCUDNN_TOTAL_WORKSPACE_SIZE": "1GiB", "UCUDNN_WORKSPACE_SHARING": "shared"},
+            ("wd", 1 << 30),
+        ),
+        ({"workspace_limit": "8MiB", "workspace_sharing": "shared"}, {}, ("wr", 8 * MiB)),
+        # Without a total, sharing has nothing to divide: the per-kernel default stays.
+        ({}, {"UCUDNN_WORKSPACE_SHARING": "shared"}, ("wr", 64 * MiB)),
+    ],
+)
+def test_a_shared_total_is_planned_as_wr_at_the_total(arguments, environ, expected) -> None:
+    options = resolve(environ, **arguments)
+    assert (options.mode, options.limit) == expected
+
+
+@pytest.mark.parametrize(
+    ("arguments", "environ", "message"),
+    [
+        ({"workspace_limit": "8MiB", "workspace_sharing": "divided"}, {}, "divides a total"),
+        ({"total_workspace": 1, "workspace_sharing": "halves"}, {}, "divided, shared, got"),
+        ({"total_workspace": 1, "workspace_sharing": 1}, {}, "workspace_sharing must be one of"),
+        ({}, {"UCUDNN_WORKSPACE_SHARING": "some"}, "UCUDNN_WORKSPACE_SHARING must be one of"),
+    ],
+)
+def test_bad_workspace_sharing_names_itself(arguments, environ, message) -> None:
+    with pytest.raises(ValueError, match=message):
+        resolve(environ, **arguments)
+
+
+@pytest.mark.parametrize(
+    ("engines", "settings", "environ", "expected"),
+    [
+        (None, None, {}, False),  # off by default until checked on hardware
+        (None, None, {"UCUDNN_ENGINES": "on"}, True),
+        (None, BenchmarkSettings(engines=False), {"UCUDNN_ENGINES": "on"}, False),
+        (None, BenchmarkSettings(engines=True), {}, True),
+        (False, BenchmarkSettings(engines=True), {"UCUDNN_ENGINES": "on"}, False),
+        (np.bool_(True), None, {"UCUDNN_ENGINES": "off"}, True),
+    ],
+)
+def test_engines_come_from_the_argument_the_settings_or_the_variable(
+    engines, settings, environ, expected
+) -> None:
+    options = resolve(environ, engines=engines, benchmark=settings)
+    assert options.benchmark.engines is expected
+
+
+def test_bad_engine_switches_name_themselves() -> None:
+    with pytest.raises(TypeError, match="engines"):
+        resolve(engines="yes please")
+    with pytest.raises(ValueError, match="UCUDNN_ENGINES"):
+        resolve({"UCUDNN_ENGINES": "maybe"})

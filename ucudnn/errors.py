@@ -200,3 +200,8 @@ class SolverWarning(UcudnnWarning):
 class CacheWarning(UcudnnWarning):
     """The benchmark cache could not be used as asked (it cannot be opened or written, a read
     or write failed, or it was corrupt and replaced); measurements are kept in memory."""
+
+
+class EngineFallbackWarning(UcudnnWarning):
+    """A graph-API engine configuration could not build or run a part at run time; a legacy
+    algorithm ran it instead, with the same result."""

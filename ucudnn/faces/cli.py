@@ -29,6 +29,12 @@ def _network_arguments(parser: argparse.ArgumentParser, required: bool = True) -
 
 def _device_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--database", metavar="PATH", help="benchmark cache (UCUDNN_DATABASE)")
+    parser.add_argument(
+        "--engines",
+        choices=("on", "off"),
+        help="also measure cuDNN's graph-API engine configurations, cuDNN >= 9.2 "
+        "(default: UCUDNN_ENGINES, else off)",
+    )
 
 
 def _json_argument(parser: argparse.ArgumentParser, document: str) -> None:

@@ -107,6 +107,12 @@ def _require_gpu() -> None:
         raise CommandError(f"this command needs a GPU: {reason}", status=1)
 
 
+def _engines(args: argparse.Namespace) -> bool | None:
+    """--engines on/off; None (unset) leaves it to UCUDNN_ENGINES."""
+    choice: str | None = getattr(args, "engines", None)
+    return None if choice is None else choice == "on"
+
+
 def _progress(args: argparse.Namespace) -> bool:
     """Whether long work shows a progress bar (on stderr): only for a person watching, so
     only when stdout and stderr are both terminals (not when piped, redirected or read by a
@@ -187,7 +193,9 @@ def bench(args: argparse.Namespace) -> int:
     config = Config.from_env()
     graph, policy = _network(args), policy_from_args(args, config)
     _require_gpu()
-    with open_benchmarker(_database(args, config), progress=_progress(args)) as benchmarker:
+    with open_benchmarker(
+        _database(args, config), progress=_progress(args), engines=_engines(args)
+    ) as benchmarker:
         start = time.perf_counter()
         tables = benchmarker.tables(work_from_graph(graph), policy)
         elapsed = time.perf_counter() - start
@@ -323,7 +331,9 @@ def _measured_tables(
     from ucudnn.runtime.work import work_from_graph
 
     database = _database(args, Config.from_env())
-    with open_benchmarker(database, progress=_progress(args)) as benchmarker:
+    with open_benchmarker(
+        database, progress=_progress(args), engines=_engines(args)
+    ) as benchmarker:
         tables = benchmarker.tables(work_from_graph(graph), policy)
         facts = benchmarker.facts
     return tables, f"measurements on {facts.device_name} (cuDNN {facts.cudnn_version})"
@@ -360,6 +370,7 @@ def _run_network(args: argparse.Namespace) -> tuple[int, dict[str, object] | Non
         policy=policy_from_args(args, config),
         database=_database(args, config),
         benchmark=BenchmarkSettings(progress=_progress(args)),
+        engines=_engines(args),
     ) as handle:
         timings = measure_plan(handle, work, repeats=args.repeats, progress=_progress(args))
         if not args.json:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from ucudnn.planner.config import Config, parse_policy, parse_size
+from ucudnn.planner.config import WORKSPACE_SHARING, Config, parse_policy, parse_size
 from ucudnn.planner.explain import explain_plan
 from ucudnn.planner.plan import Plan, make_plan_wd, make_plan_wr
 from ucudnn.planner.policies import Policy
@@ -19,8 +19,9 @@ from ucudnn.planner.wd import DEFAULT_TIME_LIMIT_S, SOLVERS
 
 EPILOG = """\
 The timings CSV has the header layer,kernel,batch,micro_batch,algo,time_ms,workspace_bytes
-and optionally math_type,deterministic (see ucudnn.planner.tables). Sizes take units:
-64MiB, 512MB, 1.5GiB. The mode is wd when UCUDNN_TOTAL_WORKSPACE_SIZE is set, else wr.
+and optionally math_type,deterministic,engine (see ucudnn.planner.tables). Sizes take units:
+64MiB, 512MB, 1.5GiB. The mode is wd when UCUDNN_TOTAL_WORKSPACE_SIZE is set, else wr; a total
+the kernels share (--workspace-sharing shared) is planned as wr at the total.
 Exit status: 0 planned, 1 nothing fits, 2 bad input or a solver failure, 130 interrupted.
 """
 
@@ -42,6 +43,13 @@ def add_limit_arguments(parser: argparse.ArgumentParser) -> None:
         "--total-workspace",
         metavar="SIZE",
         help="wd: total budget (default: UCUDNN_TOTAL_WORKSPACE_SIZE)",
+    )
+    parser.add_argument(
+        "--workspace-sharing",
+        choices=WORKSPACE_SHARING,
+        help="wd: how the kernels use the total: divided, each its own slice (their sizes add "
+        "up), or shared, one buffer each kernel uses in turn (wr at the total) "
+        "(default: UCUDNN_WORKSPACE_SHARING, else divided)",
     )
     parser.add_argument(
         "--policy",
@@ -91,17 +99,30 @@ def policy_from_args(args: argparse.Namespace, config: Config) -> Policy:
     return parse_policy(args.policy, "--policy") if args.policy else config.batch_size_policy
 
 
-def mode_from_args(args: argparse.Namespace, config: Config) -> str:
-    """--mode, else wd when UCUDNN_TOTAL_WORKSPACE_SIZE is set, else wr."""
+def _size_mode(args: argparse.Namespace, config: Config) -> str:
+    """Which size the options name: --mode, else wd when UCUDNN_TOTAL_WORKSPACE_SIZE is set,
+    else wr."""
     mode: str | None = args.mode
     if mode is not None:
         return mode
     return "wd" if config.workspace_division else "wr"
 
 
+def mode_from_args(args: argparse.Namespace, config: Config) -> str:
+    """The planning mode: as `_size_mode`, except that a total the kernels share (one buffer
+    each uses in turn) is planned as wr at the total."""
+    mode = _size_mode(args, config)
+    sharing: str | None = getattr(args, "workspace_sharing", None)
+    if sharing is not None and mode == "wr":
+        raise ValueError("--workspace-sharing is for a total workspace (--mode wd)")
+    if mode == "wd" and (sharing or config.workspace_sharing) == "shared":
+        return "wr"
+    return mode
+
+
 def limit_from_args(args: argparse.Namespace, config: Config) -> int:
     """The WR limit or WD budget in bytes that the mode and its size option ask for."""
-    if mode_from_args(args, config) == "wr":
+    if _size_mode(args, config) == "wr":
         if args.total_workspace is not None:
             raise ValueError("--total-workspace is for --mode wd; use --workspace-limit")
         if args.workspace_limit is None:

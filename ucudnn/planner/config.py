@@ -171,6 +171,18 @@ def database_from_env(environ: Mapping[str, str] = os.environ) -> Path:
     return _user_path(text, "UCUDNN_DATABASE") if text else default_database(environ)
 
 
+WORKSPACE_SHARING = ("divided", "shared")
+
+
+def workspace_sharing(value: object, name: str) -> str:
+    """How a total workspace serves the kernels: "divided" or "shared" (see Config)."""
+    if not isinstance(value, str) or value.strip().lower() not in WORKSPACE_SHARING:
+        raise ValueError(
+            f"{name} must be one of {', '.join(WORKSPACE_SHARING)}, got {shown(value)}"
+        )
+    return value.strip().lower()
+
+
 @dataclasses.dataclass(frozen=True)
 class Config:
     """What the planner does when the caller does not say otherwise."""
@@ -182,6 +194,11 @@ class Config:
     check: bool = False  # compare every call with the undivided convolution
     # float32 problems without a named math type may use TF32 (see core.problem.default_math_type)
     allow_tf32: bool = False
+    # Also measure cuDNN's graph-API engine configurations (off until checked on hardware).
+    engines: bool = False
+    # How a total workspace serves the kernels: "divided" (each its own slice, WD) or "shared"
+    # (one buffer every kernel uses in turn: WR at the total).
+    workspace_sharing: str = "divided"
 
     def __post_init__(self) -> None:
         # Built from Python as well as from the environment: both are checked here.
@@ -194,6 +211,8 @@ class Config:
             "database": file_path(self.database, "database"),
             "check": boolean(self.check, "check"),
             "allow_tf32": boolean(self.allow_tf32, "allow_tf32"),
+            "engines": boolean(self.engines, "engines"),
+            "workspace_sharing": workspace_sharing(self.workspace_sharing, "workspace_sharing"),
         }
         for name, value in checked.items():
             object.__setattr__(self, name, value)
@@ -222,4 +241,8 @@ class Config:
             fields["total_workspace_size"] = parse_size(text, "UCUDNN_TOTAL_WORKSPACE_SIZE")
         if (text := get("UCUDNN_CHECK")) is not None:
             fields["check"] = parse_bool(text, "UCUDNN_CHECK")
+        if (text := get("UCUDNN_ENGINES")) is not None:
+            fields["engines"] = parse_bool(text, "UCUDNN_ENGINES")
+        if (text := get("UCUDNN_WORKSPACE_SHARING")) is not None:
+            fields["workspace_sharing"] = workspace_sharing(text, "UCUDNN_WORKSPACE_SHARING")
         return cls(**fields)  # type: ignore[arg-type]

@@ -13,6 +13,7 @@ from typing import Literal
 
 from ucudnn._native import _cuda, _cudnn
 from ucudnn.core.checks import integer, shown
+from ucudnn.core.engines import MATH_LICENCE
 from ucudnn.core.problem import KERNELS, LAYOUTS, ConvProblem, check_kernel, packed_strides
 from ucudnn.runtime.steps import ROLES
 
@@ -98,18 +99,13 @@ class ProblemDescriptors:
         return named[first], named[second], named[out]
 
 
-# How much each math type lets cuDNN lower precision: FMA none, default and tensor-op TF32 for
-# float32 inputs (tensor cores for half types), allow-conversion even float32 -> float16.
-_MATH_LICENCE = {"fma": 0, "default": 1, "tensor_op": 1, "tensor_op_allow_conversion": 2}
-
-
 def candidate_math_type(requested: str, reported: str) -> str:
     """The math type to run a variant Find reported under `reported` with, for a problem that
     asked for `requested`: never one that allows less precise arithmetic than asked for (Find
     may report tensor-op or converting variants even under FMA or default math). A math type
     these headers do not name counts as the most permissive."""
-    unknown = max(_MATH_LICENCE.values()) + 1
-    if _MATH_LICENCE.get(reported, unknown) > _MATH_LICENCE[requested]:
+    unknown = max(MATH_LICENCE.values()) + 1
+    if MATH_LICENCE.get(reported, unknown) > MATH_LICENCE[requested]:
         return requested
     return reported
 

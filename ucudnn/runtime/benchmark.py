@@ -19,6 +19,7 @@ from typing import Never, cast
 from tqdm import tqdm
 
 from ucudnn._native import _cuda, _cudnn
+from ucudnn.core import engines
 from ucudnn.core.arena import Arena, GrowingArena
 from ucudnn.core.device import cudnn_version_string
 from ucudnn.core.facts import DeviceFacts
@@ -29,12 +30,20 @@ from ucudnn.planner.config import byte_count
 from ucudnn.planner.errors import NoAlgorithmError
 from ucudnn.planner.policies import Policy, sizes_to_measure
 from ucudnn.planner.tables import Candidate, KernelTable, TimingTables
-from ucudnn.runtime import backend, steps
+from ucudnn.runtime import backend, graph, steps
 from ucudnn.runtime.progress import progress_bar
 from ucudnn.runtime.timing import Timer
 from ucudnn.runtime.work import Work
 
 logger = logging.getLogger(__name__)
+
+# The benchmark cache keeps each family's measurements of a size apart (its `source`), so a
+# changed engine search re-measures only engine sets, and a process that measures only legacy
+# algorithms never takes an engine set for its own.
+LEGACY = "legacy"
+ENGINE_SEARCH = "graph/A+FALLBACK/v1"  # heuristics modes A then FALLBACK, every configuration
+HEURISTIC_MODES = ("A", "FALLBACK")
+MIN_ENGINES_CUDNN = 90200  # ENGINECFG_WORKSPACE_SIZE: a workspace known before building
 
 # Buffers are filled with one repeated byte (memset fills gigabytes faster than a copy). The
 # value only has to be harmless: a normal number whose products are normal in the type cuDNN
@@ -78,6 +87,9 @@ class BenchmarkSettings:
     # skipped. The planner never needs more than the user's limit, so this caps the search.
     workspace_cap: int | str = 1 << 30  # an int once made
     progress: bool | None = None  # None: show a bar only on a terminal
+    # Also measure cuDNN's graph-API engine configurations (cuDNN >= 9.2); None: as
+    # UCUDNN_ENGINES says (off by default), decided when a Handle takes the settings.
+    engines: bool | None = None
 
     def __post_init__(self) -> None:
         if self.warmup < 0 or self.repeats < 1:
@@ -142,7 +154,7 @@ class Benchmarker:
         self.cache = cache
         self.settings = settings or BenchmarkSettings()
         # Measurements already read or made by this process, so re-planning costs no queries.
-        self._seen: dict[tuple[str, str], list[Measurement]] = {}
+        self._seen: dict[tuple[str, str, str], list[Measurement]] = {}  # (problem, kernel, source)
         self.counts = {"measured": 0, "cached": 0}  # problem sizes, for reports
         self._timer = Timer(handle.stream)
         self._workspace = GrowingArena()
@@ -180,35 +192,60 @@ class Benchmarker:
     ) -> Iterable[Candidate]:
         """The candidates that ran at each size; NoAlgorithmError when none ran at any."""
         layer, problem, kernel = item
-        buffers = None
+        buffers: list[ProblemBuffers] = []  # made on the first measurement
         ran_any, statuses = False, None  # statuses: of the largest size (the first)
         try:
             for micro_batch in sizes:
-                measured = self._cached(problem, kernel, micro_batch)
-                self.counts["cached" if measured is not None else "measured"] += 1
-                if measured is None:
-                    if buffers is None:
-                        samples = steps.benchmark_samples(problem, sizes)
-                        buffers = ProblemBuffers(problem.with_batch(samples), self.handle.stream)
-                    started = time.perf_counter()
-                    measured = self._measure(problem.with_batch(micro_batch), kernel, buffers)
-                    _log_size(problem, kernel, micro_batch, measured, time.perf_counter() - started)
-                    self._seen[(problem.with_batch(micro_batch).key(), kernel)] = measured
-                    if self.cache is not None:
-                        self.cache.store(problem, kernel, micro_batch, self.facts, measured)
-                else:
-                    _log_size(problem, kernel, micro_batch, measured, None)
+                for source in self._sources():
+                    measured = self._size(problem, kernel, micro_batch, source, sizes, buffers)
+                    ran = [m.candidate for m in measured if _usable(m, kernel, problem.batch)]
+                    ran_any = ran_any or bool(ran)
+                    if statuses is None:
+                        statuses = _status_counts(measured)
+                    yield from ran
                 bar.update(1)
-                ran = [m.candidate for m in measured if m.ok]
-                ran_any = ran_any or bool(ran)
-                if statuses is None:
-                    statuses = _status_counts(measured)
-                yield from ran
             if not ran_any:
                 raise self._no_algorithm(layer, problem, kernel, sizes, statuses or {})
         finally:
-            if buffers is not None:
-                buffers.release()
+            for made in buffers:
+                made.release()
+
+    def _sources(self) -> tuple[str, ...]:
+        """The candidate families measured: the legacy algorithms, and the engine
+        configurations when asked for and cuDNN has them (>= 9.2: workspace before building)."""
+        if self.settings.engines and self.facts.cudnn_version >= MIN_ENGINES_CUDNN:
+            return (LEGACY, ENGINE_SEARCH)
+        return (LEGACY,)
+
+    def _size(
+        self,
+        problem: ConvProblem,
+        kernel: str,
+        micro_batch: int,
+        source: str,
+        sizes: list[int],
+        buffers: list[ProblemBuffers],
+    ) -> list[Measurement]:
+        """One family's measurements of one size: known already, or measured now and stored."""
+        measured = self._cached(problem, kernel, micro_batch, source)
+        self.counts["cached" if measured is not None else "measured"] += 1
+        if measured is not None:
+            _log_size(problem, kernel, micro_batch, source, measured, None)
+            return measured
+        if not buffers:
+            samples = steps.benchmark_samples(problem, sizes)
+            buffers.append(ProblemBuffers(problem.with_batch(samples), self.handle.stream))
+        started = time.perf_counter()
+        at_size = problem.with_batch(micro_batch)
+        if source == LEGACY:
+            measured = self._measure(at_size, kernel, buffers[0])
+        else:
+            measured = self._measure_engines(at_size, kernel, buffers[0])
+        _log_size(problem, kernel, micro_batch, source, measured, time.perf_counter() - started)
+        self._seen[(at_size.key(), kernel, source)] = measured
+        if self.cache is not None:
+            self.cache.store(problem, kernel, micro_batch, self.facts, measured, source=source)
+        return measured
 
     def _no_algorithm(
         self,
@@ -229,11 +266,11 @@ class Benchmarker:
         )
 
     def _cached(
-        self, problem: ConvProblem, kernel: str, micro_batch: int
+        self, problem: ConvProblem, kernel: str, micro_batch: int, source: str
     ) -> list[Measurement] | None:
-        key = (problem.with_batch(micro_batch).key(), kernel)
+        key = (problem.with_batch(micro_batch).key(), kernel, source)
         if key not in self._seen and self.cache is not None:
-            found = self.cache.lookup(problem, kernel, micro_batch, self.facts)
+            found = self.cache.lookup(problem, kernel, micro_batch, self.facts, source=source)
             if found is not None:
                 self._seen[key] = found
         return self._seen.get(key)
@@ -266,6 +303,95 @@ class Benchmarker:
                     descs, kernel, perf.algo, math_type, perf.deterministic, at
                 )
         return list(results.values())
+
+    def _measure_engines(
+        self, problem: ConvProblem, kernel: str, buffers: ProblemBuffers
+    ) -> list[Measurement]:
+        """Every engine configuration cuDNN's heuristics offer for one kernel at one size:
+        timed, or why not. Plans are built for the alignment the parts of this size can have
+        (where they are timed, as for the legacy algorithms) and alpha 1, beta 0; a
+        backward-filter configuration that cannot also be built with beta 1 (what every later
+        part of a split needs) is noted BETA1_UNSUPPORTED, and serves only undivided runs."""
+        b = problem.batch
+        at = buffers.at_sample(steps.benchmark_first_sample(problem, b))
+        alignments = (graph.alignment(at["x"]), graph.alignment(at["w"]), graph.alignment(at["y"]))
+        try:
+            op_graph = graph.operation_graph(self.handle, problem, kernel, alignments, 1.0, 0.0)
+            choices = graph.heuristic_choices(op_graph, HEURISTIC_MODES)
+        except CudnnError as exc:
+            logger.info(
+                "no engine configurations for %s of %s: %s", kernel, problem.describe(), exc
+            )
+            return []
+        beta1_graph: list[_cudnn.BackendDescriptor] = []  # built when first needed
+        results = []
+        for choice in choices:
+            config, notes = choice.config, choice.notes
+            math_type = engines.math_type_of(problem.dtype, notes)
+            refused = engines.refusal(notes, problem.dtype, problem.math_type, deterministic=False)
+            if refused is not None:
+                results.append(_engine_failed(b, config, math_type, "REFUSED_BY_NOTES", notes))
+                continue
+            if (choice.workspace_bytes or 0) > self.settings.workspace_cap_bytes:
+                results.append(_engine_failed(b, config, math_type, "WORKSPACE_OVER_CAP", notes))
+                continue
+            try:
+                plan = graph.build_plan(self.handle, choice.descriptor, config.tag)
+                if plan.workspace_bytes > self.settings.workspace_cap_bytes:
+                    results.append(
+                        _engine_failed(b, config, math_type, "WORKSPACE_OVER_CAP", notes)
+                    )
+                    continue
+                if kernel == "backward_filter" and not self._builds_with_beta1(
+                    problem, alignments, config, beta1_graph
+                ):
+                    notes = (*notes, engines.BETA1_UNSUPPORTED)
+                times = self._time_plan(plan, at)
+            except (CudnnError, CudaOutOfMemoryError) as exc:
+                status = exc.status_name if isinstance(exc, CudnnError) else exc.name
+                results.append(_engine_failed(b, config, math_type, status, notes))
+                continue
+            candidate = Candidate(
+                micro_batch=b,
+                algo=config.index,
+                time_ms=statistics.median(times),
+                workspace_bytes=plan.workspace_bytes,
+                math_type=math_type,
+                deterministic=engines.deterministic_of(notes),
+                engine=config.tag,
+            )
+            results.append(Measurement.timed(candidate, times, notes=notes))
+        return results
+
+    def _time_plan(self, plan: graph.GraphPlan, at: dict[str, int]) -> list[float]:
+        workspace = self._workspace.ensure(plan.workspace_bytes).ptr
+        return self._timer.times_ms(
+            lambda: graph.run_plan(self.handle, plan, at["x"], at["w"], at["y"], workspace),
+            self.settings.warmup,
+            self.settings.repeats,
+        )
+
+    def _builds_with_beta1(
+        self,
+        problem: ConvProblem,
+        alignments: tuple[int, int, int],
+        config: engines.EngineConfig,
+        made: list[_cudnn.BackendDescriptor],
+    ) -> bool:
+        """Whether `config` also builds a backward-filter plan that adds to dW (beta 1); the
+        operation graph for beta 1 is made once per size, in `made`."""
+        try:
+            if not made:
+                made.append(
+                    graph.operation_graph(
+                        self.handle, problem, "backward_filter", alignments, 1.0, 1.0
+                    )
+                )
+            graph.build_plan(self.handle, graph.engine_config(made[0], config), config.tag)
+        except CudnnError as exc:
+            logger.debug("%s does not build with beta 1: %s", config.tag, exc)
+            return False
+        return True
 
     def _find_workspace(self, nbytes: int) -> tuple[Arena, int]:
         """Find's workspace: `nbytes`, or, when the device cannot give that much, the most it
@@ -335,6 +461,26 @@ class Benchmarker:
         return Measurement.timed(candidate, times)
 
 
+def _engine_failed(
+    micro_batch: int,
+    config: engines.EngineConfig,
+    math_type: str,
+    status: str,
+    notes: tuple[str, ...],
+) -> Measurement:
+    failed = Measurement.failed(micro_batch, config.index, math_type, status, engine=config.tag)
+    return dataclasses.replace(failed, notes=notes)
+
+
+def _usable(measurement: Measurement, kernel: str, batch: int) -> bool:
+    """Whether a measurement can serve a mini-batch of `batch` samples: it ran, and if it is a
+    backward-filter part of a split, it can add to dW (beta 1)."""
+    if not measurement.ok:
+        return False
+    split = kernel == "backward_filter" and measurement.micro_batch < batch
+    return not (split and engines.BETA1_UNSUPPORTED in measurement.notes)
+
+
 def _status_counts(measured: Sequence[Measurement]) -> dict[str, int]:
     """How many algorithms (by math type) failed with each status, most frequent first."""
     return dict(collections.Counter(m.status for m in measured).most_common())
@@ -344,6 +490,7 @@ def _log_size(
     problem: ConvProblem,
     kernel: str,
     micro_batch: int,
+    source: str,
     measured: list[Measurement],
     seconds: float | None,
 ) -> None:
@@ -353,6 +500,6 @@ def _log_size(
         ran = sum(m.ok for m in measured)
         how = "served from the cache" if seconds is None else f"measured in {seconds:.2f} s"
         logger.debug(
-            "%s of %s at micro-batch %d: %s; %d algorithms ran, %d could not",
-            kernel, problem.describe(), micro_batch, how, ran, len(measured) - ran,
+            "%s of %s at micro-batch %d, %s: %s; %d candidates ran, %d could not",
+            kernel, problem.describe(), micro_batch, source, how, ran, len(measured) - ran,
         )  # fmt: skip

@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from typing import NamedTuple
 
 from ucudnn._native import _cudnn
-from ucudnn.errors import UcudnnError
+from ucudnn.core.arena import CUDNN_ALIGNMENT
+from ucudnn.core.engines import parse_tag
+from ucudnn.errors import CudnnError, UcudnnError
 from ucudnn.planner.tables import Candidate
-from ucudnn.runtime import backend
+from ucudnn.runtime import backend, graph
+from ucudnn.runtime.engine_calls import EngineRuns, prepared_engine_run
 from ucudnn.runtime.steps import Step, schedule_steps
+
+logger = logging.getLogger(__name__)
 
 
 class _Call(NamedTuple):
@@ -29,7 +35,10 @@ class Launch:
         kernel: str,
         parts: Sequence[Candidate],
         workspace_bytes: int,
+        engine_runs: EngineRuns | None = None,
     ) -> None:
+        """`engine_runs` keeps the plans of parts run by engine configurations (a Handle's,
+        shared by its launches); without it the launch keeps its own."""
         self.descs, self.kernel, self.workspace_bytes = descs, kernel, workspace_bytes
         steps = schedule_steps(descs.problem, kernel, parts)
         for step in steps:
@@ -38,14 +47,41 @@ class Launch:
                     f"{kernel} algo {step.algo} at micro-batch {step.micro_batch} needs "
                     f"{step.workspace_bytes} bytes of workspace but {workspace_bytes} were given"
                 )
+        if engine_runs is None and any(step.engine for step in steps):
+            engine_runs = EngineRuns()
+        self._engine_runs = engine_runs
         self._calls = tuple(
             _Call(
                 step,
-                backend.prepared_run(descs, kernel, step.micro_batch, step.algo, step.math_type),
+                _prepared(descs, kernel, step, engine_runs),
                 accumulates=kernel == "backward_filter" and index > 0,
             )
             for index, step in enumerate(steps)
         )
+
+    def build_plans(self, handle: _cudnn.Handle) -> None:
+        """Build the execution plans of the parts run by engine configurations now, for
+        tensors that start 256-byte aligned and alpha 1, beta 0 (beta 1 for the parts that add
+        to dW), so that the first call compiles nothing. A plan that fails to build is left to
+        the call, which runs a legacy algorithm in its place."""
+        if self._engine_runs is None:
+            return
+        aligned = CUDNN_ALIGNMENT  # what cudaMalloc and the frameworks' allocators give
+        for step, _, accumulates in self._calls:
+            if not step.engine:
+                continue
+            alignments = (
+                graph.alignment(aligned + step.x_offset_bytes),
+                graph.alignment(aligned),
+                graph.alignment(aligned + step.y_offset_bytes),
+            )
+            try:
+                self._engine_runs.plan(
+                    handle, self.descs, self.kernel, step.micro_batch, parse_tag(step.engine),
+                    alignments, 1.0, 1.0 if accumulates else 0.0,
+                )  # fmt: skip
+            except CudnnError as exc:
+                logger.info("could not build the plan of %s ahead: %s", step.engine, exc)
 
     def __call__(
         self,
@@ -68,10 +104,20 @@ class Launch:
             except UcudnnError as exc:
                 exc.add_note(
                     f"while running {self.kernel} of {self.descs.problem.describe()}, micro-batch "
-                    f"{step.first_sample}:{step.first_sample + step.micro_batch} with algo "
-                    f"{step.algo}"
+                    f"{step.first_sample}:{step.first_sample + step.micro_batch} with "
+                    f"{step.engine or f'algo {step.algo}'}"
                 )
                 raise
+
+
+def _prepared(
+    descs: backend.ProblemDescriptors, kernel: str, step: Step, engine_runs: EngineRuns | None
+) -> backend.PreparedRun:
+    """The launch of one step: by its engine configuration, or by its legacy algorithm."""
+    if step.engine:
+        assert engine_runs is not None
+        return prepared_engine_run(descs, kernel, step.micro_batch, step.engine, engine_runs)
+    return backend.prepared_run(descs, kernel, step.micro_batch, step.algo, step.math_type)
 
 
 def execute(
@@ -86,6 +132,8 @@ def execute(
     workspace_bytes: int,
     alpha: float = 1.0,
     beta: float = 0.0,
+    engine_runs: EngineRuns | None = None,
 ) -> None:
     """Run `parts` over the whole batch once; nothing here waits for the device."""
-    Launch(descs, kernel, parts, workspace_bytes)(handle, x, w, y, workspace, alpha, beta)
+    launch = Launch(descs, kernel, parts, workspace_bytes, engine_runs)
+    launch(handle, x, w, y, workspace, alpha, beta)

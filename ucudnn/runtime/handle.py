@@ -32,6 +32,7 @@ from ucudnn.runtime import backend, executor
 from ucudnn.runtime.benchmark import Benchmarker, BenchmarkSettings
 from ucudnn.runtime.buffers import device_pointer
 from ucudnn.runtime.check import EquivalenceCheck, download
+from ucudnn.runtime.engine_calls import EngineRuns
 from ucudnn.runtime.options import HandleOptions, layer_option, scalar_option
 from ucudnn.runtime.planning import plan_kernels
 from ucudnn.runtime.slots import Slot, Slots
@@ -60,8 +61,13 @@ class Handle:
     """Micro-batched convolutions on one device and stream.
 
     Give `workspace_limit` (bytes per kernel, WR) or `total_workspace` (bytes for the whole
-    network, WD), as integers or text such as "64MiB"; unset values come from UCUDNN_*
-    variables (see `ucudnn.planner.config`). `policy` is a policy name or micro-batch sizes;
+    network), as integers or text such as "64MiB"; unset values come from UCUDNN_* variables
+    (see `ucudnn.planner.config`). `workspace_sharing` says how a total serves the kernels:
+    "divided" (the default: each kernel its own slice, their sizes adding up to the total, WD,
+    for frameworks that keep one workspace per layer) or "shared" (one buffer of the total that
+    each kernel uses in turn, as this Handle runs them one at a time: WR at the total, often
+    much faster). `engines` also measures cuDNN's graph-API engine configurations (cuDNN >= 9.2;
+    None: UCUDNN_ENGINES, off by default). `policy` is a policy name or micro-batch sizes;
     `stream` is a cudaStream_t as an int (0: the legacy default stream). Every argument is
     checked before any device work. Arrays' pending work on their own streams is ordered
     before `stream` (DLPack's and __cuda_array_interface__'s stream protocols). The work is
@@ -81,11 +87,14 @@ class Handle:
         deterministic: bool = False,
         check: bool | None = None,
         benchmark: BenchmarkSettings | None = None,
+        engines: bool | None = None,
+        workspace_sharing: str | None = None,
     ) -> None:
         options = HandleOptions.resolve(
             workspace_limit=workspace_limit, total_workspace=total_workspace, policy=policy,
             database=database, use_cache=use_cache, stream=stream, deterministic=deterministic,
-            check=check, benchmark=benchmark,
+            check=check, benchmark=benchmark, engines=engines,
+            workspace_sharing=workspace_sharing,
         )  # fmt: skip
         self.mode, self.limit, self.policy = options.mode, options.limit, options.policy
         self.deterministic = options.deterministic
@@ -104,6 +113,7 @@ class Handle:
         self._ready: dict[tuple[str | None, str, str], _Ready] = {}  # (layer, kernel, problem key)
         self._descriptors: dict[str, backend.ProblemDescriptors] = {}
         self._workspace = GrowingArena()
+        self._engine_runs = EngineRuns()  # built execution plans, kept across re-plans
         self._fallback_warned = False
         self._closed = False
 
@@ -205,7 +215,7 @@ class Handle:
         workspace = self._workspace.ensure(need).at(0, need)
         single = Candidate(problem.batch, algo, 0.0, need, problem.math_type)
         executor.execute(
-            self.cudnn, descs, kernel, [single], **pointers,
+            self.cudnn, descs, kernel, [single], pointers["x"], pointers["w"], pointers["y"],
             workspace=workspace, workspace_bytes=need, alpha=alpha, beta=beta,
         )  # fmt: skip
         if bias_ptr is not None:
@@ -234,7 +244,9 @@ class Handle:
             self._slot(problem, kernel, layer)
 
     def finalize(self) -> Plan:
-        """Plan every kernel seen so far together (WD), or each alone (WR), and keep it.
+        """Plan every kernel seen so far together (WD), or each alone (WR), and keep it; build
+        now the execution plans of the parts that engine configurations run, so that the first
+        convolution compiles nothing.
 
         A kernel that cannot be planned (InfeasibleError, or NoAlgorithmError when cuDNN runs
         none of its algorithms) is forgotten and named in the error; the others are planned
@@ -242,6 +254,14 @@ class Handle:
         """
         self._plan_kernels()
         assert self.plan is not None
+        for kernel_plan in self.plan.kernels:
+            if any(part.engine for part in kernel_plan.schedule.parts):
+                slot = self._slots.of(kernel_plan.kernel_id)
+                launch = executor.Launch(
+                    self.descriptors(slot.problem), slot.kernel, kernel_plan.schedule.parts,
+                    kernel_plan.workspace_bytes, self._engine_runs,
+                )  # fmt: skip
+                launch.build_plans(self.cudnn)
         return self.plan
 
     def replan(
@@ -315,6 +335,7 @@ class Handle:
     def close(self) -> None:
         """Release the workspace and the cache connection now rather than at collection."""
         self.release_workspace()
+        self._engine_runs.clear()
         if self.cache is not None:
             self.cache.close()
         self._closed = True
@@ -507,7 +528,7 @@ class Handle:
             kernel_plan = self.plan[slot.kernel_id]  # the same, unless memory was short
         launch = executor.Launch(
             self.descriptors(problem), kernel, kernel_plan.schedule.parts,
-            kernel_plan.workspace_bytes,
+            kernel_plan.workspace_bytes, self._engine_runs,
         )  # fmt: skip
         ready = _Ready(launch, kernel_plan.offset or 0, slot, kernel_plan)
         self._ready[(layer, kernel, problem.key())] = ready
@@ -533,8 +554,12 @@ class Handle:
         problem, kernel = slot.problem, slot.kernel
         output = ROLES[kernel][2]
         single = kernel_plan.baseline or Candidate(problem.batch, 0, 0.0, 0, problem.math_type)
-        need = backend.workspace_size(
-            self.cudnn, descs, kernel, problem.batch, single.algo, single.math_type
+        need = (
+            single.workspace_bytes
+            if single.engine
+            else backend.workspace_size(
+                self.cudnn, descs, kernel, problem.batch, single.algo, single.math_type
+            )
         )
         same_algorithm = all(part.slot() == single.slot() for part in kernel_plan.schedule.parts)
         workspace = _cuda.DeviceBuffer(need)
@@ -544,6 +569,7 @@ class Handle:
                 [dataclasses.replace(single, workspace_bytes=need)],
                 **{**pointers, output: before.ptr},
                 workspace=workspace.ptr, workspace_bytes=need, alpha=alpha, beta=beta,
+                engine_runs=self._engine_runs,
             )  # fmt: skip
             nbytes = problem.nbytes(output)
             check.record(

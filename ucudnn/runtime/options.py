@@ -14,7 +14,13 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from ucudnn.core.checks import boolean, integer
-from ucudnn.planner.config import Config, byte_count, file_path, micro_batch_policy
+from ucudnn.planner.config import (
+    Config,
+    byte_count,
+    file_path,
+    micro_batch_policy,
+    workspace_sharing,
+)
 from ucudnn.planner.policies import Policy
 from ucudnn.planner.tables import layer_name
 from ucudnn.runtime.benchmark import BenchmarkSettings
@@ -49,11 +55,13 @@ class HandleOptions:
         deterministic: object = False,
         check: object = None,
         benchmark: object = None,
+        engines: object = None,
+        workspace_sharing: object = None,
         environ: Mapping[str, str] = os.environ,
     ) -> HandleOptions:
         """Arguments as the Handle takes them; unset ones come from the UCUDNN_* variables."""
         config = Config.from_env(environ)
-        mode, limit = workspace_option(workspace_limit, total_workspace, config)
+        mode, limit = workspace_option(workspace_limit, total_workspace, config, workspace_sharing)
         return cls(
             mode=mode,
             limit=limit,
@@ -64,23 +72,34 @@ class HandleOptions:
             deterministic=boolean(deterministic, "deterministic"),
             check=check_option(check, config),
             database=database_option(database, boolean(use_cache, "use_cache"), config),
-            benchmark=benchmark_option(benchmark),
+            benchmark=benchmark_option(benchmark, engines, config),
         )
 
 
 def workspace_option(
-    workspace_limit: object, total_workspace: object, config: Config
+    workspace_limit: object, total_workspace: object, config: Config, sharing: object = None
 ) -> tuple[str, int]:
-    """(mode, bytes): WR with a limit per kernel, or WD with a budget for the whole network."""
+    """(mode, bytes): WR with a limit per kernel, or a budget for the whole network: WD when
+    the kernels divide it ("divided", each its own slice), WR at the budget when they share it
+    (one buffer each kernel uses in turn, as a Handle runs them one at a time)."""
     if workspace_limit is not None and total_workspace is not None:
         raise ValueError("give workspace_limit (WR) or total_workspace (WD), not both")
+    if sharing is not None:
+        sharing = workspace_sharing(sharing, "workspace_sharing")
     if workspace_limit is not None:
+        if sharing == "divided":
+            raise ValueError(
+                "workspace_sharing='divided' divides a total_workspace among the kernels; "
+                "workspace_limit is each kernel's limit in one shared buffer"
+            )
         return "wr", byte_count(workspace_limit, "workspace_limit")
     if total_workspace is not None:
-        return "wd", byte_count(total_workspace, "total_workspace")
-    if config.total_workspace_size is not None:
-        return "wd", config.total_workspace_size
-    return "wr", config.default_workspace_limit
+        total = byte_count(total_workspace, "total_workspace")
+    elif config.total_workspace_size is not None:
+        total = config.total_workspace_size
+    else:
+        return "wr", config.default_workspace_limit
+    return ("wr" if (sharing or config.workspace_sharing) == "shared" else "wd"), total
 
 
 def check_option(check: object, config: Config) -> bool:
@@ -96,12 +115,18 @@ def database_option(database: object, use_cache: bool, config: Config) -> Path |
     return database if database is not None else config.database
 
 
-def benchmark_option(benchmark: object) -> BenchmarkSettings:
+def benchmark_option(benchmark: object, engines: object, config: Config) -> BenchmarkSettings:
+    """The benchmark settings, with `engines` decided: the Handle's argument, else the
+    settings' own, else UCUDNN_ENGINES (off by default)."""
     if benchmark is None:
-        return BenchmarkSettings()
+        benchmark = BenchmarkSettings()
     if not isinstance(benchmark, BenchmarkSettings):
         raise TypeError(f"benchmark must be a BenchmarkSettings, got {benchmark!r}")
-    return benchmark
+    if engines is not None:
+        chosen = boolean(engines, "engines")
+    else:
+        chosen = config.engines if benchmark.engines is None else benchmark.engines
+    return dataclasses.replace(benchmark, engines=chosen)
 
 
 def layer_option(layer: object) -> str | None:

@@ -60,6 +60,7 @@ class Step:
     beta: float
     x_offset_bytes: int
     y_offset_bytes: int
+    engine: str = ""  # a graph-API engine configuration's tag; "" for a legacy algorithm
 
 
 def alignment_step(micro_batch: int) -> int:
@@ -129,6 +130,7 @@ def schedule_steps(
                 beta=1.0 if accumulate else beta,
                 x_offset_bytes=problem.sample_offset_bytes("x", first),
                 y_offset_bytes=problem.sample_offset_bytes("y", first),
+                engine=part.engine,
             )
         )
         first += part.micro_batch

@@ -1,0 +1,202 @@
+"""Graph-API engine configurations on the device: parts run by engines equal the reference
+(three kernels x beta x dtypes x layouts x 2-D/3-D, micro-batched at odd offsets), a Handle
+that measures engines runs a plan made of them, builds its plans ahead in `finalize`, and falls
+back to a legacy algorithm, once warned and still right, when a plan cannot build.
+
+On the simulated device these run against its model of the backend API (a test double); only
+a GPU run is evidence about cuDNN itself.
+"""
+
+from __future__ import annotations
+
+import collections
+import warnings
+
+import numpy as np
+import pytest
+
+from tests import reference_conv as ref
+from tests.test_handle import _logical, _problem, _upload
+from ucudnn.core import engines
+from ucudnn.core.problem import ConvProblem
+from ucudnn.errors import CudnnError, EngineFallbackWarning
+from ucudnn.planner.plan import make_plan_wr
+from ucudnn.planner.tables import Candidate, KernelTable, TimingTables
+from ucudnn.runtime.check import normalised_l2, tolerance
+from ucudnn.runtime.steps import ROLES, schedule_steps
+
+MiB = 1 << 20
+KERNELS = ["forward", "backward_data", "backward_filter"]
+
+
+def _engine_parts(handle, problem, kernel, sizes, pointers, alpha, beta) -> list[Candidate]:
+    """For each part of `sizes`, in the order and at the offsets it will run, the first
+    configuration cuDNN's heuristics rank that the problem's math type allows and that builds
+    for that part's alignment and scalars; skips naming the statuses when a part has none."""
+    from ucudnn.runtime import graph
+
+    placeholder = [Candidate(b, 0, 0.0, 0, problem.math_type) for b in sizes]
+    parts, statuses = [], collections.Counter[str]()
+    for index, step in enumerate(schedule_steps(problem, kernel, placeholder, alpha, beta)):
+        alignments = (
+            graph.alignment(pointers["x"] + step.x_offset_bytes),
+            graph.alignment(pointers["w"]),
+            graph.alignment(pointers["y"] + step.y_offset_bytes),
+        )
+        at_size = problem.with_batch(step.micro_batch)
+        step_beta = 1.0 if kernel == "backward_filter" and index > 0 else beta
+        try:
+            op_graph = graph.operation_graph(handle, at_size, kernel, alignments, alpha, step_beta)
+            choices = graph.heuristic_choices(op_graph)
+        except CudnnError as exc:
+            pytest.skip(f"no engine for {kernel} of {at_size.describe()}: {exc.status_name}")
+        for choice in choices:
+            if engines.refusal(choice.notes, problem.dtype, problem.math_type, False):
+                statuses["refused by its notes"] += 1
+                continue
+            try:
+                plan = graph.build_plan(handle, choice.descriptor, choice.config.tag)
+            except CudnnError as exc:
+                statuses[exc.status_name] += 1
+                continue
+            math_type = engines.math_type_of(problem.dtype, choice.notes)
+            index, tag = choice.config.index, choice.config.tag
+            workspace = plan.workspace_bytes
+            parts.append(Candidate(step.micro_batch, index, 0.0, workspace, math_type, engine=tag))
+            break
+        else:
+            pytest.skip(
+                f"no engine builds {kernel} of {at_size.describe()}: "
+                + ", ".join(f"{n} x {s}" for s, n in statuses.most_common())
+            )
+    return parts
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("kernel", KERNELS)
+@pytest.mark.parametrize("beta", [0.0, 0.5, 1.0])
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
+@pytest.mark.parametrize(("rank", "channels_last"), [(2, False), (2, True), (3, False), (3, True)])
+def test_engine_parts_equal_the_reference(kernel, beta, dtype, rank, channels_last) -> None:
+    """A 3+2+1 split (run 2, 3, 1: offsets 0, 2 and 5 samples, so odd ones) by engine
+    configurations, through the executor; a fall back to legacy would fail the test."""
+    from ucudnn._native import _cuda, _cudnn
+    from ucudnn.runtime import backend, executor
+    from ucudnn.runtime.engine_calls import EngineRuns
+
+    if dtype == "bfloat16":
+        pytest.importorskip("ml_dtypes", reason="bfloat16 arrays need ml_dtypes")
+    problem = _problem(rank, dtype, channels_last)
+    output = ROLES[kernel][2]
+    host, device = _upload(problem, np.random.default_rng(11))
+    pointers = {t: a.ptr for t, a in device.items()}
+    handle = _cudnn.Handle()
+    parts = _engine_parts(handle, problem, kernel, (3, 2, 1), pointers, 0.75, beta)
+    need = max(p.workspace_bytes for p in parts)
+    workspace = _cuda.DeviceBuffer(need)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", EngineFallbackWarning)
+            executor.execute(
+                handle, backend.ProblemDescriptors(problem), kernel, parts, **pointers,
+                workspace=workspace.ptr, workspace_bytes=need, alpha=0.75, beta=beta,
+                engine_runs=EngineRuns(),
+            )  # fmt: skip
+    finally:
+        workspace.release()
+    got = _logical(device[output], problem, output)
+    expected = 0.75 * ref.KERNELS[kernel](problem, *(host[t] for t in ROLES[kernel][:2]))
+    expected = expected + beta * host[output]
+    assert normalised_l2(got, expected) <= tolerance(problem, same_algorithm=False)
+
+
+def _engine_plan(handle, problem: ConvProblem, limit: int):
+    """A WR plan of the handle's kernels made from its measured engine configurations only."""
+    from ucudnn.runtime.work import Work
+
+    work = [Work("conv", problem, kernel) for kernel in KERNELS]
+    for item in work:
+        handle.register(item.problem, item.kernel, layer=item.layer)
+    measured = handle.benchmarker.tables(work, handle.policy)
+    only_engines = TimingTables()
+    for (layer, kernel), table in measured.items():
+        rows = [c for c in table if c.engine]
+        assert rows, f"no engine configuration ran {kernel} of {problem.describe()}"
+        only_engines.add(KernelTable(layer, kernel, table.batch, rows))
+    return make_plan_wr(only_engines, limit, policy=handle.policy)
+
+
+@pytest.mark.gpu
+def test_a_handle_runs_a_plan_of_engine_configurations(tmp_path) -> None:
+    from ucudnn.runtime.handle import Handle
+
+    problem = _problem(2, "float16", False, batch=12)
+    host, device = _upload(problem, np.random.default_rng(5))
+    with Handle(
+        workspace_limit=4 * MiB, policy="powerOfTwo", database=tmp_path / "db.sqlite",
+        engines=True,
+    ) as handle:  # fmt: skip
+        plan = _engine_plan(handle, problem, 4 * MiB)
+        handle.use_plan(plan)
+        for kernel in KERNELS:
+            assert all(part.engine for part in handle.schedule(problem, kernel, "conv").parts)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", EngineFallbackWarning)
+            for kernel in KERNELS:
+                tensors = [device[t] for t in ROLES[kernel]]
+                getattr(handle, kernel)(*tensors, problem, alpha=1.0, beta=0.0, layer="conv")
+                output = ROLES[kernel][2]
+                got = _logical(device[output], problem, output)
+                inputs = [host[t] for t in ROLES[kernel][:2]]
+                expected = ref.KERNELS[kernel](problem, *inputs)
+                assert normalised_l2(got, expected) <= tolerance(problem, same_algorithm=False)
+
+
+@pytest.mark.gpu
+def test_finalize_builds_the_plans_the_first_call_needs(tmp_path) -> None:
+    from ucudnn.runtime.handle import Handle
+
+    problem = _problem(2, "float16", True, batch=8)
+    _, device = _upload(problem, np.random.default_rng(6))
+    with Handle(
+        workspace_limit=4 * MiB, policy=[2, 4, 8], database=tmp_path / "db.sqlite", engines=True
+    ) as handle:  # fmt: skip
+        handle.use_plan(_engine_plan(handle, problem, 4 * MiB))
+        handle.finalize()
+        built = len(handle._engine_runs.plans)
+        assert built >= 3  # at least one plan per kernel
+        for kernel in KERNELS:
+            getattr(handle, kernel)(*(device[t] for t in ROLES[kernel]), problem, layer="conv")
+        assert len(handle._engine_runs.plans) == built  # nothing compiled at the first call
+
+
+@pytest.mark.simulator
+def test_a_plan_that_fails_to_build_falls_back_with_one_warning(tmp_path) -> None:
+    """The simulator refuses every execution plan of the configurations the plan chose; the
+    Handle warns once and legacy algorithms give the right answer."""
+    from ucudnn.runtime.handle import Handle
+    from ucudnn.testing import simulator
+
+    problem = _problem(2, "float32", False, batch=12)
+    host, device = _upload(problem, np.random.default_rng(9))
+    with Handle(
+        workspace_limit=4 * MiB, policy="powerOfTwo", database=tmp_path / "db.sqlite",
+        engines=True,
+    ) as handle:  # fmt: skip
+        handle.use_plan(_engine_plan(handle, problem, 4 * MiB))
+        tags = {
+            part.engine
+            for kernel in KERNELS
+            for part in handle.schedule(problem, kernel, "conv").parts
+        }
+        with simulator.fail_engine_plans(tags), pytest.warns(EngineFallbackWarning) as caught:
+            for kernel in KERNELS:
+                tensors = [device[t] for t in ROLES[kernel]]
+                getattr(handle, kernel)(*tensors, problem, beta=0.5, layer="conv")
+                output = ROLES[kernel][2]
+                got = _logical(device[output], problem, output)
+                inputs = [host[t] for t in ROLES[kernel][:2]]
+                expected = ref.KERNELS[kernel](problem, *inputs) + 0.5 * host[output]
+                host[output] = got  # the next kernel's beta reads this
+                assert normalised_l2(got, expected) <= tolerance(problem, False)
+        assert len([w for w in caught if w.category is EngineFallbackWarning]) == 1
