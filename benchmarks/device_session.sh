@@ -11,6 +11,8 @@
 #       carry=[".whl"], timeout_s=600)
 # Arguments after the script replace the benchmark's defaults, for example
 #   ... bash benchmarks/device_session.sh --networks deepbench --limits 8MiB --dtypes float32
+# or, with cuDNN's graph-API engine configurations measured beside the legacy algorithms,
+#   ... bash benchmarks/device_session.sh --engines on --networks resnet50 --dtypes float16
 # SKIP_TESTS=1 skips the test suite (a second call on a warm machine); SESSION_SECONDS (570)
 # is the time the whole script may take, TEST_SECONDS (240) the tests' share, TEST_TIMEOUT
 # (120) the seconds one test may take. Results come back from $OUT: session.log (with the

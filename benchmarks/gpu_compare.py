@@ -118,6 +118,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "(default 1: the frontend's own pick)",
     )
     parser.add_argument(
+        "--engines",
+        choices=("on", "off"),
+        default="off",
+        help="also measure and plan cuDNN's graph-API engine configurations (default off)",
+    )
+    parser.add_argument(
         "--no-peers", action="store_true", help="skip PyTorch and the cuDNN frontend"
     )
     parser.add_argument(
@@ -154,7 +160,7 @@ class Comparison:
         self.tables: dict[str, str] = {}  # file name in the zip -> timing-table CSV
         self.settings = BenchmarkSettings(
             warmup=args.warmup, repeats=args.repeats, workspace_cap=args.workspace_cap,
-            progress=False,
+            progress=False, engines=args.engines == "on",
         )  # fmt: skip
         self.deadline = (
             None if args.max_minutes is None else time.monotonic() + 60 * args.max_minutes
