@@ -587,3 +587,13 @@ def test_csv_and_json_carry_the_engine_column() -> None:
 def test_engine_cells_are_checked_where_they_are(cell: str, message: str) -> None:
     with pytest.raises(ValueError, match=message):
         read(HEADER + f",engine\nconv1,forward,1,1,62,2.5,0,{cell}\n")
+
+
+def test_a_content_key_follows_what_the_table_holds() -> None:
+    table = KernelTable("c", "forward", 4, [Candidate(4, 1, 2.0, 0)])
+    key = table.content_key()
+    assert key == (4, (Candidate(4, 1, 2.0, 0).values(),)) and table.content_key() is key
+    table.add(Candidate(2, 1, 0.5, 0, engine="eng1"))
+    assert table.content_key() != key
+    assert table.content_key() == KernelTable("d", "forward", 4, list(table)).content_key()
+    assert Candidate(4, 1, 2.0, 0).values() == (4, 1, 2.0, 0, "default", False, "")

@@ -19,7 +19,7 @@ import math
 
 from ucudnn.planner.pareto import desirable_set
 from ucudnn.planner.plan import KernelPlan, Plan, schedule_numbers
-from ucudnn.planner.tables import Candidate, KernelId, Schedule, TimingTables
+from ucudnn.planner.tables import ContentKey, KernelId, Schedule, TimingTables
 from ucudnn.planner.textable import render_table
 from ucudnn.planner.units import format_size
 from ucudnn.planner.wd import aligned
@@ -177,7 +177,7 @@ def explain_plan(plan: Plan, tables: TimingTables) -> PlanExplanation:
 def _fronts(plan: Plan, tables: TimingTables) -> dict[KernelId, list[Schedule]]:
     """Each kernel's desirable set at any workspace, under the plan's policy and determinism;
     computed once per distinct table (identical layers share it)."""
-    by_content: dict[tuple[int, tuple[Candidate, ...]], list[Schedule]] = {}
+    by_content: dict[ContentKey, list[Schedule]] = {}
     fronts = {}
     for k in plan.kernels:
         if k.kernel_id not in tables:

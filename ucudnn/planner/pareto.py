@@ -24,7 +24,7 @@ from typing import TypeVar
 from ucudnn.planner.config import micro_batch_policy
 from ucudnn.planner.dp import SplitDP, eligible_candidates
 from ucudnn.planner.policies import DEFAULT_POLICY, Policy
-from ucudnn.planner.tables import Candidate, KernelTable, Schedule
+from ucudnn.planner.tables import ContentKey, KernelTable, Schedule
 
 T = TypeVar("T")
 
@@ -90,7 +90,7 @@ class DesirableSets:
     def __init__(self, policy: Policy = DEFAULT_POLICY, deterministic_only: bool = False) -> None:
         self.policy = micro_batch_policy(policy, "policy")
         self.deterministic_only = bool(deterministic_only)
-        self._fronts: dict[tuple[int, tuple[Candidate, ...]], list[Schedule]] = {}
+        self._fronts: dict[ContentKey, list[Schedule]] = {}
 
     def front(self, table: KernelTable) -> list[Schedule]:
         """The unlimited desirable set of `table`, workspace ascending."""

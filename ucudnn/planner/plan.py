@@ -33,6 +33,7 @@ from ucudnn.planner.pareto import DesirableSets, desirable_set
 from ucudnn.planner.policies import DEFAULT_POLICY, Policy, policy_text
 from ucudnn.planner.tables import (
     Candidate,
+    ContentKey,
     KernelId,
     KernelTable,
     Schedule,
@@ -505,12 +506,19 @@ def baseline(
 def _per_content(tables: TimingTables, solve: Callable[[KernelTable], T]) -> dict[KernelId, T]:
     """`solve` of each table, computed once per distinct content: identical layers (ResNet's
     repeated blocks) share measurements, so they share the answer too."""
-    solved: dict[tuple[int, tuple[Candidate, ...]], T] = {}
-    return {
-        kernel_id: solved[key] if (key := table.content_key()) in solved
-        else solved.setdefault(key, solve(table))
-        for kernel_id, table in tables.items()
-    }  # fmt: skip
+    solved: dict[ContentKey, T] = {}
+    answers = {}
+    for kernel_id, table in tables.items():
+        key = table.content_key()
+        # One lookup where the content was solved: comparing the keys is most of the cost.
+        answer = solved.get(key, _UNSOLVED)
+        if answer is _UNSOLVED:
+            answer = solved[key] = solve(table)
+        answers[kernel_id] = answer
+    return answers  # type: ignore[return-value]
+
+
+_UNSOLVED = object()
 
 
 def make_plan_wr(

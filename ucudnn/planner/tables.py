@@ -69,6 +69,8 @@ from ucudnn.planner.files import (
 )
 
 KernelId = tuple[str, str]
+# A table's batch and its candidates' values (see KernelTable.content_key).
+ContentKey = tuple[int, tuple[tuple[object, ...], ...]]
 
 REQUIRED_COLUMNS = ("layer", "kernel", "batch", "micro_batch", "algo", "time_ms", "workspace_bytes")
 OPTIONAL_COLUMNS = ("math_type", "deterministic", "engine")
@@ -137,7 +139,11 @@ def _math_type(value: object) -> str:
 def _engine(value: object) -> str:
     if not isinstance(value, str):
         raise TypeError(f"engine must be text (an engine tag, or empty), got {shown(value)}")
-    return canonical_tag(value) if value else ""
+    return _canonical_tag(value) if value else ""
+
+
+# Tables repeat a few thousand tags over tens of thousands of rows.
+_canonical_tag = functools.lru_cache(maxsize=4096)(canonical_tag)
 
 
 def flag(value: object, name: str) -> bool:
@@ -189,6 +195,13 @@ class Candidate:
                 f"{self.engine.partition('_')[0][3:]}, but algo is {self.algo} (an engine "
                 "candidate's algo is its engine index)"
             )
+        values = tuple(getattr(self, f.name) for f in dataclasses.fields(self))
+        object.__setattr__(self, "_values", values)
+
+    def values(self) -> tuple[object, ...]:
+        """The fields' values, in order: plain values, which compare and hash faster than
+        candidates do (planning keys tables of hundreds of candidates by their content)."""
+        return self.__dict__["_values"]  # type: ignore[no-any-return]
 
     def speed_key(self) -> tuple[float, int, int, str, str]:
         """Order for picking among candidates: faster, then smaller, then lower algo."""
@@ -270,7 +283,8 @@ class KernelTable:
         self.layer = layer_name(layer)
         self.kernel = check_kernel(kernel)
         self.batch = check_batch(batch)
-        self.candidates: dict[int, list[Candidate]] = {}
+        self.candidates: dict[int, list[Candidate]] = {}  # changed only through add()
+        self._content_key: ContentKey | None = None
         for candidate in candidates:
             self.add(candidate)
 
@@ -291,6 +305,7 @@ class KernelTable:
                 f"math_type {c.math_type} is already in {self.layer}/{self.kernel}"
             )
         at_size.insert(index, c)
+        self._content_key = None
 
     def micro_batches(self) -> list[int]:
         return sorted(self.candidates)
@@ -315,9 +330,12 @@ class KernelTable:
         for b in self.micro_batches():
             yield from self.candidates[b]
 
-    def content_key(self) -> tuple[int, tuple[Candidate, ...]]:
-        """Equal for tables with the same batch and candidates, whatever layer they are of."""
-        return (self.batch, tuple(self))
+    def content_key(self) -> ContentKey:
+        """Equal for tables with the same batch and candidates, whatever layer they are of.
+        Kept until a candidate is added: every plan of the tables asks for it again."""
+        if self._content_key is None:
+            self._content_key = (self.batch, tuple(c.values() for c in self))
+        return self._content_key
 
     def check_complete(self) -> None:
         if not self.candidates.get(self.batch):
@@ -560,20 +578,40 @@ _DEFAULTS: dict[str, object] = {"math_type": "default", "deterministic": False, 
 
 
 def _cell(row: Mapping[str, object], column: str) -> object:
-    """The checked value of `column` in `row`; a FieldError naming the column if it is bad."""
+    """The checked value of `column` in `row`; TypeError or ValueError if it is bad."""
     value = row.get(column)
     if isinstance(value, str):
-        value = value.strip()
-    with field_errors(f"column {column!r}"):
-        if (value is None or value == "") and column in _DEFAULTS:
-            value = _DEFAULTS[column]
-        elif isinstance(value, str) and column in _FROM_TEXT:
-            value = _FROM_TEXT[column](value, column)
-        return _CHECKS[column](value)
+        return (_repeated_text_cell if column in _REPEATING else _text_cell)(column, value)
+    if value is None and column in _DEFAULTS:
+        value = _DEFAULTS[column]
+    return _CHECKS[column](value)
+
+
+def _text_cell(column: str, text: str) -> object:
+    """The checked value of a cell given as text (CSV cells; JSON cells may be text too)."""
+    text = text.strip()
+    value: object = text
+    if text == "" and column in _DEFAULTS:
+        value = _DEFAULTS[column]
+    elif column in _FROM_TEXT:
+        value = _FROM_TEXT[column](text, column)
+    return _CHECKS[column](value)
+
+
+# Columns whose few distinct texts come back row after row (tables of engines have 1e5 rows):
+# their checked values are kept, not worked out again.
+_REPEATING = frozenset(COLUMNS) - {"time_ms", "workspace_bytes"}
+_repeated_text_cell = functools.lru_cache(maxsize=8192)(_text_cell)
 
 
 def _parse_row(row: Mapping[str, object]) -> tuple[str, str, int, Candidate]:
-    values = {column: _cell(row, column) for column in COLUMNS}
+    values: dict[str, object] = {}
+    # One handler per row, not a field_errors block per cell: tables have 1e5 cells and more.
+    try:
+        for column in COLUMNS:
+            values[column] = _cell(row, column)
+    except (TypeError, ValueError) as exc:
+        raise FieldError(f"column {column!r}", str(exc)) from None
     batch, micro_batch = values["batch"], values["micro_batch"]
     if micro_batch > batch:  # type: ignore[operator]
         raise FieldError(
