@@ -1643,11 +1643,12 @@ cdef class BackendDescriptor:
             self._held[attribute] = tuple(items)
 
     def get(self, attribute, attr_type, count=None, kind=None):
-        """cudnnBackendGetAttribute: count values (all of them when None) of attr_type.
+        """cudnnBackendGetAttribute: up to count values of attr_type (all of them when None:
+        cuDNN is asked how many there are first).
 
-        BACKEND_DESCRIPTOR values need `kind`: that many descriptors of it are created for
-        cuDNN to fill, and come back finalized. CHAR values come back as [bytes], exactly the
-        bytes cuDNN wrote.
+        BACKEND_DESCRIPTOR values need `kind`: descriptors of it are created for cuDNN to fill,
+        and come back finalized. CHAR values come back as [bytes], exactly the bytes cuDNN
+        wrote.
         """
         cdef cudnnBackendAttributeName_t c_name = <cudnnBackendAttributeName_t>_lookup(
             BACKEND_ATTRIBUTES, attribute, "backend attribute")
@@ -1656,6 +1657,7 @@ cdef class BackendDescriptor:
         cdef str call = f"cudnnBackendGetAttribute({self._kind}, {attribute})"
         cdef int64_t requested = 0
         cdef int64_t returned = 0
+        cdef cudnnStatus_t status
         cdef Py_ssize_t i
         cdef BackendDescriptor child
         if (c_type == CUDNN_TYPE_BACKEND_DESCRIPTOR) != (kind is not None):
@@ -1663,11 +1665,16 @@ cdef class BackendDescriptor:
                              f"only for them (attr_type {attr_type!r}, kind {kind!r})")
         if kind is not None:
             _lookup(BACKEND_KINDS, kind, "backend descriptor kind")
-        if count is None:
-            check(cudnnBackendGetAttribute(self._desc, c_name, c_type, 0, &returned, NULL), call)
-            requested = returned
-        else:
+        if count is not None:
             requested = to_size(count, "count")
+        else:
+            status = cudnnBackendGetAttribute(self._desc, c_name, c_type, 0, &requested, NULL)
+            if status != CUDNN_STATUS_SUCCESS:
+                error = _error(status, call)
+                if c_type == CUDNN_TYPE_BACKEND_DESCRIPTOR:
+                    error.add_note("cuDNN counts no single descriptor (an operation's tensors, "
+                                   "a config's engine): read those with count=1")
+                raise error
         children = [BackendDescriptor(kind) for _ in range(requested)] if kind is not None else []
         cdef char* buffer = <char*>PyMem_Malloc(max(requested, 1) * sizeof(_Element))
         if buffer == NULL:
