@@ -1,11 +1,16 @@
 """How fast the planner plans, on the CPU (printed, not a test).
 
-Two networks at N=256 with the powerOfTwo policy, from MODEL timing tables
+Networks at N=256 with the powerOfTwo policy, two from MODEL timing tables
 (ucudnn.planner.synthetic: a documented cost model, not measurements):
 
 - ResNet-50: 53 convolution layers x 3 kernels, many of them identical (repeated blocks);
 - deep-600: a chain of 600 convolution layers x 3 kernels = 1,800 kernels, all distinct (the
-  widths, image sizes and filter sizes cycle with coprime periods), the planner's worst case.
+  widths, image sizes and filter sizes cycle with coprime periods), the planner's worst case;
+
+and one MEASURED: resnet50-engines, the H100 probe's cuDNN graph-API engine configurations for
+ResNet-50 fp16 NCHW (tests/data/engines-resnet50-fp16-nchw.csv.gz: 158 kernels, 62,165 rows,
+about 400 candidates per kernel where the model has a few dozen). For it the first WR plan is
+timed apart too: the first plan of a set of tables also works out each table's content key.
 
 Times what a user calls: make_plan_wr for every kernel at 64 MiB, and make_plan_wd at budgets
 of 64 MiB, 512 MiB and 4 GiB (desirable sets, the ILP, and the ILP over undivided runs that
@@ -14,15 +19,19 @@ per sample within 16 GiB of device memory, over 16 batch sizes from 8 to 256 pla
 N=256 tables (a memory model and a WD plan per batch that fits). Each figure is the median of
 --repeat runs.
 
-    python benchmarks/planner_speed.py [--repeat 5] [--solver highs] [--networks resnet50 deep-600]
+    python benchmarks/planner_speed.py [--repeat 5] [--solver highs] \
+        [--networks resnet50 deep-600 resnet50-engines]
 """
 
 from __future__ import annotations
 
 import argparse
+import gzip
+import io
 import statistics
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 from ucudnn.core.problem import ConvProblem
 from ucudnn.planner.graph import LayerGraph
@@ -39,6 +48,7 @@ BATCH = 256
 TUNE_MEMORY = 16 << 30
 TUNE_BATCHES = (8, 16, 24, 32, 48, 64, 80, 96, 112, 128, 144, 160, 192, 224, 240, 256)
 TUNED = ("resnet50",)  # deep-600 plans 1,800 kernels per batch: too slow to time 16 times
+ENGINE_TABLES = Path(__file__).resolve().parents[1] / "tests/data/engines-resnet50-fp16-nchw.csv.gz"
 
 
 def deep_chain(layers: int = 600) -> LayerGraph:
@@ -72,10 +82,19 @@ def median_s(run: Callable[[], object], repeat: int) -> tuple[float, object]:
     return statistics.median(times), result
 
 
-def report(name: str, tables: TimingTables, repeat: int, solver: str) -> None:
+def engine_tables() -> TimingTables:
+    start = time.perf_counter()
+    tables = TimingTables.read_csv(io.BytesIO(gzip.decompress(ENGINE_TABLES.read_bytes())))
+    print(f"resnet50-engines: read {ENGINE_TABLES.name} in {time.perf_counter() - start:.1f} s")
+    first_s, _ = median_s(lambda: make_plan_wr(tables, 64 * MiB), 1)
+    print(f"  WR, 64 MiB per kernel, first plan of the tables: {first_s * 1e3:8.1f} ms")
+    return tables
+
+
+def report(name: str, tables: TimingTables, repeat: int, solver: str, kind: str) -> None:
     rows = sum(len(list(t)) for _, t in tables.items())
     distinct = len({t.content_key() for _, t in tables.items()})
-    print(f"{name}: {len(tables)} kernels ({distinct} distinct tables), {rows} MODEL rows")
+    print(f"{name}: {len(tables)} kernels ({distinct} distinct tables), {rows} {kind} rows")
     wr_s, _ = median_s(lambda: make_plan_wr(tables, 64 * MiB), repeat)
     print(f"  WR, 64 MiB per kernel, all kernels: {wr_s * 1e3:8.1f} ms")
     for budget in BUDGETS:
@@ -107,13 +126,18 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--solver", choices=("highs", "cbc"), default="highs")
-    parser.add_argument("--networks", nargs="+", choices=tuple(NETWORKS), default=list(NETWORKS))
+    names = (*NETWORKS, "resnet50-engines")
+    parser.add_argument("--networks", nargs="+", choices=names, default=list(names))
     args = parser.parse_args()
-    print(f"N={BATCH}, powerOfTwo, MODEL timings (not measurements); medians of {args.repeat}\n")
+    print(f"N={BATCH}, powerOfTwo; medians of {args.repeat}\n")
     for name in args.networks:
+        if name == "resnet50-engines":
+            report(name, engine_tables(), args.repeat, args.solver, "MEASURED")
+            print()
+            continue
         graph = NETWORKS[name]()
         tables = model_tables((n, graph.problem(n), graph.kernels(n)) for n in graph.layers())
-        report(name, tables, args.repeat, args.solver)
+        report(name, tables, args.repeat, args.solver, "MODEL")
         if name in TUNED:
             report_tune(graph, tables, args.repeat, args.solver)
         print()
