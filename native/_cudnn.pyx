@@ -1627,9 +1627,12 @@ cdef class BackendDescriptor:
                                            <const char*>chars), call)
             return
         # A str is a sequence too, but one name given bare is a mistake, not a list of letters.
-        if isinstance(values, (str, bytes)) or not isinstance(values, (list, tuple)):
-            raise TypeError(f"{attribute} values must be a list or tuple, got {values!r}")
-        items = list(values)
+        if isinstance(values, (str, bytes)):
+            raise TypeError(f"{attribute} values must be a sequence of values, got {values!r}")
+        try:
+            items = list(values)
+        except TypeError:
+            raise TypeError(f"{attribute} values must be a sequence, got {values!r}") from None
         buffer = <char*>PyMem_Malloc(max(len(items), 1) * sizeof(_Element))
         if buffer == NULL:
             raise MemoryError()
@@ -1717,7 +1720,7 @@ cdef class BackendDescriptor:
         self._finalized = True
 
     def __repr__(self):
-        return f"BackendDescriptor({self._kind!r}, finalized={bool(self._finalized)})"
+        return f"BackendDescriptor({self._kind!r}, finalized={self._finalized})"
 
 
 cdef int _expect_plan(BackendDescriptor plan) except -1:
