@@ -190,8 +190,14 @@ def _int(descriptor: _cudnn.BackendDescriptor, attribute: str, attr_type: str = 
     return value
 
 
+# cuDNN counts no knob or note list for a count query; like the cuDNN frontend, ask for more
+# than there are types (46 knob types, 10 numerical and 5 behaviour notes in cuDNN 9.28).
+MAX_KNOBS = 64
+MAX_NOTES = 32
+
+
 def _names(descriptor: _cudnn.BackendDescriptor, attribute: str, attr_type: str) -> list[str]:
-    return [str(value) for value in descriptor.get(attribute, attr_type)]
+    return [str(value) for value in descriptor.get(attribute, attr_type, MAX_NOTES)]
 
 
 def _children(
@@ -213,7 +219,7 @@ def _choice(config: _cudnn.BackendDescriptor) -> EngineChoice:
     )
     knobs = tuple(
         (_int(choice, "KNOB_CHOICE_KNOB_TYPE", "KNOB_TYPE"), _int(choice, "KNOB_CHOICE_KNOB_VALUE"))
-        for choice in _children(config, "ENGINECFG_KNOB_CHOICES", "KNOB_CHOICE")
+        for choice in _children(config, "ENGINECFG_KNOB_CHOICES", "KNOB_CHOICE", MAX_KNOBS)
     )
     identity = EngineConfig(index, knobs)
     try:
