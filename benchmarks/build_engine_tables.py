@@ -6,8 +6,8 @@
 A probe file (the 2026-11-24 H100 run's `engine_probe.py`) holds one record per unique
 convolution, kernel and micro-batch: `{net, layer, problem, kernel, batch, plans: [{name,
 workspace, ms} or {error}]}`, where `batch` is the micro-batch and `layer` the first layer of
-`net` with that problem (a later layer, or a later network of the same run, with the same
-problem was not measured again). This script gives every layer of each network
+`net` with that problem at its full batch (a later layer, or a later network of the same run,
+with the same problem was not measured again). This script gives every layer of each network
 (`ucudnn.planner.networks.builtin_network`) the records of its problem, so that a plan over
 the CSV sums over all the network's layers, not over its unique problems.
 
@@ -27,7 +27,6 @@ import argparse
 import collections
 import gzip
 import json
-import re
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -37,16 +36,8 @@ from ucudnn.planner.graph import LayerGraph
 from ucudnn.planner.networks import builtin_network
 from ucudnn.planner.tables import Candidate, KernelTable, TimingTables
 
-# (describe() of the problem without its batch, kernel) -> micro-batch -> plans
+# (describe() of the problem at its full batch, kernel) -> micro-batch -> plans
 Records = dict[tuple[str, str], dict[int, list[dict[str, object]]]]
-
-_BATCH = re.compile(r"^N=[0-9]+ ")
-
-
-def unbatched(problem: ConvProblem) -> str:
-    """A problem's description without its batch: the key that finds its records at any
-    micro-batch."""
-    return _BATCH.sub("", problem.describe())
 
 
 def table_name(net: str, record: dict[str, object]) -> str:
@@ -74,10 +65,10 @@ def read_probes(paths: Iterable[Path]) -> tuple[Records, dict[str, str]]:
             if machines.setdefault(name, machine) != machine:
                 raise SystemExit(f"{path}: {name} was also measured on {machines[name]}")
             problem = network(name).problem(record["layer"])
-            if _BATCH.sub("", record["problem"]) != unbatched(problem):
+            if problem.with_batch(record["batch"]).describe() != record["problem"]:
                 raise SystemExit(f"{path}: {record['net']}/{record['layer']} is not the problem "
                                  f"{record['problem']}")  # fmt: skip
-            at = records[unbatched(problem), record["kernel"]]
+            at = records[problem.describe(), record["kernel"]]
             if record["batch"] in at:
                 raise SystemExit(f"{path}: {record['problem']} {record['kernel']} twice")
             at[record["batch"]] = record["plans"]
@@ -111,7 +102,7 @@ def build(name: str, records: Records) -> tuple[TimingTables, list[str]]:
     for layer in graph.layers():
         problem = graph.problem(layer)
         for kernel in graph.kernels(layer):
-            plans = records.get((unbatched(problem), kernel))
+            plans = records.get((problem.describe(), kernel))
             table = kernel_table(layer, kernel, problem, plans or {})
             if table.candidates.get(problem.batch):
                 tables.add(table)
@@ -127,7 +118,7 @@ def csv_text(tables: TimingTables, graph: LayerGraph) -> str:
     first: dict[str, int] = {}  # problem -> the index of its first layer
     group, place = {}, {}
     for index, layer in enumerate(graph.layers()):
-        group[layer] = first.setdefault(unbatched(graph.problem(layer)), index)
+        group[layer] = first.setdefault(graph.problem(layer).describe(), index)
         place[layer] = index
     header, *lines = tables.to_csv().splitlines(keepends=True)
     order = []
