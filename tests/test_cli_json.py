@@ -127,7 +127,7 @@ def test_plan(capsys, timings, mode: str) -> None:
     size = ["--workspace-limit", "16MiB"] if mode == "wr" else ["--total-workspace", "64MiB"]
     argv = ["plan", "--timings", timings, "--mode", mode, *size, "--json", "--explain"]
     data, err = document(capsys, argv)
-    assert (data["format"], data["version"], data["mode"]) == ("ucudnn-plan", 2, mode)
+    assert (data["format"], data["version"], data["mode"]) == ("ucudnn-plan", 3, mode)
     assert len(data["explain"]["kernels"]) == len(data["kernels"]) == 15
     assert err == f"planning from timings file {timings}\n"  # on stderr, as without --json
 
