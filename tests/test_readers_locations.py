@@ -17,12 +17,12 @@ from ucudnn.planner.plan import Plan, make_plan_wd
 from ucudnn.planner.tables import Candidate, KernelTable, TimingTables
 
 TIMINGS = [
-    "layer,kernel,batch,micro_batch,algo,time_ms,workspace_bytes,math_type,deterministic",
-    "conv1,forward,4,4,0,2.0,0,default,true",
-    "conv1,forward,4,2,1,0.5,256,tensor_op,false",
-    "conv2,backward_data,2,2,1,1.0,0,fma,0",
+    "layer,kernel,batch,micro_batch,algo,time_ms,workspace_bytes,math_type,deterministic,engine",
+    "conv1,forward,4,4,0,2.0,0,default,true,eng0",
+    "conv1,forward,4,2,1,0.5,256,tensor_op,false,eng1_k12=-1_k2=0",
+    "conv2,backward_data,2,2,1,1.0,0,fma,0,",
 ]
-TIMINGS_OPTIONAL = {"math_type", "deterministic"}
+TIMINGS_OPTIONAL = {"math_type", "deterministic", "engine"}
 LAYERS = [
     "source,W,H,C_in,N,C_out,kernel_w,kernel_h,pad_w,pad_h,stride_w,stride_h,groups",
     "conv1,32,32,4,8,8,3,3,1,1,1,1,2",
