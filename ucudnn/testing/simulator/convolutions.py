@@ -202,7 +202,7 @@ def find(
     first, second, out = descs.operands(*pointers, call)
     spans = [first, second]
     if workspace and workspace_bytes:
-        spans.append(_workspace(workspace, workspace_bytes, call))
+        spans.append(workspace_operand(workspace, workspace_bytes, call))
     check_disjoint(out, spans, call)
     short, _ = DEVICE.caps.contract_status("find_without_workspace")
     rows = []
@@ -219,7 +219,7 @@ def find(
     return _ranked(rows)[:requested]
 
 
-def _workspace(ptr: int, nbytes: int, call: str) -> Operand:
+def workspace_operand(ptr: int, nbytes: int, call: str) -> Operand:
     span = DEVICE.span(ptr, nbytes, "workspace", call)
     return Operand("workspace", "float32", (1,), (1,), span)
 
@@ -248,11 +248,28 @@ def run(
             f"{ALGORITHMS[problem.kernel][number]} needs {facts.workspace_bytes} bytes of "
             f"workspace for {problem.describe()}, {workspace_bytes} given (status {provenance})",
         )
-    first, second, out = descs.operands(*pointers, call)
-    inputs = [first, second]
-    if workspace_bytes:
-        inputs.append(_workspace(workspace, workspace_bytes, call))
-    check_disjoint(out, inputs, call)
+    operands = descs.operands(*pointers, call)
+    space = workspace_operand(workspace, workspace_bytes, call) if workspace_bytes else None
+    record = CallRecord(
+        call, problem.kernel, number, problem.math_type, facts.deterministic, problem.batch, stream
+    )
+    launch(problem, stream, alpha, beta, operands, space, facts.time_ms, record)
+
+
+def launch(
+    problem: SimProblem,
+    stream: int,
+    alpha: float,
+    beta: float,
+    operands: tuple[Operand, Operand, Operand],
+    workspace: Operand | None,
+    time_ms: float,
+    record: CallRecord,
+) -> None:
+    """Enqueue one convolution on checked operands (its two inputs and output, in role
+    order): computed when its output is read, timed `time_ms` on `stream`, logged."""
+    first, second, out = operands
+    check_disjoint(out, [first, second, *([workspace] if workspace else [])], record.call)
     a, b = first.read(), second.read()
     old = out.read() if beta != 0 else None
 
@@ -261,10 +278,5 @@ def run(
         out.write(numerics.blend(result, old, alpha, beta, problem.dtype))
 
     DEVICE.defer(out.span, out.dense, compute)
-    DEVICE.advance(stream, facts.time_ms)
-    DEVICE.calls.append(
-        CallRecord(
-            call, problem.kernel, number, problem.math_type, facts.deterministic,
-            problem.batch, stream,
-        )
-    )  # fmt: skip
+    DEVICE.advance(stream, time_ms)
+    DEVICE.calls.append(record)

@@ -1,8 +1,9 @@
 """The simulated cuDNN: `ucudnn._native._cudnn`'s surface over the simulated device.
 
 Same names, parameters, Python-side checks and exceptions as native/_cudnn.pyx. What cuDNN
-can run, with what workspace and time, comes from the capability model; the version reported
-is that of the cuDNN the model's data was measured with.
+can run, with what workspace and time, comes from the capability model (legacy calls) and the
+engine probe (the backend API, `backend`); the version reported is that of the cuDNN the
+model's data was measured with.
 """
 
 from __future__ import annotations
@@ -11,6 +12,21 @@ import collections
 from typing import Any
 
 from ucudnn.testing.simulator import numerics, statuses
+from ucudnn.testing.simulator.backend import (
+    BackendDescriptor,
+    backend_execute as backend_execute,
+    execute_plan as execute_plan,
+)
+from ucudnn.testing.simulator.backend_names import (  # the binding's backend name tables
+    BACKEND_ATTRIBUTES as BACKEND_ATTRIBUTES,
+    BACKEND_CONVOLUTION_MODES as BACKEND_CONVOLUTION_MODES,
+    BACKEND_DATA_TYPES as BACKEND_DATA_TYPES,
+    BACKEND_KINDS as BACKEND_KINDS,
+    BACKEND_TYPES as BACKEND_TYPES,
+    BEHAVIOR_NOTES as BEHAVIOR_NOTES,
+    HEURISTIC_MODES as HEURISTIC_MODES,
+    NUMERICAL_NOTES as NUMERICAL_NOTES,
+)
 from ucudnn.testing.simulator.capabilities import ALGORITHMS as ALGORITHMS
 from ucudnn.testing.simulator.convert import cudnn_error, lookup, to_address, to_c_int, to_size
 from ucudnn.testing.simulator.convolutions import (
@@ -37,19 +53,24 @@ from ucudnn.testing.simulator.descriptors import (  # the binding's name tables
     PoolingDescriptor,
     TensorDescriptor,
 )
-from ucudnn.testing.simulator.device import DEVICE, Destroyable
+from ucudnn.testing.simulator.device import DEVICE
+from ucudnn.testing.simulator.handles import Handle, live as _live
 from ucudnn.testing.simulator.operations import apply, same_dims
 
-# The classes are this module's, as in the binding (the stub test holds the surface to it).
-for _cls in (
+# The classes and functions made elsewhere are this module's, as in the binding (the stub test
+# holds the surface to it).
+for _public in (
+    Handle,
+    BackendDescriptor,
     TensorDescriptor,
     FilterDescriptor,
     ConvolutionDescriptor,
     ActivationDescriptor,
     PoolingDescriptor,
+    backend_execute,
+    execute_plan,
 ):
-    _cls.__module__ = __name__
-_NOT_INITIALIZED = 1001
+    _public.__module__ = __name__
 _CUDART_VERSION = 13000
 
 
@@ -67,41 +88,6 @@ def build_version() -> int:
 
 def cudart_version() -> int:
     return _CUDART_VERSION
-
-
-class Handle(Destroyable):
-    """A simulated cuDNN handle, bound to the current device."""
-
-    _KIND, _NAME = "cudnn handle", "cuDNN handle"
-
-    def __init__(self) -> None:
-        if not DEVICE.memories:
-            raise cudnn_error(_NOT_INITIALIZED, "cudnnCreate", "there is no device")
-        self._stream = 0
-        super().__init__()
-
-    @property
-    def ptr(self) -> int:
-        return self._alive()
-
-    @property
-    def stream(self) -> int:
-        self._alive()
-        return self._stream
-
-    def set_stream(self, stream: int) -> None:
-        self._alive()
-        handle = to_address(stream, "stream")
-        if DEVICE.stream(handle) is None:
-            raise cudnn_error(_BAD_PARAM, "cudnnSetStream", f"{handle:#x} is not a live stream")
-        self._stream = handle
-
-
-def _live(handle: Handle) -> int:
-    if not isinstance(handle, Handle):
-        got = "None" if handle is None else type(handle).__name__
-        raise TypeError(f"Argument 'handle' has incorrect type (expected Handle, got {got})")
-    return handle.stream
 
 
 AlgoPerf = collections.namedtuple(

@@ -213,8 +213,8 @@ class ConvolutionDescriptor(_Addressed):
 
     def output_dims(self, x_desc: TensorDescriptor, w_desc: FilterDescriptor) -> tuple[int, ...]:
         """The forward output dims (N, K, *spatial) for input x_desc and filter w_desc."""
-        _not_none(x_desc, "x_desc", TensorDescriptor)
-        _not_none(w_desc, "w_desc", FilterDescriptor)
+        not_none(x_desc, "x_desc", TensorDescriptor)
+        not_none(w_desc, "w_desc", FilterDescriptor)
         call = "cudnnGetConvolutionNdForwardOutputDim"
         x, w = x_desc.dims, w_desc.dims
         if len(x) != len(w) or len(x) != len(self._padding) + 2:
@@ -299,7 +299,7 @@ class PoolingDescriptor(_Tracked):
 
     def output_dims(self, x_desc: TensorDescriptor) -> tuple[int, ...]:
         """The pooled output dims (N, C, *spatial) for input x_desc."""
-        _not_none(x_desc, "x_desc", TensorDescriptor)
+        not_none(x_desc, "x_desc", TensorDescriptor)
         dims = x_desc.dims
         if len(dims) != len(self._window) + 2:
             raise cudnn_error(
@@ -324,7 +324,7 @@ class PoolingDescriptor(_Tracked):
         )
 
 
-def _not_none(value: object, name: str, cls: type) -> None:
+def not_none(value: object, name: str, cls: type) -> None:
     """Cython's typed `not None` arguments."""
     if not isinstance(value, cls):
         got = "None" if value is None else type(value).__name__

@@ -73,7 +73,8 @@ class EventState:
 
 @dataclasses.dataclass(frozen=True)
 class CallRecord:
-    """One cuDNN call that ran work: what tests can assert on (which algorithm, which math)."""
+    """One cuDNN call that ran work: what tests can assert on (which algorithm, which math).
+    A backend plan's execution gives its engine index as `algo` and its tag as `engine`."""
 
     call: str
     kernel: str | None = None
@@ -82,6 +83,7 @@ class CallRecord:
     deterministic: bool | None = None
     micro_batch: int | None = None
     stream: int = 0
+    engine: str | None = None
 
 
 @dataclasses.dataclass(frozen=True)

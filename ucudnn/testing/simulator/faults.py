@@ -2,7 +2,9 @@
 on demand (an allocation refused, an algorithm failing at execution).
 
 A rule names the C call it applies to ("cudaMalloc", "cudnnConvolutionForward",
-"cudnnGetConvolutionBackwardDataWorkspaceSize", ...), the status that call then returns (a
+"cudnnGetConvolutionBackwardDataWorkspaceSize", ...; for the backend API
+"cudnnBackendFinalize(<KIND>)", e.g. "cudnnBackendFinalize(EXECUTION_PLAN)", and
+"cudnnBackendExecute"), the status that call then returns (a
 cudaError_t code for the runtime, a cudnnStatus_t for cuDNN), an optional predicate on the
 call's `Context`, and how many times it fires (None: until cleared).
 """
@@ -24,6 +26,7 @@ class Context:
     kernel: str | None = None  # convolution calls
     algo: int | None = None
     problem: SimProblem | None = None
+    engine: str | None = None  # backend engine configurations and plans: its tag
 
 
 @dataclasses.dataclass

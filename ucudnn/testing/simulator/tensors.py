@@ -71,21 +71,28 @@ def operand(
     call: str,
 ) -> Operand:
     """The tensor `desc` describes at `ptr`, refused as cuDNN or the device would refuse it."""
-    strides = element_strides(desc)
+    return operand_at(name, desc.dtype, desc.dims, element_strides(desc), ptr, call)
+
+
+def operand_at(
+    name: str, dtype: str, dims: tuple[int, ...], strides: tuple[int, ...], ptr: int, call: str
+) -> Operand:
+    """A tensor of `dtype`, `dims` and element `strides` at `ptr`, refused as cuDNN or the
+    device would refuse it."""
     if any(s < 0 for s in strides):
         raise cudnn_error(NOT_SUPPORTED, call, f"{name} has negative strides {strides}")
-    if ptr % ITEMSIZE[desc.dtype]:
+    if ptr % ITEMSIZE[dtype]:
         status, provenance = DEVICE.caps.contract_status("misaligned_pointer")
         if status == 0:  # cuDNN does not check: its kernel faults on the device instead
             raise cuda_error(_MISALIGNED_ADDRESS, call)
         raise cudnn_error(
             status,
             call,
-            f"{name} at {ptr:#x} is not aligned to its {ITEMSIZE[desc.dtype]}-byte elements "
+            f"{name} at {ptr:#x} is not aligned to its {ITEMSIZE[dtype]}-byte elements "
             f"(status {provenance})",
         )
-    span = DEVICE.span(ptr, extent_bytes(desc.dims, strides, desc.dtype), name, call)
-    return Operand(name, desc.dtype, desc.dims, strides, span)
+    span = DEVICE.span(ptr, extent_bytes(dims, strides, dtype), name, call)
+    return Operand(name, dtype, dims, strides, span)
 
 
 def check_disjoint(output: Operand, others: list[Operand], call: str) -> None:

@@ -1,0 +1,202 @@
+"""The simulated backend (graph) API's name tables, and what cuDNN accepts for each attribute.
+
+The tables are the binding's (native/_cudnn.pyx: kinds, attributes, attribute types and enum
+values by cuDNN's names without their prefixes, with cudnn_graph.h's values), as cuDNN 9.19
+has them: every name the binding knows, since all of them are older. `ATTRIBUTES` says, per
+attribute, what cudnnBackendSetAttribute checks (as cudnn_graph.h documents it and cuDNN 9
+answered on a machine without a GPU): the descriptor kind it belongs to, the attribute types
+and element counts it takes, and whether users may set it at all.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+BAD_PARAM = 2000
+BAD_PARAM_ATTRIBUTE_TYPE = 2010
+BAD_PARAM_DESCRIPTOR_TYPE = 2012
+NOT_INITIALIZED = 1001
+NOT_SUPPORTED = 3000
+EXECUTION_FAILED = 5000
+
+BACKEND_KINDS = {
+    "TENSOR": 17, "CONVOLUTION": 1, "OPERATION_CONVOLUTION_FORWARD": 10,
+    "OPERATION_CONVOLUTION_BACKWARD_DATA": 12, "OPERATION_CONVOLUTION_BACKWARD_FILTER": 11,
+    "OPERATIONGRAPH": 15, "ENGINEHEUR": 4, "ENGINECFG": 3, "ENGINE": 2, "KNOB_INFO": 8,
+    "KNOB_CHOICE": 7, "EXECUTION_PLAN": 5, "VARIANT_PACK": 16, "DEVICEPROP": 38,
+}  # fmt: skip
+BACKEND_ATTRIBUTES = {
+    "TENSOR_BYTE_ALIGNMENT": 900, "TENSOR_DATA_TYPE": 901, "TENSOR_DIMENSIONS": 902,
+    "TENSOR_STRIDES": 903, "TENSOR_VECTOR_COUNT": 904, "TENSOR_VECTORIZED_DIMENSION": 905,
+    "TENSOR_UNIQUE_ID": 906, "TENSOR_IS_VIRTUAL": 907, "TENSOR_IS_BY_VALUE": 908,
+    "CONVOLUTION_COMP_TYPE": 100, "CONVOLUTION_CONV_MODE": 101, "CONVOLUTION_DILATIONS": 102,
+    "CONVOLUTION_FILTER_STRIDES": 103, "CONVOLUTION_POST_PADDINGS": 104,
+    "CONVOLUTION_PRE_PADDINGS": 105, "CONVOLUTION_SPATIAL_DIMS": 106,
+    "OPERATION_CONVOLUTION_FORWARD_ALPHA": 700, "OPERATION_CONVOLUTION_FORWARD_BETA": 701,
+    "OPERATION_CONVOLUTION_FORWARD_CONV_DESC": 702, "OPERATION_CONVOLUTION_FORWARD_W": 703,
+    "OPERATION_CONVOLUTION_FORWARD_X": 704, "OPERATION_CONVOLUTION_FORWARD_Y": 705,
+    "OPERATION_CONVOLUTION_BWD_DATA_ALPHA": 706, "OPERATION_CONVOLUTION_BWD_DATA_BETA": 707,
+    "OPERATION_CONVOLUTION_BWD_DATA_CONV_DESC": 708, "OPERATION_CONVOLUTION_BWD_DATA_W": 709,
+    "OPERATION_CONVOLUTION_BWD_DATA_DX": 710, "OPERATION_CONVOLUTION_BWD_DATA_DY": 711,
+    "OPERATION_CONVOLUTION_BWD_FILTER_ALPHA": 712, "OPERATION_CONVOLUTION_BWD_FILTER_BETA": 713,
+    "OPERATION_CONVOLUTION_BWD_FILTER_CONV_DESC": 714,
+    "OPERATION_CONVOLUTION_BWD_FILTER_DW": 715, "OPERATION_CONVOLUTION_BWD_FILTER_X": 716,
+    "OPERATION_CONVOLUTION_BWD_FILTER_DY": 717, "OPERATIONGRAPH_HANDLE": 800,
+    "OPERATIONGRAPH_OPS": 801, "OPERATIONGRAPH_ENGINE_GLOBAL_COUNT": 802,
+    "ENGINEHEUR_MODE": 200, "ENGINEHEUR_OPERATION_GRAPH": 201, "ENGINEHEUR_RESULTS": 202,
+    "ENGINEHEUR_SM_COUNT_TARGET": 203, "ENGINEHEUR_DEVICEPROP": 204,
+    "ENGINE_OPERATION_GRAPH": 1300, "ENGINE_GLOBAL_INDEX": 1301, "ENGINE_KNOB_INFO": 1302,
+    "ENGINE_NUMERICAL_NOTE": 1303, "ENGINE_BEHAVIOR_NOTE": 1305, "ENGINE_SM_COUNT_TARGET": 1306,
+    "ENGINE_DEVICEPROP": 1307, "KNOB_INFO_TYPE": 1200, "KNOB_INFO_MAXIMUM_VALUE": 1201,
+    "KNOB_INFO_MINIMUM_VALUE": 1202, "KNOB_INFO_STRIDE": 1203, "KNOB_CHOICE_KNOB_TYPE": 600,
+    "KNOB_CHOICE_KNOB_VALUE": 601, "ENGINECFG_ENGINE": 300, "ENGINECFG_KNOB_CHOICES": 302,
+    "ENGINECFG_WORKSPACE_SIZE": 303, "ENGINECFG_SHARED_MEMORY_USED": 304,
+    "EXECUTION_PLAN_HANDLE": 400, "EXECUTION_PLAN_ENGINE_CONFIG": 401,
+    "EXECUTION_PLAN_WORKSPACE_SIZE": 402, "EXECUTION_PLAN_JSON_REPRESENTATION": 405,
+    "EXECUTION_PLAN_DEVICEPROP": 407, "VARIANT_PACK_UNIQUE_IDS": 1000,
+    "VARIANT_PACK_DATA_POINTERS": 1001, "VARIANT_PACK_WORKSPACE": 1003,
+    "DEVICEPROP_DEVICE_ID": 2700, "DEVICEPROP_HANDLE": 2701, "DEVICEPROP_JSON_REPRESENTATION": 2702,
+}  # fmt: skip
+BACKEND_TYPES = {
+    "HANDLE": 0, "DATA_TYPE": 1, "BOOLEAN": 2, "INT64": 3, "INT32": 23, "FLOAT": 4, "DOUBLE": 5,
+    "VOID_PTR": 6, "CHAR": 24, "BACKEND_DESCRIPTOR": 15, "CONVOLUTION_MODE": 7, "HEUR_MODE": 8,
+    "KNOB_TYPE": 9, "NUMERICAL_NOTE": 11, "BEHAVIOR_NOTE": 19,
+}  # fmt: skip
+BACKEND_DATA_TYPES = {
+    "FLOAT": 0, "DOUBLE": 1, "HALF": 2, "BFLOAT16": 9, "INT8": 3, "UINT8": 6, "INT32": 4,
+    "INT64": 10, "BOOLEAN": 11, "FP8_E4M3": 12, "FP8_E5M2": 13,
+}  # fmt: skip
+BACKEND_CONVOLUTION_MODES = {"CONVOLUTION": 0, "CROSS_CORRELATION": 1}
+HEURISTIC_MODES = {"INSTANT": 0, "B": 1, "FALLBACK": 2, "A": 3}
+NUMERICAL_NOTES = {
+    "TENSOR_CORE": 0, "DOWN_CONVERT_INPUTS": 1, "REDUCED_PRECISION_REDUCTION": 2, "FFT": 3,
+    "NONDETERMINISTIC": 4, "WINOGRAD": 5, "WINOGRAD_TILE_4x4": 6, "WINOGRAD_TILE_6x6": 7,
+    "WINOGRAD_TILE_13x13": 8, "STRICT_NAN_PROP": 9,
+}  # fmt: skip
+BEHAVIOR_NOTES = {
+    "RUNTIME_COMPILATION": 0, "REQUIRES_FILTER_INT8x32_REORDER": 1,
+    "REQUIRES_BIAS_INT8x32_REORDER": 2, "SUPPORTS_CUDA_GRAPH_NATIVE_API": 3,
+    "CUBLASLT_DEPENDENCY": 4,
+}  # fmt: skip
+# The attribute types whose values are enum names.
+ENUM_TABLES = {
+    "DATA_TYPE": BACKEND_DATA_TYPES,
+    "CONVOLUTION_MODE": BACKEND_CONVOLUTION_MODES,
+    "HEUR_MODE": HEURISTIC_MODES,
+    "NUMERICAL_NOTE": NUMERICAL_NOTES,
+    "BEHAVIOR_NOTE": BEHAVIOR_NOTES,
+}
+DIM_MAX = 8  # CUDNN_DIM_MAX
+
+
+ANY = (0, None)  # element counts: any
+ARRAY = (1, DIM_MAX)
+
+
+@dataclasses.dataclass(frozen=True)
+class Attribute:
+    """What cudnnBackendSetAttribute accepts for one attribute."""
+
+    kind: str  # the descriptor kind it belongs to
+    types: tuple[str, ...]
+    count: tuple[int, int | None] = (1, 1)  # least and most elements
+    settable: bool = True
+    refused: int = BAD_PARAM  # the status setting a read-only attribute returns
+    child: str | None = None  # BACKEND_DESCRIPTOR values: their kind
+
+
+def _spec(
+    kind: str,
+    attr_type: str,
+    count: tuple[int, int | None] = (1, 1),
+    *,
+    child: str | None = None,
+    settable: bool = True,
+    refused: int = BAD_PARAM,
+) -> Attribute:
+    return Attribute(kind, (attr_type,), count, settable, refused, child)
+
+
+def _read_only(kind: str, attr_type: str, count: tuple[int, int | None] = (1, 1),
+               child: str | None = None) -> Attribute:  # fmt: skip
+    return _spec(kind, attr_type, count, child=child, settable=False)
+
+
+def _not_users(kind: str, attr_type: str) -> Attribute:
+    """Read-only, and cuDNN answers NOT_SUPPORTED to setting it."""
+    return _spec(kind, attr_type, settable=False, refused=NOT_SUPPORTED)
+
+
+def _operation(kind: str, prefix: str, tensors: tuple[str, ...]) -> dict[str, Attribute]:
+    specs = {f"{prefix}_{t}": _spec(kind, "BACKEND_DESCRIPTOR", child="TENSOR") for t in tensors}
+    specs[f"{prefix}_CONV_DESC"] = _spec(kind, "BACKEND_DESCRIPTOR", child="CONVOLUTION")
+    for scalar in ("ALPHA", "BETA"):
+        specs[f"{prefix}_{scalar}"] = Attribute(kind, ("FLOAT", "DOUBLE"))
+    return specs
+
+
+ATTRIBUTES: dict[str, Attribute] = {
+    "TENSOR_DATA_TYPE": _spec("TENSOR", "DATA_TYPE"),
+    "TENSOR_DIMENSIONS": _spec("TENSOR", "INT64", (1, None)),
+    "TENSOR_STRIDES": _spec("TENSOR", "INT64", (1, None)),
+    "TENSOR_UNIQUE_ID": _spec("TENSOR", "INT64"),
+    "TENSOR_BYTE_ALIGNMENT": _spec("TENSOR", "INT64"),
+    "TENSOR_IS_VIRTUAL": _spec("TENSOR", "BOOLEAN"),
+    "TENSOR_IS_BY_VALUE": _spec("TENSOR", "BOOLEAN"),
+    "TENSOR_VECTOR_COUNT": _spec("TENSOR", "INT64"),
+    "TENSOR_VECTORIZED_DIMENSION": _spec("TENSOR", "INT64"),
+    "CONVOLUTION_COMP_TYPE": _spec("CONVOLUTION", "DATA_TYPE"),
+    "CONVOLUTION_CONV_MODE": _spec("CONVOLUTION", "CONVOLUTION_MODE"),
+    "CONVOLUTION_SPATIAL_DIMS": _spec("CONVOLUTION", "INT64"),
+    "CONVOLUTION_DILATIONS": _spec("CONVOLUTION", "INT64", ARRAY),
+    "CONVOLUTION_FILTER_STRIDES": _spec("CONVOLUTION", "INT64", ARRAY),
+    "CONVOLUTION_PRE_PADDINGS": _spec("CONVOLUTION", "INT64", ARRAY),
+    "CONVOLUTION_POST_PADDINGS": _spec("CONVOLUTION", "INT64", ARRAY),
+    **_operation("OPERATION_CONVOLUTION_FORWARD", "OPERATION_CONVOLUTION_FORWARD", ("X", "W", "Y")),
+    **_operation(
+        "OPERATION_CONVOLUTION_BACKWARD_DATA", "OPERATION_CONVOLUTION_BWD_DATA", ("W", "DY", "DX")
+    ),
+    **_operation(
+        "OPERATION_CONVOLUTION_BACKWARD_FILTER",
+        "OPERATION_CONVOLUTION_BWD_FILTER",
+        ("X", "DY", "DW"),
+    ),
+    "OPERATIONGRAPH_HANDLE": _spec("OPERATIONGRAPH", "HANDLE"),
+    "OPERATIONGRAPH_OPS": _spec("OPERATIONGRAPH", "BACKEND_DESCRIPTOR", ANY),
+    "OPERATIONGRAPH_ENGINE_GLOBAL_COUNT": _read_only("OPERATIONGRAPH", "INT64"),
+    "ENGINEHEUR_OPERATION_GRAPH": _spec("ENGINEHEUR", "BACKEND_DESCRIPTOR", child="OPERATIONGRAPH"),
+    "ENGINEHEUR_MODE": _spec("ENGINEHEUR", "HEUR_MODE"),
+    "ENGINEHEUR_RESULTS": _read_only("ENGINEHEUR", "BACKEND_DESCRIPTOR", ANY, "ENGINECFG"),
+    "ENGINEHEUR_SM_COUNT_TARGET": _spec("ENGINEHEUR", "INT32"),
+    "ENGINEHEUR_DEVICEPROP": _spec("ENGINEHEUR", "BACKEND_DESCRIPTOR", child="DEVICEPROP"),
+    "ENGINE_OPERATION_GRAPH": _spec("ENGINE", "BACKEND_DESCRIPTOR", child="OPERATIONGRAPH"),
+    "ENGINE_GLOBAL_INDEX": _spec("ENGINE", "INT64"),
+    "ENGINE_KNOB_INFO": _read_only("ENGINE", "BACKEND_DESCRIPTOR", ANY, "KNOB_INFO"),
+    "ENGINE_NUMERICAL_NOTE": _read_only("ENGINE", "NUMERICAL_NOTE", ANY),
+    "ENGINE_BEHAVIOR_NOTE": _read_only("ENGINE", "BEHAVIOR_NOTE", ANY),
+    "ENGINE_SM_COUNT_TARGET": _spec("ENGINE", "INT32"),
+    "ENGINE_DEVICEPROP": _spec("ENGINE", "BACKEND_DESCRIPTOR", child="DEVICEPROP"),
+    "KNOB_INFO_TYPE": _not_users("KNOB_INFO", "KNOB_TYPE"),
+    "KNOB_INFO_MAXIMUM_VALUE": _not_users("KNOB_INFO", "INT64"),
+    "KNOB_INFO_MINIMUM_VALUE": _not_users("KNOB_INFO", "INT64"),
+    "KNOB_INFO_STRIDE": _not_users("KNOB_INFO", "INT64"),
+    "KNOB_CHOICE_KNOB_TYPE": _spec("KNOB_CHOICE", "KNOB_TYPE"),
+    "KNOB_CHOICE_KNOB_VALUE": _spec("KNOB_CHOICE", "INT64"),
+    "ENGINECFG_ENGINE": _spec("ENGINECFG", "BACKEND_DESCRIPTOR", child="ENGINE"),
+    "ENGINECFG_KNOB_CHOICES": _spec("ENGINECFG", "BACKEND_DESCRIPTOR", ANY, child="KNOB_CHOICE"),
+    "ENGINECFG_WORKSPACE_SIZE": _not_users("ENGINECFG", "INT64"),
+    "ENGINECFG_SHARED_MEMORY_USED": _not_users("ENGINECFG", "INT64"),
+    "EXECUTION_PLAN_HANDLE": _spec("EXECUTION_PLAN", "HANDLE"),
+    "EXECUTION_PLAN_ENGINE_CONFIG": _spec(
+        "EXECUTION_PLAN", "BACKEND_DESCRIPTOR", child="ENGINECFG"
+    ),
+    "EXECUTION_PLAN_WORKSPACE_SIZE": _not_users("EXECUTION_PLAN", "INT64"),
+    "EXECUTION_PLAN_JSON_REPRESENTATION": _spec("EXECUTION_PLAN", "CHAR", ANY),
+    "EXECUTION_PLAN_DEVICEPROP": _spec("EXECUTION_PLAN", "BACKEND_DESCRIPTOR", child="DEVICEPROP"),
+    "VARIANT_PACK_UNIQUE_IDS": _spec("VARIANT_PACK", "INT64", ANY),
+    "VARIANT_PACK_DATA_POINTERS": _spec("VARIANT_PACK", "VOID_PTR", ANY),
+    "VARIANT_PACK_WORKSPACE": _spec("VARIANT_PACK", "VOID_PTR"),
+    "DEVICEPROP_DEVICE_ID": _spec("DEVICEPROP", "INT32"),
+    "DEVICEPROP_HANDLE": _spec("DEVICEPROP", "HANDLE"),
+    "DEVICEPROP_JSON_REPRESENTATION": _spec("DEVICEPROP", "CHAR", ANY),
+}
