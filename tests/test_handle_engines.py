@@ -131,7 +131,6 @@ def test_a_handle_runs_a_plan_of_engine_configurations(tmp_path) -> None:
     from ucudnn.runtime.handle import Handle
 
     problem = _problem(2, "float16", False, batch=12)
-    host, device = _upload(problem, np.random.default_rng(5))
     with Handle(
         workspace_limit=4 * MiB, policy="powerOfTwo", database=tmp_path / "db.sqlite",
         engines=True,
@@ -143,13 +142,18 @@ def test_a_handle_runs_a_plan_of_engine_configurations(tmp_path) -> None:
         with warnings.catch_warnings():
             warnings.simplefilter("error", EngineFallbackWarning)
             for kernel in KERNELS:
-                tensors = [device[t] for t in ROLES[kernel]]
-                getattr(handle, kernel)(*tensors, problem, alpha=1.0, beta=0.0, layer="conv")
-                output = ROLES[kernel][2]
-                got = _logical(device[output], problem, output)
-                inputs = [host[t] for t in ROLES[kernel][:2]]
-                expected = ref.KERNELS[kernel](problem, *inputs)
-                assert normalised_l2(got, expected) <= tolerance(problem, same_algorithm=False)
+                _run_and_compare(handle, problem, kernel, beta=0.0)
+
+
+def _run_and_compare(handle, problem: ConvProblem, kernel: str, beta: float) -> None:
+    """One call of `kernel` on fresh random tensors, against the reference."""
+    host, device = _upload(problem, np.random.default_rng(5))
+    getattr(handle, kernel)(*(device[t] for t in ROLES[kernel]), problem, beta=beta, layer="conv")
+    output = ROLES[kernel][2]
+    got = _logical(device[output], problem, output)
+    expected = ref.KERNELS[kernel](problem, *(host[t] for t in ROLES[kernel][:2]))
+    expected = expected + beta * host[output]
+    assert normalised_l2(got, expected) <= tolerance(problem, same_algorithm=False)
 
 
 @pytest.mark.gpu
@@ -171,14 +175,14 @@ def test_finalize_builds_the_plans_the_first_call_needs(tmp_path) -> None:
 
 
 @pytest.mark.simulator
-def test_a_plan_that_fails_to_build_falls_back_with_one_warning(tmp_path) -> None:
-    """The simulator refuses every execution plan of the configurations the plan chose; the
-    Handle warns once and legacy algorithms give the right answer."""
+@pytest.mark.parametrize("stage", ["plan", "execute"])
+def test_an_engine_that_fails_falls_back_with_one_warning(tmp_path, stage) -> None:
+    """The simulator refuses to build (or to run) every execution plan of the configurations
+    the plan chose; the Handle warns once and legacy algorithms give the right answer."""
     from ucudnn.runtime.handle import Handle
     from ucudnn.testing import simulator
 
     problem = _problem(2, "float32", False, batch=12)
-    host, device = _upload(problem, np.random.default_rng(9))
     with Handle(
         workspace_limit=4 * MiB, policy="powerOfTwo", database=tmp_path / "db.sqlite",
         engines=True,
@@ -189,14 +193,9 @@ def test_a_plan_that_fails_to_build_falls_back_with_one_warning(tmp_path) -> Non
             for kernel in KERNELS
             for part in handle.schedule(problem, kernel, "conv").parts
         }
-        with simulator.fail_engine_plans(tags), pytest.warns(EngineFallbackWarning) as caught:
+        for tag in tags:
+            simulator.fail_engine(tag, at=stage)
+        with pytest.warns(EngineFallbackWarning) as caught:
             for kernel in KERNELS:
-                tensors = [device[t] for t in ROLES[kernel]]
-                getattr(handle, kernel)(*tensors, problem, beta=0.5, layer="conv")
-                output = ROLES[kernel][2]
-                got = _logical(device[output], problem, output)
-                inputs = [host[t] for t in ROLES[kernel][:2]]
-                expected = ref.KERNELS[kernel](problem, *inputs) + 0.5 * host[output]
-                host[output] = got  # the next kernel's beta reads this
-                assert normalised_l2(got, expected) <= tolerance(problem, False)
+                _run_and_compare(handle, problem, kernel, beta=0.5)
         assert len([w for w in caught if w.category is EngineFallbackWarning]) == 1

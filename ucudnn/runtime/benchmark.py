@@ -45,6 +45,10 @@ LEGACY = "legacy"
 # algorithms. A change to the search gets a new name, so that it measures anew.
 ENGINE_SEARCH = "graph/" + "+".join(graph.HEURISTIC_MODES) + "/v1"
 MIN_ENGINES_CUDNN = 90200  # ENGINECFG_WORKSPACE_SIZE: a workspace known before building
+# Engine screening: a brief timing of every configuration (one warm-up, two runs), then the
+# full count only for those that none needing at most their workspace beats by more than 25 %
+# (the brief's noise stays well within that: median 1.02, 95th percentile 1.25 between runs).
+SCREEN_WARMUP, SCREEN_REPEATS, SCREEN_MARGIN = 1, 2, 1.25
 
 # Buffers are filled with one repeated byte (memset fills gigabytes faster than a copy). The
 # value only has to be harmless: a normal number whose products are normal in the type cuDNN
@@ -312,7 +316,11 @@ class Benchmarker:
         timed, or why not. Plans are built for the alignment the parts of this size can have
         (where they are timed, as for the legacy algorithms) and alpha 1, beta 0; a
         backward-filter configuration that cannot also be built with beta 1 (what every later
-        part of a split needs) is noted BETA1_UNSUPPORTED, and serves only undivided runs."""
+        part of a split needs) is noted BETA1_UNSUPPORTED, and serves only undivided runs.
+
+        Heuristics offer dozens of configurations, so they are screened: each is timed briefly,
+        and only those that no configuration needing at most its workspace beats by more than
+        SCREEN_MARGIN get the full `repeats` (a slower one can never be chosen)."""
         b = problem.batch
         at = buffers.at_sample(steps.benchmark_first_sample(problem, b))
         alignments = (graph.alignment(at["x"]), graph.alignment(at["w"]), graph.alignment(at["y"]))
@@ -325,51 +333,62 @@ class Benchmarker:
             )
             return []
         beta1_graph: list[_cudnn.BackendDescriptor] = []  # built when first needed
-        results = []
+        failed, screened = [], []
         for choice in choices:
-            config, notes = choice.config, choice.notes
-            math_type = engines.math_type_of(problem.dtype, notes)
-            refused = engines.refusal(notes, problem.dtype, problem.math_type, deterministic=False)
-            if refused is not None:
-                results.append(_engine_failed(b, config, math_type, "REFUSED_BY_NOTES", notes))
-                continue
-            if (choice.workspace_bytes or 0) > self.settings.workspace_cap_bytes:
-                results.append(_engine_failed(b, config, math_type, "WORKSPACE_OVER_CAP", notes))
-                continue
-            try:
-                plan = graph.build_plan(self.handle, choice.descriptor, config.tag)
-                if plan.workspace_bytes > self.settings.workspace_cap_bytes:
-                    results.append(
-                        _engine_failed(b, config, math_type, "WORKSPACE_OVER_CAP", notes)
-                    )
-                    continue
-                if kernel == "backward_filter" and not self._builds_with_beta1(
-                    problem, alignments, config, beta1_graph
-                ):
-                    notes = (*notes, engines.BETA1_UNSUPPORTED)
-                times = self._time_plan(plan, at)
-            except (CudnnError, CudaOutOfMemoryError) as exc:
-                status = exc.status_name if isinstance(exc, CudnnError) else exc.name
-                results.append(_engine_failed(b, config, math_type, status, notes))
-                continue
-            candidate = Candidate(
-                micro_batch=b,
-                algo=config.index,
-                time_ms=statistics.median(times),
-                workspace_bytes=plan.workspace_bytes,
-                math_type=math_type,
-                deterministic=engines.deterministic_of(notes),
-                engine=config.tag,
-            )
-            results.append(Measurement.timed(candidate, times, notes=notes))
-        return results
+            outcome = self._screen_engine(problem, kernel, choice, alignments, at, beta1_graph)
+            if isinstance(outcome, Measurement):
+                failed.append(outcome)
+            else:
+                screened.append(outcome)
+        for run in screened:
+            more = self.settings.repeats - len(run.times)
+            if more > 0 and _worth_timing_fully(run, screened):
+                try:
+                    run.times.extend(self._time_plan(run.plan, at, 0, more))
+                except (CudnnError, CudaOutOfMemoryError) as exc:
+                    logger.debug("%s: timing stopped: %s", run.plan.tag, exc)
+        return failed + [run.measurement(b) for run in screened]
 
-    def _time_plan(self, plan: graph.GraphPlan, at: dict[str, int]) -> list[float]:
+    def _screen_engine(
+        self,
+        problem: ConvProblem,
+        kernel: str,
+        choice: graph.EngineChoice,
+        alignments: tuple[int, int, int],
+        at: dict[str, int],
+        beta1_graph: list[_cudnn.BackendDescriptor],
+    ) -> Measurement | _EngineRun:
+        """One configuration checked, built and briefly timed; a failed Measurement if not."""
+        b, config, notes = problem.batch, choice.config, choice.notes
+        math_type = engines.math_type_of(problem.dtype, notes)
+        if engines.refusal(notes, problem.dtype, problem.math_type, deterministic=False):
+            return _engine_failed(b, config, math_type, "REFUSED_BY_NOTES", notes)
+        cap = self.settings.workspace_cap_bytes
+        if (choice.workspace_bytes or 0) > cap:
+            return _engine_failed(b, config, math_type, "WORKSPACE_OVER_CAP", notes)
+        try:
+            plan = graph.build_plan(self.handle, choice.descriptor, config.tag)
+            if plan.workspace_bytes > cap:
+                return _engine_failed(b, config, math_type, "WORKSPACE_OVER_CAP", notes)
+            if kernel == "backward_filter" and not self._builds_with_beta1(
+                problem, alignments, config, beta1_graph
+            ):
+                notes = (*notes, engines.BETA1_UNSUPPORTED)
+            warmup = min(SCREEN_WARMUP, self.settings.warmup)
+            times = self._time_plan(plan, at, warmup, min(SCREEN_REPEATS, self.settings.repeats))
+        except (CudnnError, CudaOutOfMemoryError) as exc:
+            status = exc.status_name if isinstance(exc, CudnnError) else exc.name
+            return _engine_failed(b, config, math_type, status, notes)
+        return _EngineRun(plan, config, math_type, notes, times)
+
+    def _time_plan(
+        self, plan: graph.GraphPlan, at: dict[str, int], warmup: int, repeats: int
+    ) -> list[float]:
         workspace = self._workspace.ensure(plan.workspace_bytes).ptr
         return self._timer.times_ms(
             lambda: graph.run_plan(self.handle, plan, at["x"], at["w"], at["y"], workspace),
-            self.settings.warmup,
-            self.settings.repeats,
+            warmup,
+            repeats,
         )
 
     def _builds_with_beta1(
@@ -462,6 +481,29 @@ class Benchmarker:
         return Measurement.timed(candidate, times)
 
 
+@dataclasses.dataclass
+class _EngineRun:
+    """A configuration that built and ran, with its times so far."""
+
+    plan: graph.GraphPlan
+    config: engines.EngineConfig
+    math_type: str
+    notes: tuple[str, ...]
+    times: list[float]
+
+    def measurement(self, micro_batch: int) -> Measurement:
+        candidate = Candidate(
+            micro_batch=micro_batch,
+            algo=self.config.index,
+            time_ms=statistics.median(self.times),
+            workspace_bytes=self.plan.workspace_bytes,
+            math_type=self.math_type,
+            deterministic=engines.deterministic_of(self.notes),
+            engine=self.config.tag,
+        )
+        return Measurement.timed(candidate, self.times, notes=self.notes)
+
+
 def _engine_failed(
     micro_batch: int,
     config: engines.EngineConfig,
@@ -504,3 +546,14 @@ def _log_size(
             "%s of %s at micro-batch %d, %s: %s; %d candidates ran, %d could not",
             kernel, problem.describe(), micro_batch, source, how, ran, len(measured) - ran,
         )  # fmt: skip
+
+
+def _worth_timing_fully(run: _EngineRun, runs: Sequence[_EngineRun]) -> bool:
+    """Whether no configuration that needs at most `run`'s workspace was more than
+    SCREEN_MARGIN times faster in the brief timing."""
+    quick = statistics.median(run.times)
+    return not any(
+        other.plan.workspace_bytes <= run.plan.workspace_bytes
+        and statistics.median(other.times) * SCREEN_MARGIN < quick
+        for other in runs
+    )
