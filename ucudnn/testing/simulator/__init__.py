@@ -9,8 +9,9 @@ its provenance. It never stands in for hardware evidence: its device is named SI
 its times are the tables' and a model's, not measurements. `_dlpack` and `_loader` stay the
 real modules: they touch no device.
 
-The control API below is for tests: inject faults, shrink free memory, read the call log and
-the leak report. Configuration is by environment (see `ucudnn.testing.simulator.device`).
+The control API below is for tests: inject faults (`fail_allocations`, `fail_algorithm`,
+`fail_engine`, or any rule on `DEVICE.faults`), shrink free memory, read the call log and the
+leak report. Configuration is by environment (see `ucudnn.testing.simulator.device`).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import os
 import sys
 from collections.abc import Callable
 
+from ucudnn.core.engines import canonical_tag
 from ucudnn.core.libraries import LoadedLibrary
 from ucudnn.testing.simulator.device import DEVICE, CallRecord, Leak, SimDevice
 from ucudnn.testing.simulator.faults import Context, Rule
@@ -40,6 +42,7 @@ __all__ = [
     "SimProblem",
     "fail_algorithm",
     "fail_allocations",
+    "fail_engine",
     "install",
     "installed",
     "reset",
@@ -48,9 +51,13 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 EXECUTION_FAILED = 5000
+NOT_SUPPORTED = 3000
 LEAKS_VARIABLE = "UCUDNN_SIM_LEAKS"
 _CALLS = {"forward": "cudnnConvolutionForward", "backward_data": "cudnnConvolutionBackwardData",
           "backward_filter": "cudnnConvolutionBackwardFilter"}  # fmt: skip
+# Where an engine configuration can be made to fail, the call and its default status there.
+_ENGINE_STAGES = {"plan": ("cudnnBackendFinalize(EXECUTION_PLAN)", NOT_SUPPORTED),
+                  "execute": ("cudnnBackendExecute", EXECUTION_FAILED)}  # fmt: skip
 
 
 def install() -> tuple[LoadedLibrary, ...]:
@@ -127,6 +134,33 @@ def fail_algorithm(
         status,
         when=lambda c: (
             c.algo == algo and (when is None or (c.problem is not None and when(c.problem)))
+        ),
+        times=times,
+    )
+
+
+def fail_engine(
+    tag: str,
+    *,
+    at: str = "execute",
+    status: int | None = None,
+    times: int | None = None,
+    when: Callable[[SimProblem], bool] | None = None,
+) -> Rule:
+    """Make the graph-API engine configuration `tag` fail for the problems `when` accepts:
+    building its execution plan (`at="plan"`: cudnnBackendFinalize, CUDNN_STATUS_NOT_SUPPORTED
+    unless `status` says otherwise) or running one (`at="execute"`: cudnnBackendExecute,
+    CUDNN_STATUS_EXECUTION_FAILED). A graph's problem has math type "default" (a graph has
+    none)."""
+    if at not in _ENGINE_STAGES:
+        raise ValueError(f"at must be one of {', '.join(_ENGINE_STAGES)}, got {at!r}")
+    wanted = canonical_tag(tag)
+    call, default = _ENGINE_STAGES[at]
+    return DEVICE.faults.add(
+        call,
+        default if status is None else status,
+        when=lambda c: (
+            c.engine == wanted and (when is None or (c.problem is not None and when(c.problem)))
         ),
         times=times,
     )

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from ucudnn.core.engines import deterministic_of, math_type_of
+from ucudnn.errors import CudnnError
 from ucudnn.testing.simulator.backend_graph import (
     FINALIZE,
     OPERATIONS,
@@ -159,10 +160,14 @@ class BackendDescriptor(DeviceObject):
             count = len(items[0])  # type: ignore[arg-type]
         else:
             # A str is a sequence too, but one name given bare is a mistake, not a list.
-            if isinstance(values, str | bytes) or not isinstance(values, list | tuple):
-                raise TypeError(f"{attribute} values must be a list or tuple, got {values!r}")
+            if isinstance(values, str | bytes):
+                raise TypeError(f"{attribute} values must be a sequence of values, got {values!r}")
+            try:
+                given = list(values)
+            except TypeError:
+                raise TypeError(f"{attribute} values must be a sequence, got {values!r}") from None
             items = tuple(
-                _pack(attr_type, value, f"{attribute} value {i}") for i, value in enumerate(values)
+                _pack(attr_type, value, f"{attribute} value {i}") for i, value in enumerate(given)
             )
             count = len(items)
         if self._state is not None:
@@ -211,9 +216,35 @@ class BackendDescriptor(DeviceObject):
         if kind is not None:
             lookup(BACKEND_KINDS, kind, "backend descriptor kind")
         requested = None if count is None else to_size(count, "count")
+        try:
+            items = self._readable(attribute, attr_type, requested, call)
+        except CudnnError as error:
+            if count is None and attr_type == "BACKEND_DESCRIPTOR":  # as the binding notes it
+                error.add_note(
+                    "cuDNN counts no single descriptor (an operation's tensors, a config's "
+                    "engine): read those with count=1"
+                )
+            raise
+        if kind is None:
+            return list(items)
+        for state in items:
+            _expect_kind(kind, state.kind_name(), attribute, call)
+        return [BackendDescriptor._filled(kind, state) for state in items]
+
+    def _readable(
+        self, attribute: str, attr_type: str, requested: int | None, call: str
+    ) -> tuple[Any, ...]:
+        """What cuDNN gives for the attribute: at most `requested` values (all when None)."""
         if self._state is None:
             raise cudnn_error(NOT_INITIALIZED, call, f"this {self._kind} is not finalized")
-        self._attribute(attribute, attr_type, call)
+        spec = self._attribute(attribute, attr_type, call)
+        if spec.types == ("BACKEND_DESCRIPTOR",) and spec.count == (1, 1):
+            if requested is None:
+                raise cudnn_error(BAD_PARAM, call, f"{attribute} is one descriptor: none counted")
+            if requested > 1:
+                raise cudnn_error(
+                    BAD_PARAM, call, f"requestedElementCount {requested} > 1: {attribute} is one"
+                )
         entry = self._state.readable().get(attribute)
         if entry is None:  # only optional attributes nobody set, and plans' JSON
             status = NOT_SUPPORTED if attribute.endswith("JSON_REPRESENTATION") else BAD_PARAM
@@ -221,12 +252,7 @@ class BackendDescriptor(DeviceObject):
         stored, items = entry
         if stored != attr_type:  # ALPHA and BETA read in the type they were set in
             raise cudnn_error(BAD_PARAM_ATTRIBUTE_TYPE, call, f"{attribute} is {stored}")
-        items = items if requested is None else items[:requested]
-        if kind is None:
-            return list(items)
-        for state in items:
-            _expect_kind(kind, state.kind_name(), attribute, call)
-        return [BackendDescriptor._filled(kind, state) for state in items]
+        return items if requested is None else items[:requested]
 
     def finalize(self) -> None:
         """cudnnBackendFinalize."""

@@ -12,12 +12,12 @@ Two sources, most trusted first:
    20 backward filter, and runtime-compiled ones) and A with the others, so that A and
    FALLBACK together are what the probe saw. float32 problems get only what the probe kept of
    them: configurations without tensor cores (it deselected TF32).
-2. **model**, for every other problem the legacy model runs: two configurations for mode A, a
-   fast one on tensor cores whose workspace holds x and y (bytes(x) + bytes(y): the probe's
+2. **model**, for every other problem the legacy model runs: three configurations for mode A,
+   a fast one on tensor cores whose workspace holds x and y (bytes(x) + bytes(y): the probe's
    winning NCHW engines transpose both into it) taking half the best legacy algorithm's time
-   (default math), and one without tensor cores nor workspace taking the best workspace-free
-   legacy time under FMA math; and two generic engines for FALLBACK, without workspace, 1.5
-   and 2 times slower than that.
+   (default math), one on tensor cores without workspace taking that time, and one without
+   tensor cores nor workspace taking the best workspace-free legacy time under FMA math; and
+   two generic engines for FALLBACK, without workspace, 1.5 and 2 times slower than that.
 
 The probe has no notes; they are modelled, per engine and kernel:
 - TENSOR_CORE: every engine of a half-type problem except those the probe saw run float32
@@ -54,22 +54,28 @@ NONDETERMINISTIC = {"backward_data": frozenset({0}), "backward_filter": frozense
 WORKSPACE_KNOB = 25  # CUDNN_KNOB_TYPE_WORKSPACE
 _HALF_TYPES = ("float16", "bfloat16")
 _ITEMSIZE = {"float32": 4, "float16": 2, "bfloat16": 2, "float64": 8}
-# The model's configurations per kernel: (tag, fast?, time factor), mode A then FALLBACK. Tags
-# are engines the probe saw for that kernel.
+# The model's configurations per kernel, mode A then FALLBACK: (tag, kind, time factor). Kinds:
+# "fast" (tensor cores, workspace bytes(x) + bytes(y), factor x the best legacy time under
+# default math), "tensor" (tensor cores, no workspace, the same base), "plain" (no tensor cores
+# nor workspace, factor x the best workspace-free legacy time under FMA math). Tags are
+# configurations the probe saw for that kernel.
 _MODEL = {
     "forward": (
-        (("eng62_k2=0_k13=1_k25=1", True, 0.5), ("eng28_k2=4_k3=0", False, 1.0)),
-        (("eng1", False, 1.5), ("eng0", False, 2.0)),
+        (("eng62_k2=0_k13=1_k25=1", "fast", 0.5), ("eng58_k25=0", "tensor", 1.0),
+         ("eng28_k2=4_k3=0", "plain", 1.0)),
+        (("eng1", "plain", 1.5), ("eng0", "plain", 2.0)),
     ),
     "backward_data": (
-        (("eng73_k2=0_k13=1_k25=1", True, 0.5), ("eng25_k2=2_k3=0", False, 1.0)),
-        (("eng1", False, 1.5), ("eng0", False, 2.0)),
+        (("eng73_k2=0_k13=1_k25=1", "fast", 0.5), ("eng63_k25=0", "tensor", 1.0),
+         ("eng25_k2=2_k3=0", "plain", 1.0)),
+        (("eng1", "plain", 1.5), ("eng0", "plain", 2.0)),
     ),
     "backward_filter": (
-        (("eng65_k2=0_k13=1_k25=1", True, 0.5), ("eng20_k2=6_k3=0", False, 1.0)),
-        (("eng1", False, 1.5), ("eng0", False, 2.0)),
+        (("eng65_k2=0_k13=1_k25=1", "fast", 0.5), ("eng62_k25=0", "tensor", 1.0),
+         ("eng20_k2=6_k3=0", "plain", 1.0)),
+        (("eng1", "plain", 1.5), ("eng0", "plain", 2.0)),
     ),
-}
+}  # fmt: skip
 
 
 @dataclasses.dataclass(frozen=True)
@@ -199,10 +205,11 @@ def _modelled(problem: SimProblem) -> Offer | None:
     x_y = (math.prod(problem.x_dims) + math.prod(problem.y_dims)) * _ITEMSIZE[problem.dtype]
     tensor_core = problem.dtype != "float64"
 
-    def made(tag: str, is_fast: bool, factor: float) -> EngineFacts:
-        if is_fast:
-            return _facts(problem, tag, x_y, factor * fast[0], tensor_core, "model")
-        return _facts(problem, tag, 0, factor * plain[1], False, "model")
+    def made(tag: str, kind: str, factor: float) -> EngineFacts:
+        if kind == "plain":
+            return _facts(problem, tag, 0, factor * plain[1], False, "model")
+        workspace = x_y if kind == "fast" else 0
+        return _facts(problem, tag, workspace, factor * fast[0], tensor_core, "model")
 
     a, fallback = (tuple(made(*entry) for entry in mode) for mode in _MODEL[problem.kernel])
     return Offer(a, fallback)
