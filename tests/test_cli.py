@@ -18,6 +18,7 @@ from tests.conftest import gpu_available, simulated
 from ucudnn.faces.cli import main
 from ucudnn.planner.networks import builtin_network
 from ucudnn.planner.synthetic import model_tables
+from ucudnn.planner.tables import TimingTables
 
 
 @pytest.fixture
@@ -163,6 +164,21 @@ def test_bench_twice_then_plan_from_the_export(capsys, tmp_path) -> None:
     assert main(["plan", "--timings", str(exported), "--json"]) == 0
     plan = json.loads(capsys.readouterr().out)
     assert len(plan["kernels"]) == 15 and plan["timings_source"].endswith("alexnet.csv")
+
+
+@pytest.mark.gpu
+def test_bench_with_engines_exports_their_tags_and_plans_from_them(capsys, tmp_path) -> None:
+    exported = tmp_path / "alexnet.csv"
+    argv = ["bench", "alexnet", "--batch", "4", "--database", str(tmp_path / "db.sqlite")]
+    assert main([*argv, "--quiet", "--engines", "on", "--export", str(exported)]) == 0
+    tables = TimingTables.read_csv(exported)
+    engine_rows = [c for _, table in tables.items() for c in table if c.engine]
+    assert engine_rows and all(c.engine.startswith(f"eng{c.algo}") for c in engine_rows)
+    assert any(not c.engine for _, table in tables.items() for c in table)  # legacy kept
+    capsys.readouterr()
+    assert main(["plan", "--timings", str(exported), "--json"]) == 0
+    plan = json.loads(capsys.readouterr().out)
+    assert all(len(k["engines"]) == len(k["algos"]) for k in plan["kernels"])
 
 
 def hard_wd_timings(path: Path) -> int:
