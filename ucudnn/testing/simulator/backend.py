@@ -14,14 +14,13 @@ wrong values), the output apart from the inputs; then it runs like a legacy conv
 
 from __future__ import annotations
 
-import dataclasses
 import operator
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
-from ucudnn.core.engines import deterministic_of, math_type_of
+from ucudnn.core.engines import deterministic_of
 from ucudnn.errors import CudnnError
 from ucudnn.testing.simulator.backend_graph import (
     FINALIZE,
@@ -354,9 +353,7 @@ def execute_plan(
 
 def _run(stream: int, plan: Plan, pack: VariantPack) -> None:
     """Execute `plan` with the pack's pointers: checked now, computed when read."""
-    facts, operation = plan.config.facts, plan.operation
-    math_type = math_type_of(operation.problem.dtype, facts.numerical_notes)
-    problem = dataclasses.replace(operation.problem, math_type=math_type)
+    facts, operation, problem = plan.config.facts, plan.operation, plan.problem
     _fault(_EXECUTE, plan)
     pointers = dict(zip(pack.uids, pack.pointers, strict=True))
     tensors = dict(zip("xwy", operation.tensors, strict=True))
@@ -382,7 +379,7 @@ def _run(stream: int, plan: Plan, pack: VariantPack) -> None:
         space = workspace_operand(pack.workspace, facts.workspace_bytes, _EXECUTE)
     first, second, out = operands
     record = CallRecord(
-        _EXECUTE, problem.kernel, facts.config.index, math_type,
+        _EXECUTE, problem.kernel, facts.config.index, problem.math_type,
         deterministic_of(facts.numerical_notes), problem.batch, stream, facts.tag,
     )  # fmt: skip
     launch(

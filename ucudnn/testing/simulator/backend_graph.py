@@ -12,25 +12,26 @@ simulator does not model (saying so).
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable
 from typing import Any, ClassVar, TypeVar
 
-from ucudnn.core.engines import EngineConfig
-from ucudnn.core.problem import LAYOUTS, packed_strides
+from ucudnn.core.engines import EngineConfig, math_type_of
+from ucudnn.core.problem import ITEMSIZE, LAYOUTS, packed_strides
 from ucudnn.testing.simulator import engines
 from ucudnn.testing.simulator.backend_names import BAD_PARAM, DIM_MAX, NOT_SUPPORTED
 from ucudnn.testing.simulator.convert import cudnn_error
+from ucudnn.testing.simulator.convolutions import COMPUTE
 from ucudnn.testing.simulator.engines import EngineFacts, Offer
 from ucudnn.testing.simulator.problem import Kernel, SimProblem
 
 # Attribute values as set or read: (attribute type, values).
 Entry = tuple[str, tuple[Any, ...]]
-# The simulated data types, by cuDNN's name, and the compute types convolutions take for them.
+# The simulated data types, by cuDNN's name; the bytes of an element of every data type.
 DTYPES = {"FLOAT": "float32", "HALF": "float16", "BFLOAT16": "bfloat16", "DOUBLE": "float64"}
-COMPUTE = {"float32": ("float32",), "float16": ("float32", "float16"),
-           "bfloat16": ("float32",), "float64": ("float64",)}  # fmt: skip
-_ITEMSIZE = {"FLOAT": 4, "DOUBLE": 8, "HALF": 2, "BFLOAT16": 2, "INT8": 1, "UINT8": 1,
-             "INT32": 4, "INT64": 8, "BOOLEAN": 1, "FP8_E4M3": 1, "FP8_E5M2": 1}  # fmt: skip
+_ITEMSIZE = {name: ITEMSIZE[dtype] for name, dtype in DTYPES.items()} | {
+    "INT8": 1, "UINT8": 1, "INT32": 4, "INT64": 8, "BOOLEAN": 1, "FP8_E4M3": 1, "FP8_E5M2": 1,
+}  # fmt: skip
 SM_COUNT = 132  # the H100 SXM's multiprocessors: the most an SM_COUNT_TARGET may ask for
 # Per operation kind: its kernel, attribute prefix, and the attribute of x, w and y.
 OPERATIONS: dict[str, tuple[Kernel, str, tuple[str, str, str]]] = {
@@ -541,6 +542,17 @@ class Plan(State):
     def operation(self) -> Operation:
         return self.config.engine.graph.operation
 
+    @functools.cached_property
+    def problem(self) -> SimProblem:
+        """What it computes: the graph's problem in the math its configuration's notes say."""
+        problem = self.operation.problem
+        math_type = math_type_of(problem.dtype, self.config.facts.numerical_notes)
+        return dataclasses.replace(problem, math_type=math_type)
+
+    @functools.cached_property
+    def context(self) -> dict[str, Any]:
+        return self.config.faults()
+
     def readable(self) -> dict[str, Entry]:
         return {
             "EXECUTION_PLAN_HANDLE": ("HANDLE", (self.handle,)),
@@ -549,7 +561,7 @@ class Plan(State):
         }
 
     def faults(self) -> dict[str, Any]:
-        return self.config.faults()
+        return self.context
 
 
 def plan(reader: Reader) -> Plan:

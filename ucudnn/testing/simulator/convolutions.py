@@ -42,7 +42,7 @@ NAMES: dict[Kernel, tuple[str, str, str]] = {
 _C_NAMES = {"forward": "Forward", "backward_data": "BackwardData",
             "backward_filter": "BackwardFilter"}  # fmt: skip
 # The compute types cuDNN's legacy convolutions take for each data type.
-_COMPUTE = {"float32": ("float32",), "float16": ("float32", "float16"),
+COMPUTE = {"float32": ("float32",), "float16": ("float32", "float16"),
             "bfloat16": ("float32",), "float64": ("float64",)}  # fmt: skip
 
 
@@ -74,7 +74,7 @@ class Descriptors:
             )
         if w.dims[0] % conv.groups:
             raise cudnn_error(BAD_PARAM, call, f"K={w.dims[0]} is not a multiple of the groups")
-        if conv.compute_dtype not in _COMPUTE[x.dtype]:
+        if conv.compute_dtype not in COMPUTE[x.dtype]:
             raise cudnn_error(
                 NOT_SUPPORTED, call, f"{x.dtype} data cannot be computed in {conv.compute_dtype}"
             )

@@ -43,7 +43,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from ucudnn.core.engines import EngineConfig, parse_tag
-from ucudnn.core.problem import describe_convolution
+from ucudnn.core.problem import ITEMSIZE, describe_convolution
 from ucudnn.testing.simulator.capabilities import DATA
 from ucudnn.testing.simulator.device import DEVICE
 from ucudnn.testing.simulator.problem import SimProblem
@@ -53,7 +53,6 @@ RUNTIME_COMPILED = frozenset({19, 70, 71, 78})
 NONDETERMINISTIC = {"backward_data": frozenset({0}), "backward_filter": frozenset({0})}
 WORKSPACE_KNOB = 25  # CUDNN_KNOB_TYPE_WORKSPACE
 _HALF_TYPES = ("float16", "bfloat16")
-_ITEMSIZE = {"float32": 4, "float16": 2, "bfloat16": 2, "float64": 8}
 # The model's configurations per kernel, mode A then FALLBACK: (tag, kind, time factor). Kinds:
 # "fast" (tensor cores, workspace bytes(x) + bytes(y), factor x the best legacy time under
 # default math), "tensor" (tensor cores, no workspace, the same base), "plain" (no tensor cores
@@ -91,7 +90,7 @@ class EngineFacts:
     blends: bool  # whether a plan with beta != 0 builds
     provenance: str
 
-    @property
+    @functools.cached_property
     def tag(self) -> str:
         return self.config.tag
 
@@ -202,7 +201,7 @@ def _modelled(problem: SimProblem) -> Offer | None:
     fast, plain = _legacy_times(problem, "default"), _legacy_times(problem, "fma")
     if fast is None or plain is None:
         return None
-    x_y = (math.prod(problem.x_dims) + math.prod(problem.y_dims)) * _ITEMSIZE[problem.dtype]
+    x_y = (math.prod(problem.x_dims) + math.prod(problem.y_dims)) * ITEMSIZE[problem.dtype]
     tensor_core = problem.dtype != "float64"
 
     def made(tag: str, kind: str, factor: float) -> EngineFacts:
