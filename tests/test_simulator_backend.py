@@ -604,6 +604,21 @@ def test_a_finalized_descriptor_is_read_only_and_an_open_one_unreadable() -> Non
 
 
 @simulator
+def test_single_descriptors_are_read_with_count_one(handle) -> None:
+    config = _results(_graph(handle, _problem("NCHW"), "forward"))[0]
+    with pytest.raises(errors.CudnnBadParamError) as info:
+        config.get("ENGINECFG_ENGINE", "BACKEND_DESCRIPTOR", kind="ENGINE")
+    assert "count=1" in "".join(info.value.__notes__)
+    with pytest.raises(errors.CudnnBadParamError, match="requestedElementCount"):
+        config.get("ENGINECFG_ENGINE", "BACKEND_DESCRIPTOR", 2, kind="ENGINE")
+    with pytest.raises(errors.CudnnBadParamError) as info:
+        config.get("ENGINECFG_ENGINE", "BACKEND_DESCRIPTOR", 1, kind="ENGINECFG")
+    assert info.value.status == 2012  # an engine is no ENGINECFG
+    (engine,) = config.get("ENGINECFG_ENGINE", "BACKEND_DESCRIPTOR", 1, kind="ENGINE")
+    assert (engine.kind, engine.finalized) == ("ENGINE", True)
+
+
+@simulator
 def test_a_backward_filter_configuration_with_the_workspace_knob_builds_no_beta_1_plan(
     handle,
 ) -> None:
@@ -730,11 +745,12 @@ def test_backend_name_tables_are_the_bindings(name: str) -> None:
 
 
 def _outcome(make):
-    """What a call gives: its value, or the exception's class, status and call."""
+    """What a call gives: its value, or the exception's class, status, call and notes."""
     try:
         value = make()
     except errors.CudnnError as exc:
-        return ("CudnnError", type(exc).__name__, exc.status, exc.call)
+        notes = getattr(exc, "__notes__", [])
+        return ("CudnnError", type(exc).__name__, exc.status, exc.call, notes)
     except (TypeError, ValueError) as exc:
         return (type(exc).__name__, str(exc))
     return ("ok", value)
@@ -805,6 +821,15 @@ def _set(kind: str, attribute: str, attr_type: str, values):
             "ENGINEHEUR_RESULTS", "BACKEND_DESCRIPTOR", kind="FOO"
         ),
         lambda m: m.BackendDescriptor("TENSOR").get("TENSOR_UNIQUE_ID", "INT64", -1),
+        lambda m: m.BackendDescriptor("ENGINECFG").get(
+            "ENGINECFG_ENGINE", "BACKEND_DESCRIPTOR", kind="ENGINE"
+        ),
+        lambda m: m.BackendDescriptor("ENGINECFG").get(
+            "ENGINECFG_ENGINE", "BACKEND_DESCRIPTOR", 1, kind="ENGINE"
+        ),
+        lambda m: m.BackendDescriptor("EXECUTION_PLAN").get(
+            "EXECUTION_PLAN_WORKSPACE_SIZE", "INT64"
+        ),
     ],
 )
 def test_set_and_get_refuse_as_the_binding_and_cudnn_do(make) -> None:

@@ -26,6 +26,9 @@ The probe has no notes; they are modelled, per engine and kernel:
   legacy algo_0 that the H100 tables measured non-deterministic;
 - RUNTIME_COMPILATION (a behaviour note): engines 19, 70, 71 and 78, whose plans the probe saw
   compile (issue 26's brief).
+The probe's answers hold in every UCUDNN_SIM_CAPS mode; the model's follow the legacy
+capabilities of that mode (fuzzed ones included).
+
 And one refusal of the simulator's own: a backward-filter configuration choosing the
 WORKSPACE knob (k25) = 1 builds no plan whose beta is not 0 (`blends`), so that the runtime's
 beta = 1 check and its undivided-only restriction meet a refusal (the model's fast
