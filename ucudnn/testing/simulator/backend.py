@@ -43,6 +43,7 @@ from ucudnn.testing.simulator.backend_names import (
     ENUM_TABLES,
     NOT_INITIALIZED,
     NOT_SUPPORTED,
+    Attribute,
 )
 from ucudnn.testing.simulator.convert import cudnn_error, lookup, to_address, to_int, to_size
 from ucudnn.testing.simulator.convolutions import NAMES, ROLES, launch, workspace_operand
@@ -155,8 +156,9 @@ class BackendDescriptor(DeviceObject):
         lookup(BACKEND_TYPES, attr_type, "backend attribute type")
         call = f"cudnnBackendSetAttribute({self._kind}, {attribute})"
         if attr_type == "CHAR":
-            items: tuple[object, ...] = (_chars(values, attribute),)
-            count = len(items[0])  # type: ignore[arg-type]
+            chars = _chars(values, attribute)
+            items: tuple[object, ...] = (chars,)
+            count = len(chars)
         else:
             # A str is a sequence too, but one name given bare is a mistake, not a list.
             if isinstance(values, str | bytes):
@@ -176,14 +178,17 @@ class BackendDescriptor(DeviceObject):
             raise cudnn_error(spec.refused, call, f"{attribute} is read-only: cuDNN sets it")
         least, most = spec.count
         if count < least or (most is not None and count > most):
-            wanted = f"{least}" if least == most else f"{least} to {most or 'any number of'}"
+            wanted = (
+                str(least) if least == most else f"{least} or more" if most is None
+                else f"{least} to {most}"
+            )  # fmt: skip
             raise cudnn_error(BAD_PARAM, call, f"{attribute} takes {wanted} values, got {count}")
         for item in items:
             if isinstance(item, BackendDescriptor):
                 _expect_kind(item._kind, spec.child, attribute, call)
         self._values[attribute] = (attr_type, items)
 
-    def _attribute(self, attribute: str, attr_type: str, call: str) -> Any:
+    def _attribute(self, attribute: str, attr_type: str, call: str) -> Attribute:
         spec = ATTRIBUTES[attribute]
         if spec.kind != self._kind:
             raise cudnn_error(

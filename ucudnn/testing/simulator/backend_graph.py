@@ -19,8 +19,8 @@ from typing import Any, ClassVar, TypeVar
 from ucudnn.core.engines import EngineConfig, math_type_of
 from ucudnn.core.problem import ITEMSIZE, LAYOUTS, packed_strides
 from ucudnn.testing.simulator import engines
-from ucudnn.testing.simulator.backend_names import BAD_PARAM, DIM_MAX, NOT_SUPPORTED
-from ucudnn.testing.simulator.convert import cudnn_error
+from ucudnn.testing.simulator.backend_names import BAD_PARAM, NOT_SUPPORTED
+from ucudnn.testing.simulator.convert import DIM_MAX, cudnn_error
 from ucudnn.testing.simulator.convolutions import COMPUTE
 from ucudnn.testing.simulator.engines import EngineFacts, Offer
 from ucudnn.testing.simulator.problem import Kernel, SimProblem

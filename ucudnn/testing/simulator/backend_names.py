@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import dataclasses
 
+from ucudnn.testing.simulator.convert import DIM_MAX
+
 BAD_PARAM = 2000
 BAD_PARAM_ATTRIBUTE_TYPE = 2010
 BAD_PARAM_DESCRIPTOR_TYPE = 2012
 NOT_INITIALIZED = 1001
 NOT_SUPPORTED = 3000
-EXECUTION_FAILED = 5000
 
 BACKEND_KINDS = {
     "TENSOR": 17, "CONVOLUTION": 1, "OPERATION_CONVOLUTION_FORWARD": 10,
@@ -86,7 +87,6 @@ ENUM_TABLES = {
     "NUMERICAL_NOTE": NUMERICAL_NOTES,
     "BEHAVIOR_NOTE": BEHAVIOR_NOTES,
 }
-DIM_MAX = 8  # CUDNN_DIM_MAX
 
 
 ANY = (0, None)  # element counts: any
