@@ -4,6 +4,7 @@
         --source path/to/engines-resnet-vgg-alexnet.json.gz \\
         --source path/to/engines-resnet50-fp16-nchw-small-batches.json.gz \\
         --source path/to/engines-resnet50-fp16-nhwc.json.gz \\
+        --source path/to/engines-deepbench-cnn3d.json.gz \\
         --networks resnet50 --band-top 3
 
 Each `--source` is one probe file (`engine_probe.py`): records of one convolution kernel at one
@@ -35,7 +36,6 @@ from typing import Any
 MiB = 1 << 20
 BANDS = (0, 1 * MiB, 8 * MiB, 64 * MiB, 256 * MiB, 1024 * MiB)
 _INDEX = re.compile(r"eng(\d+)")
-_DTYPE = re.compile(r" (\w+)$")
 
 
 def band(workspace: int) -> int:
@@ -79,7 +79,7 @@ def build(
             plans = [plan for plan in record["plans"] if "ms" in plan]
             indices = {index_of(plan["name"]) for plan in plans}
             highest = max([highest, *indices])
-            if _DTYPE.search(record["problem"]).group(1) == "float32":  # type: ignore[union-attr]
+            if record["problem"].rsplit(" ", 1)[-1] == "float32":
                 fma_engines.setdefault(record["kernel"], set()).update(indices)
             key = (record["problem"], record["kernel"])
             if record["net"] not in networks or not plans or key in records:
