@@ -834,3 +834,51 @@ def _set(kind: str, attribute: str, attr_type: str, values):
 )
 def test_set_and_get_refuse_as_the_binding_and_cudnn_do(make) -> None:
     assert _outcome(lambda: make(sim_cudnn)) == _outcome(lambda: make(_cudnn))
+
+
+# --- the data's builder ----------------------------------------------------------------------
+
+
+def test_the_builder_keeps_generic_engines_each_bands_first_and_fastest_and_first_sources():
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    import build_simulator_engines as builder
+
+    MiB = 1 << 20
+
+    def plan(name: str, workspace: int, ms: float) -> dict:
+        return {"name": name, "workspace": workspace, "ms": ms}
+
+    half = "N=8 C=4->K=4 8x8 filter 3x3 NCHW float16"
+    plans = [
+        plan("eng62_k2=0", 2 * MiB, 1.0), plan("eng62_k2=1", 3 * MiB, 0.5),
+        plan("eng62_k2=2", 4 * MiB, 0.9), plan("eng45_k2=0", 0, 2.0), plan("eng0", 0, 9.0),
+        plan("eng70_k2=3", 100 * MiB, 0.4), {"index": 9, "error": "Deselecting execution plan"},
+    ]  # fmt: skip
+    first = {"device": "H100", "cudnn": "9.19.0", "records": [
+        {"net": "resnet50", "problem": half, "kernel": "forward", "plans": plans},
+        {"net": "vgg16", "problem": half, "kernel": "backward_data",
+         "plans": [plan("eng77", 0, 1.0)]},
+        {"net": "resnet50", "problem": half.replace("float16", "float32"),
+         "kernel": "forward", "plans": [plan("eng28_k2=4", 0, 3.0)]},
+    ]}  # fmt: skip
+    second = {"device": "H100", "cudnn": "9.19.0", "records": [
+        {"net": "resnet50", "problem": half, "kernel": "forward",
+         "plans": [plan("eng1", 0, 5.0)]},
+    ]}  # fmt: skip
+    document = builder.build([("a", first), ("b", second)], {"resnet50"}, band_top=1)
+    tags = document["tags"]
+    records = {(p, k): [(tags[t], w, ms) for t, w, ms in c] for p, k, c in document["records"]}
+    assert records[(half, "forward")] == [
+        ("eng62_k2=0", 2 * MiB, 1.0),  # the 8 MiB band's first, then its fastest
+        ("eng62_k2=1", 3 * MiB, 0.5),
+        ("eng45_k2=0", 0, 2.0),
+        ("eng0", 0, 9.0),  # no knobs: always kept
+        ("eng70_k2=3", 100 * MiB, 0.4),
+    ]
+    assert len(records) == 2  # vgg16 left out; the second source's repeat too
+    assert document["fma_engines"] == {"forward": [28]}
+    assert document["engine_count"] == 78  # vgg16's engine 77 still counts
+    assert (document["cudnn_version"], document["sources"]) == (91900, ["a", "b"])
