@@ -542,9 +542,10 @@ def _log_size(
     if logger.isEnabledFor(logging.DEBUG):  # describe() only for a record that is shown
         ran = sum(m.ok for m in measured)
         how = "served from the cache" if seconds is None else f"measured in {seconds:.2f} s"
+        family = "algorithms" if source == LEGACY else f"engine configurations ({source})"
         logger.debug(
-            "%s of %s at micro-batch %d, %s: %s; %d candidates ran, %d could not",
-            kernel, problem.describe(), micro_batch, source, how, ran, len(measured) - ran,
+            "%s of %s at micro-batch %d: %s; %d %s ran, %d could not",
+            kernel, problem.describe(), micro_batch, how, ran, family, len(measured) - ran,
         )  # fmt: skip
 
 
