@@ -114,7 +114,6 @@ def test_a_plan_that_fails_to_build_falls_back_to_the_smallest_legacy_algorithm(
     assert [c[:2] for c in calls[1:]] == [("legacy", 2), ("legacy", 2)]
 
 
-
 def test_a_plan_wanting_more_workspace_than_planned_falls_back(calls) -> None:
     run, _ = _launch(FakePlans(workspace=101))
     with pytest.warns(EngineFallbackWarning, match="needs 101 bytes of workspace, more than"):

@@ -21,6 +21,7 @@ from ucudnn import errors
 from ucudnn._native import SIMULATED, _cudnn
 from ucudnn.core.engines import EngineConfig
 from ucudnn.core.problem import ConvProblem, packed_strides
+from ucudnn.runtime.graph import engine_config
 from ucudnn.testing.simulator import backend_names, cudnn as sim_cudnn
 
 simulator = pytest.mark.simulator
@@ -140,27 +141,6 @@ def _notes(config) -> list[str]:
     ]
 
 
-def _from_identity(graph, identity: EngineConfig):
-    """An ENGINECFG made from an engine index and knob choices, as a stored tag names it."""
-    engine = _cudnn.BackendDescriptor("ENGINE")
-    engine.set("ENGINE_OPERATION_GRAPH", "BACKEND_DESCRIPTOR", [graph])
-    engine.set("ENGINE_GLOBAL_INDEX", "INT64", [identity.index])
-    engine.finalize()
-    choices = []
-    for knob, value in identity.knobs:
-        choice = _cudnn.BackendDescriptor("KNOB_CHOICE")
-        choice.set("KNOB_CHOICE_KNOB_TYPE", "KNOB_TYPE", [knob])
-        choice.set("KNOB_CHOICE_KNOB_VALUE", "INT64", [value])
-        choice.finalize()
-        choices.append(choice)
-    config = _cudnn.BackendDescriptor("ENGINECFG")
-    config.set("ENGINECFG_ENGINE", "BACKEND_DESCRIPTOR", [engine])
-    if choices:
-        config.set("ENGINECFG_KNOB_CHOICES", "BACKEND_DESCRIPTOR", choices)
-    config.finalize()
-    return config
-
-
 def _plan(handle, config):
     plan = _cudnn.BackendDescriptor("EXECUTION_PLAN")
     plan.set("EXECUTION_PLAN_HANDLE", "HANDLE", [handle])
@@ -271,7 +251,7 @@ def test_tensors_to_an_executed_plan_give_the_references_answer(handle, layout, 
     # The first configuration without tensor cores (float32 stays float32), made again from
     # its identity as a stored tag would make it.
     chosen = next(c for c in _results(graph) if "TENSOR_CORE" not in _notes(c))
-    config = _from_identity(graph, _identity(chosen))
+    config = engine_config(graph, _identity(chosen))
     plan = _plan(handle, config)
     workspace = _workspace_of(plan, "EXECUTION_PLAN_WORKSPACE_SIZE")
     assert workspace == _workspace_of(config, "ENGINECFG_WORKSPACE_SIZE")
@@ -557,7 +537,7 @@ def test_engines_and_configurations_the_graph_does_not_have_are_not_supported(ha
             engine.finalize()
     wrong = EngineConfig(known.index, ((known.knobs[0][0], known.knobs[0][1] + 1),))
     with pytest.raises(errors.CudnnNotSupportedError, match=wrong.tag):
-        _from_identity(graph, wrong)
+        engine_config(graph, wrong)
 
 
 @simulator
@@ -630,7 +610,7 @@ def test_a_backward_filter_configuration_with_the_workspace_knob_builds_no_beta_
         _plan(handle, refused[0])
     _plan(handle, next(c for c in _results(blending) if (25, 1) not in _identity(c).knobs))
     plain = _graph(handle, problem, "backward_filter", beta=0.0)
-    _plan(handle, _from_identity(plain, _identity(refused[0])))
+    _plan(handle, engine_config(plain, _identity(refused[0])))
     forward = _graph(handle, problem, "forward", beta=1.0)
     _plan(handle, next(c for c in _results(forward) if (25, 1) in _identity(c).knobs))
 
