@@ -199,3 +199,43 @@ def test_an_engine_that_fails_falls_back_with_one_warning(tmp_path, stage) -> No
             for kernel in KERNELS:
                 _run_and_compare(handle, problem, kernel, beta=0.5)
         assert len([w for w in caught if w.category is EngineFallbackWarning]) == 1
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("kernel", KERNELS)
+def test_the_numpy_functions_run_with_engines_on(monkeypatch, kernel) -> None:
+    """UCUDNN_ENGINES=on reaches the NumPy functions' Handles: their results stay right, and
+    the benchmark they ran measured engine configurations (read back from the cache)."""
+    import ucudnn
+    from ucudnn.core.device import device_facts
+    from ucudnn.faces import numpy_api
+    from ucudnn.planner.cache import BenchmarkCache
+    from ucudnn.planner.config import database_from_env
+    from ucudnn.runtime.benchmark import ENGINE_SEARCH
+
+    monkeypatch.setenv("UCUDNN_ENGINES", "on")
+    monkeypatch.setenv("UCUDNN_BATCH_SIZE_POLICY", "undivided")
+    problem = ConvProblem.create(
+        3, 4, 6, (7, 8), 3, padding=1, dtype="float16", math_type="tensor_op"
+    )
+    rng = np.random.default_rng(12)
+    x, w, dy = (
+        rng.standard_normal(d).astype("float16")
+        for d in (problem.x_dims, problem.w_dims, problem.y_dims)
+    )
+    try:
+        if kernel == "forward":
+            got = ucudnn.conv_forward(x, w, padding=1)
+            expected = ref.forward(problem, x, w)
+        elif kernel == "backward_data":
+            got = ucudnn.conv_backward_data(w, dy, problem.x_shape, padding=1)
+            expected = ref.backward_data(problem, w, dy)
+        else:
+            got = ucudnn.conv_backward_filter(x, dy, problem.w_shape, padding=1)
+            expected = ref.backward_filter(problem, x, dy)
+    finally:
+        numpy_api.release_handles()
+    assert normalised_l2(got, expected) <= tolerance(problem, same_algorithm=False)
+    with BenchmarkCache(database_from_env()) as cache:
+        found = cache.lookup(problem, kernel, 3, device_facts(), source=ENGINE_SEARCH)
+    assert found and any(m.ok and m.engine for m in found)

@@ -156,6 +156,7 @@ class _Reached(Exception):
 def reached(monkeypatch) -> list[tuple]:
     """Stops each call at the device step and records the handle configuration it asked for."""
     calls: list[tuple] = []
+    monkeypatch.delenv("UCUDNN_ENGINES", raising=False)
 
     def stop(*key) -> None:
         hash(key)  # the real function caches handles on these arguments
@@ -181,8 +182,8 @@ def test_limits_and_policies_reach_the_handle_plain_and_hashable(
 ) -> None:
     with pytest.raises(_Reached):
         ucudnn.conv_forward(X, W, **options)
-    ((got_limit, got_policy, database),) = reached
-    assert (got_limit, got_policy, database) == (limit, policy, None)
+    ((got_limit, got_policy, database, engines),) = reached
+    assert (got_limit, got_policy, database, engines) == (limit, policy, None, False)
     assert type(got_limit) is int
 
 
@@ -191,7 +192,10 @@ def test_unset_limit_and_policy_come_from_the_environment(reached, monkeypatch) 
     monkeypatch.setenv("UCUDNN_BATCH_SIZE_POLICY", "4,1")
     with pytest.raises(_Reached):
         ucudnn.conv_forward(X, W)
-    assert reached == [(2 << 20, (1, 4), None)]
+    monkeypatch.setenv("UCUDNN_ENGINES", "on")
+    with pytest.raises(_Reached):
+        ucudnn.conv_forward(X, W)
+    assert reached == [(2 << 20, (1, 4), None, False), (2 << 20, (1, 4), None, True)]
 
 
 @pytest.mark.parametrize("kernel", KERNELS)

@@ -249,6 +249,7 @@ class _RunOptions:
     policy: str | tuple[int, ...]
     database: Path | None
     algo: int | None
+    engines: bool  # UCUDNN_ENGINES: also measure engine configurations
 
 
 def _check_arrays(**arrays: object) -> None:
@@ -392,6 +393,7 @@ def _run_options(kernel: str, options: _Options) -> _RunOptions:
         ),
         database=None if options.database is None else file_path(options.database, "database"),
         algo=None if options.algo is None else algorithm_number(kernel, options.algo),
+        engines=config.engines,
     )
 
 
@@ -417,7 +419,7 @@ def _execute(
     if problem.batch == 0:
         # An empty batch has an empty output, and contributes nothing to a filter gradient.
         return np.zeros(out_shape, dtype=dtype)
-    handle = _default_handle(run.workspace_limit, run.policy, run.database)
+    handle = _default_handle(run.workspace_limit, run.policy, run.database, run.engines)
     try:
         return _run_on_device(handle, kernel, problem, inputs, out_shape, run, bias)
     except NoAlgorithmError as exc:
@@ -507,11 +509,13 @@ class _RecentHandles(Generic[_Kept]):
 
 
 def _new_handle(
-    workspace_limit: int, policy: str | tuple[int, ...], database: Path | None
+    workspace_limit: int, policy: str | tuple[int, ...], database: Path | None, engines: bool
 ) -> Handle:
     from ucudnn.runtime.handle import Handle
 
-    return Handle(workspace_limit=workspace_limit, policy=policy, database=database)
+    return Handle(
+        workspace_limit=workspace_limit, policy=policy, database=database, engines=engines
+    )
 
 
 # Enough for a program that alternates between a few configurations, while a sweep over many
@@ -527,7 +531,11 @@ def release_handles() -> None:
 
 
 def _default_handle(
-    workspace_limit: int, policy: str | tuple[int, ...], database: Path | None
+    workspace_limit: int,
+    policy: str | tuple[int, ...],
+    database: Path | None,
+    engines: bool = False,
 ) -> Handle:
-    """The WR handle of this configuration, reused so plans and workspaces persist across calls."""
-    return _HANDLES.get(workspace_limit, policy, database)
+    """The WR handle of this configuration, reused so plans and workspaces persist across calls
+    (one shared workspace buffer: see the README's "One buffer or slices")."""
+    return _HANDLES.get(workspace_limit, policy, database, engines)
