@@ -239,3 +239,36 @@ def test_the_numpy_functions_run_with_engines_on(monkeypatch, kernel) -> None:
     with BenchmarkCache(database_from_env()) as cache:
         found = cache.lookup(problem, kernel, 3, device_facts(), source=ENGINE_SEARCH)
     assert found and any(m.ok and m.engine for m in found)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize(
+    "budget",
+    [
+        {"workspace_limit": "2MiB"},
+        {"total_workspace": "3MiB"},
+        {"total_workspace": "3MiB", "workspace_sharing": "shared"},
+    ],
+    ids=["wr", "wd-divided", "shared-total"],
+)
+def test_plans_over_both_families_run_right_in_every_mode(tmp_path, budget) -> None:
+    """Planned as the Handle plans (legacy and engine candidates together), in each mode; the
+    arena holds what the plan asks for and no more than the budget."""
+    from ucudnn.runtime.handle import Handle
+
+    problem = _problem(2, "float16", True, batch=8)
+    with Handle(
+        policy="powerOfTwo", database=tmp_path / "db.sqlite", engines=True, **budget
+    ) as handle:
+        for kernel in KERNELS:
+            handle.register(problem, kernel, layer="conv")
+        plan = handle.finalize()
+        assert plan.mode == ("wd" if budget.get("workspace_sharing") is None and
+                             "total_workspace" in budget else "wr")  # fmt: skip
+        assert handle.workspace_in_use <= 3 * MiB
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", EngineFallbackWarning)
+            for kernel in KERNELS:
+                # beta 0: a backward-filter configuration kept for undivided runs need not
+                # blend (any other beta may fall back; see the fallback test).
+                _run_and_compare(handle, problem, kernel, beta=0.0)
