@@ -99,7 +99,7 @@ def test_a_plan_that_fails_to_build_falls_back_to_the_smallest_legacy_algorithm(
         run(None, 0.5, 0.25, 0x1000, 0x2000, 0x3000, 0x4000, 100)
     # The same pointers and scalars, the least workspace that fits (algorithm 1 is refused).
     assert calls == [("legacy", 2, 0.5, 0.25, 0x1000, 0x2000, 0x3000, 0x4000)]
-    assert runs.failed == {(_problem().key(), "forward", TAG)}
+    assert runs.failed == {(_problem().key(), "forward", TAG, 4)}
     # From then on the part runs the legacy algorithm without trying the plan, and a second
     # failing configuration on the same handle does not warn again.
     with warnings.catch_warnings():
@@ -127,3 +127,27 @@ def test_without_a_legacy_algorithm_that_fits_the_engine_error_is_raised(calls) 
         run(None, 1.0, 0.0, 0x1000, 0x2000, 0x3000, 0x4000, 49)
     assert "no legacy algorithm runs it within 49 bytes" in "".join(caught.value.__notes__)
     assert calls == []
+
+
+def test_another_launch_of_the_handle_does_not_try_a_failed_part_again(calls) -> None:
+    """A re-planned or re-compiled kernel makes a new launch: it goes straight to the legacy
+    algorithm for the part that failed, without building the plan again or warning again."""
+    plans = FakePlans(failing=(TAG,))
+    run, runs = _launch(plans)
+    with pytest.warns(EngineFallbackWarning):
+        run(None, 1.0, 0.0, 0x1000, 0x2000, 0x3000, 0x4000, 100)
+    again = prepared_engine_run(
+        types.SimpleNamespace(problem=_problem()),  # type: ignore[arg-type]
+        "forward", 4, TAG, runs,
+    )  # fmt: skip
+    other_size = prepared_engine_run(
+        types.SimpleNamespace(problem=_problem()),  # type: ignore[arg-type]
+        "forward", 2, TAG, runs,
+    )  # fmt: skip
+    plans.failing = ()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        again(None, 1.0, 0.0, 0x1000, 0x2000, 0x3000, 0x4000, 100)
+        other_size(None, 1.0, 0.0, 0x1000, 0x2000, 0x3000, 0x4000, 100)
+    assert [b[0] for b in plans.built] == [4, 2]  # only the other size builds its plan
+    assert [c[:2] for c in calls] == [("legacy", 2), ("legacy", 2), ("engine", TAG)]

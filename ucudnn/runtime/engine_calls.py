@@ -7,8 +7,10 @@ Handle's `EngineRuns` and in each launch's own small table, so a repeated call c
 
 Any failure to build or run a plan falls back, for that part, to the legacy algorithm with the
 least workspace that runs within the part's workspace: the answer is still right, the Handle
-warns once, and the part keeps the legacy algorithm from then on. Nothing has run for a part
-whose plan failed (cuDNN refuses before launching), so running it again cannot apply beta twice.
+warns once, and that configuration's parts of that size and kernel run legacy algorithms from
+then on, in every launch of the Handle. A plan that failed to build has run nothing, so running
+its part again cannot apply beta twice; an execution refused with a status is taken to have
+written nothing either (cuDNN checks before it launches), which only hardware can confirm.
 """
 
 from __future__ import annotations
@@ -29,8 +31,8 @@ class EngineRuns:
 
     def __init__(self) -> None:
         self.plans = GraphPlans()
-        # (problem key, kernel, tag): configurations whose parts now run legacy algorithms.
-        self.failed: set[tuple[str, str, str]] = set()
+        # (problem key, kernel, tag, micro-batch): parts that now run legacy algorithms.
+        self.failed: set[tuple[str, str, str, int]] = set()
         self._warned = False
 
     def plan(
@@ -63,7 +65,7 @@ class EngineRuns:
             )
 
     def clear(self) -> None:
-        """Forget every built plan (the Handle's plan changed or it is closing)."""
+        """Forget every built plan (the Handle is closing)."""
         self.plans.clear()
 
 
@@ -77,7 +79,7 @@ def prepared_engine_run(
     """The launch of one part by engine configuration `tag`, called like
     `backend.prepared_run`'s: (handle, alpha, beta, x, w, y, workspace, workspace_bytes)."""
     config = parse_tag(tag)
-    key = (descs.problem.key(), kernel, config.tag)
+    key = (descs.problem.key(), kernel, config.tag, micro_batch)
     built: dict[tuple[int, int, int, float, float], GraphPlan] = {}
     legacy: list[backend.PreparedRun] = []  # the fallback, once a plan failed
 
@@ -94,6 +96,12 @@ def prepared_engine_run(
         if legacy:
             legacy[0](handle, alpha, beta, x, w, y, workspace, workspace_bytes)
             return
+        if key in runs.failed:  # failed in another launch of this Handle: warned already
+            found = legacy_fallback(handle, descs, kernel, micro_batch, workspace_bytes)
+            if found is not None:
+                legacy.append(found[0])
+                found[0](handle, alpha, beta, x, w, y, workspace, workspace_bytes)
+                return
         plan_key = (graph.alignment(x), graph.alignment(w), graph.alignment(y), alpha, beta)
         try:
             plan = built.get(plan_key)
