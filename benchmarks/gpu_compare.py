@@ -7,8 +7,10 @@ times with CUDA events (warm-up, then the median of repeats):
   wd_kernels  ucudnn WD, total = limit x kernels      (predicted and measured)
   wd_limit    ucudnn WD, total = limit                (predicted and measured)
   ceiling     the fastest single algorithm with no limit (up to --workspace-cap)
-  pytorch     conv2d/conv3d and torch.nn.grad with cudnn.benchmark = True
+  pytorch     conv2d/conv3d forward, backward through autograd, cudnn.benchmark = True
   frontend    the cuDNN frontend graph API with plans over the limit deselected
+With --engines on, ucudnn's tables (so baseline, wr, wd_* and ceiling) hold cuDNN's graph-API
+engine configurations beside the legacy algorithms.
 and how long benchmarking a network takes on first use (empty cache) and from the cache.
 Peers that are missing or do not support a case are recorded as skipped, with the reason.
 
