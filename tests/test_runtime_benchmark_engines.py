@@ -143,3 +143,20 @@ def test_without_engines_only_the_legacy_family_is_measured(tmp_path, why) -> No
             benchmarker.facts = dataclasses.replace(benchmarker.facts, cudnn_version=90100)
         table = benchmarker.tables([Work("conv", PROBLEM, "forward")], [4])[("conv", "forward")]
     assert table.candidates[4] and not any(c.engine for c in table)
+
+
+def test_cudnns_own_workspace_cap_names_another_search(tmp_path, monkeypatch) -> None:
+    """CUDNN_CONV_WSCAP_DBG changes what cuDNN's heuristics offer: what was measured under it
+    is kept apart from what was measured without."""
+    from ucudnn.runtime.benchmark import ENGINE_SEARCH, engine_search
+
+    assert engine_search({}) == ENGINE_SEARCH
+    assert engine_search({"CUDNN_CONV_WSCAP_DBG": " 4096 "}) == f"{ENGINE_SEARCH}/wscap=4096"
+    assert engine_search({"CUDNN_CONV_WSCAP_DBG": "4 GiB\n"}) == f"{ENGINE_SEARCH}/wscap=4_GiB"
+    work = [Work("conv", PROBLEM, "forward")]
+    with BenchmarkCache(tmp_path / "db.sqlite") as cache:
+        _benchmarker(cache).tables(work, [4])
+        monkeypatch.setenv("CUDNN_CONV_WSCAP_DBG", "4096")
+        capped = _benchmarker(cache)
+        capped.tables(work, [4])
+        assert capped.counts == {"measured": 1, "cached": 1}  # legacy from the cache

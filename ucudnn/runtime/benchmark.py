@@ -11,9 +11,11 @@ from __future__ import annotations
 import collections
 import dataclasses
 import logging
+import os
+import re
 import statistics
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Never, cast
 
 from tqdm import tqdm
@@ -44,6 +46,9 @@ LEGACY = "legacy"
 # Every configuration the heuristics' modes (A, then FALLBACK) rank; v1: timed like the legacy
 # algorithms. A change to the search gets a new name, so that it measures anew.
 ENGINE_SEARCH = "graph/" + "+".join(graph.HEURISTIC_MODES) + "/v1"
+# cuDNN reads this variable itself and leaves out configurations needing more workspace (MiB),
+# so what the heuristics offer depends on it: it is part of the search's name.
+WORKSPACE_CAP_VARIABLE = "CUDNN_CONV_WSCAP_DBG"
 MIN_ENGINES_CUDNN = 90200  # ENGINECFG_WORKSPACE_SIZE: a workspace known before building
 # Engine screening: a brief timing of every configuration (one warm-up, two runs), then the
 # full count only for those that none needing at most their workspace beats by more than 25 %
@@ -219,7 +224,7 @@ class Benchmarker:
         """The candidate families measured: the legacy algorithms, and the engine
         configurations when asked for and cuDNN has them (>= 9.2: workspace before building)."""
         if self.settings.engines and self.facts.cudnn_version >= MIN_ENGINES_CUDNN:
-            return (LEGACY, ENGINE_SEARCH)
+            return (LEGACY, engine_search())
         return (LEGACY,)
 
     def _size(
@@ -502,6 +507,15 @@ class _EngineRun:
             engine=self.config.tag,
         )
         return Measurement.timed(candidate, self.times, notes=self.notes)
+
+
+def engine_search(environ: Mapping[str, str] = os.environ) -> str:
+    """The name of this process's engine search: ENGINE_SEARCH, with cuDNN's own workspace cap
+    when CUDNN_CONV_WSCAP_DBG sets one."""
+    cap = environ.get(WORKSPACE_CAP_VARIABLE, "").strip()
+    if not cap:
+        return ENGINE_SEARCH
+    return f"{ENGINE_SEARCH}/wscap={re.sub(r'[^0-9A-Za-z._-]', '_', cap)[:32]}"
 
 
 def _engine_failed(
