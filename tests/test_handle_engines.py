@@ -178,7 +178,8 @@ def test_finalize_builds_the_plans_the_first_call_needs(tmp_path) -> None:
 @pytest.mark.parametrize("stage", ["plan", "execute"])
 def test_an_engine_that_fails_falls_back_with_one_warning(tmp_path, stage) -> None:
     """The simulator refuses to build (or to run) every execution plan of the configurations
-    the plan chose; the Handle warns once and legacy algorithms give the right answer."""
+    the plan chose; the Handle warns once, legacy algorithms give the right answer, and the
+    kernels are planned again without what failed."""
     from ucudnn.runtime.handle import Handle
     from ucudnn.testing import simulator
 
@@ -199,6 +200,17 @@ def test_an_engine_that_fails_falls_back_with_one_warning(tmp_path, stage) -> No
             for kernel in KERNELS:
                 _run_and_compare(handle, problem, kernel, beta=0.5)
         assert len([w for w in caught if w.category is EngineFallbackWarning]) == 1
+        # Each kernel was planned again without the parts that failed, and still runs right.
+        failed = handle._engine_runs.failed
+        assert failed
+        for kernel in KERNELS:
+            parts = handle.schedule(problem, kernel, "conv").parts
+            chosen = {(problem.key(), kernel, p.engine, p.micro_batch) for p in parts}
+            assert not chosen & failed
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", EngineFallbackWarning)  # warned once already
+            for kernel in KERNELS:
+                _run_and_compare(handle, problem, kernel, beta=0.5)
 
 
 @pytest.mark.gpu

@@ -168,6 +168,9 @@ class Benchmarker:
         self.counts = {"measured": 0, "cached": 0}  # problem sizes, for reports
         self._timer = Timer(handle.stream)
         self._workspace = GrowingArena()
+        # Engine parts that failed at run time, as (problem key, kernel, tag, micro-batch): a
+        # Handle shares its set here, so that the tables it plans from leave them out.
+        self.excluded: set[tuple[str, str, str, int]] = set()
 
     def tables(self, work: Sequence[Work], policy: Policy) -> TimingTables:
         """Tables for each (layer, problem, kernel); each problem at each size is measured once."""
@@ -208,7 +211,7 @@ class Benchmarker:
             for micro_batch in sizes:
                 for source in self._sources():
                     measured = self._size(problem, kernel, micro_batch, source, sizes, buffers)
-                    ran = [m.candidate for m in measured if _usable(m, kernel, problem.batch)]
+                    ran = [m.candidate for m in measured if self._usable(m, problem, kernel)]
                     ran_any = ran_any or bool(ran)
                     if statuses is None:
                         statuses = _status_counts(measured)
@@ -219,6 +222,22 @@ class Benchmarker:
         finally:
             for made in buffers:
                 made.release()
+
+    def _usable(self, measurement: Measurement, problem: ConvProblem, kernel: str) -> bool:
+        """Whether a measurement can serve `problem`'s mini-batch: it ran; if it is a
+        backward-filter part of a split, it can add to dW (beta 1); and it has not failed at
+        run time."""
+        if not measurement.ok:
+            return False
+        b = measurement.micro_batch
+        split = kernel == "backward_filter" and b < problem.batch
+        if split and engines.BETA1_UNSUPPORTED in measurement.notes:
+            return False
+        return not (
+            measurement.engine
+            and self.excluded
+            and (problem.key(), kernel, measurement.engine, b) in self.excluded
+        )
 
     def _sources(self) -> tuple[str, ...]:
         """The candidate families measured: the legacy algorithms, and the engine
@@ -527,15 +546,6 @@ def _engine_failed(
 ) -> Measurement:
     failed = Measurement.failed(micro_batch, config.index, math_type, status, engine=config.tag)
     return dataclasses.replace(failed, notes=notes)
-
-
-def _usable(measurement: Measurement, kernel: str, batch: int) -> bool:
-    """Whether a measurement can serve a mini-batch of `batch` samples: it ran, and if it is a
-    backward-filter part of a split, it can add to dW (beta 1)."""
-    if not measurement.ok:
-        return False
-    split = kernel == "backward_filter" and measurement.micro_batch < batch
-    return not (split and engines.BETA1_UNSUPPORTED in measurement.notes)
 
 
 def _status_counts(measured: Sequence[Measurement]) -> dict[str, int]:

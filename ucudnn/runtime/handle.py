@@ -114,6 +114,8 @@ class Handle:
         self._descriptors: dict[str, backend.ProblemDescriptors] = {}
         self._workspace = GrowingArena()
         self._engine_runs = EngineRuns()  # built execution plans, kept across re-plans
+        # Engine parts that fail at run time are left out when planning again.
+        self.benchmarker.excluded = self._engine_runs.failed
         self._fallback_warned = False
         self._closed = False
 
@@ -398,6 +400,26 @@ class Handle:
         if failures:
             raise _forgotten(failures, forgotten)
 
+    def _replan_without_failures(self, slot: Slot) -> None:
+        """An engine part of `slot`'s kernel failed and ran a legacy algorithm instead (see
+        `engine_calls`): plan again without what failed, the kernel alone in WR, the network
+        in WD, so that later calls run the best of what works, as predicted. When nothing else
+        fits, the plan stays, and the fallback runs those parts."""
+        assert self.plan is not None
+        try:
+            if self.mode == "wd":
+                plan = self._planned(self._slots.all(), self.limit)
+            else:
+                (kernel_plan,) = self._planned([slot], self.limit).kernels
+                kernels = tuple(
+                    kernel_plan if k.kernel_id == slot.kernel_id else k for k in self.plan.kernels
+                )
+                plan = dataclasses.replace(self.plan, kernels=kernels)
+        except InfeasibleError as exc:
+            logger.info("kept the plan of %s after an engine failed: %s", slot.name, exc)
+            return
+        self._adopt(plan)
+
     def _planned(self, slots: Sequence[Slot], limit: int) -> Plan:
         return plan_kernels(
             self.benchmarker, [slot.work for slot in slots], mode=self.mode, limit=limit,
@@ -509,9 +531,12 @@ class Handle:
         workspace = arena.ptr + ready.offset
         output = ROLES[kernel][2]
         before = self._copy(pointers[output], problem.nbytes(output)) if self.check else None
+        failures = len(self._engine_runs.failed)
         ready.launch(
             self.cudnn, pointers["x"], pointers["w"], pointers["y"], workspace, alpha, beta
         )
+        if len(self._engine_runs.failed) != failures:
+            self._replan_without_failures(ready.slot)
         if self.check is not None and before is not None:
             self._check(self.check, ready, pointers, before, alpha, beta)
         if bias_ptr is not None:
