@@ -8,9 +8,10 @@ Handle's `EngineRuns` and in each launch's own small table, so a repeated call c
 Any failure to build or run a plan falls back, for that part, to the legacy algorithm with the
 least workspace that runs within the part's workspace: the answer is still right, the Handle
 warns once, and that configuration's parts of that size and kernel run legacy algorithms from
-then on, in every launch of the Handle (which plans the kernel again without them). A plan that failed to build has run nothing, so running
-its part again cannot apply beta twice; an execution refused with a status is taken to have
-written nothing either (cuDNN checks before it launches), which only hardware can confirm.
+then on, in every launch of the Handle (which plans the kernel again without them). A plan
+that failed to build has run nothing, so running its part again cannot apply beta twice; an
+execution refused with a status is taken to have written nothing either (cuDNN checks before
+it launches), which only hardware can confirm.
 """
 
 from __future__ import annotations
