@@ -334,7 +334,11 @@ class KernelTable:
         """Equal for tables with the same batch and candidates, whatever layer they are of.
         Kept until a candidate is added: every plan of the tables asks for it again."""
         if self._content_key is None:
-            self._content_key = (self.batch, tuple(c.values() for c in self))
+            # Candidate.values() read in place: engine tables hold hundreds of candidates per
+            # table, and the method calls were most of a first plan's time.
+            sizes = sorted(self.candidates)
+            values = tuple(c.__dict__["_values"] for b in sizes for c in self.candidates[b])
+            self._content_key = (self.batch, values)
         return self._content_key
 
     def check_complete(self) -> None:
