@@ -404,7 +404,7 @@ def test_a_heuristic_plan_runs_a_convolution() -> None:
     graph.set("OPERATIONGRAPH_HANDLE", "HANDLE", [handle])
     graph.set("OPERATIONGRAPH_OPS", "BACKEND_DESCRIPTOR", [op])
     graph.finalize()
-    assert graph.get("OPERATIONGRAPH_HANDLE", "HANDLE") == [handle]
+    # cuDNN 9.19 on an H100 answers NOT_SUPPORTED when the handle is read back: not asked.
     (engine_count,) = graph.get("OPERATIONGRAPH_ENGINE_GLOBAL_COUNT", "INT64")
     assert isinstance(engine_count, int) and engine_count >= 1
 

@@ -5,7 +5,7 @@ one device/software stack by one kind of search: its key is the problem at the m
 (`problem.with_batch(b).key()`, every field), the kernel, the micro-batch, every `DeviceFacts`
 field and the source, so a different GPU, cuDNN or CUDA simply misses. The source is "legacy"
 (cuDNN's legacy algorithms) or "graph/<search id>" (graph-API engine configurations found by
-the search the id names, e.g. "graph/A+FALLBACK/v1"): legacy and graph measurements of one key
+the search the id names, e.g. "graph/A+FALLBACK/v2"): legacy and graph measurements of one key
 are separate sets, so a process that measures only legacy algorithms never takes a graph set
 as complete, and a changed search measures again. A set holds one row per (algorithm, engine
 configuration, math type), including those that failed (not supported, allocation failed), so

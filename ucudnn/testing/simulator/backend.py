@@ -250,8 +250,9 @@ class BackendDescriptor(DeviceObject):
                     BAD_PARAM, call, f"requestedElementCount {requested} > 1: {attribute} is one"
                 )
         entry = self._state.readable().get(attribute)
-        if entry is None:  # only optional attributes nobody set, and plans' JSON
-            status = NOT_SUPPORTED if attribute.endswith("JSON_REPRESENTATION") else BAD_PARAM
+        if entry is None:  # optional attributes nobody set; plans' JSON and the graph's handle
+            refused = attribute.endswith("JSON_REPRESENTATION") or attribute == "OPERATIONGRAPH_HANDLE"
+            status = NOT_SUPPORTED if refused else BAD_PARAM
             raise cudnn_error(status, call, f"{attribute} has no value the simulator gives")
         stored, items = entry
         if stored != attr_type:  # ALPHA and BETA read in the type they were set in

@@ -345,8 +345,8 @@ class Graph(State):
     offer: Offer
 
     def readable(self) -> dict[str, Entry]:
+        # No OPERATIONGRAPH_HANDLE: cuDNN 9.19 on an H100 will not give it back (NOT_SUPPORTED).
         return {
-            "OPERATIONGRAPH_HANDLE": ("HANDLE", (self.handle,)),
             "OPERATIONGRAPH_OPS": ("BACKEND_DESCRIPTOR", (self.operation,)),
             "OPERATIONGRAPH_ENGINE_GLOBAL_COUNT": ("INT64", (engines.engine_count(),)),
         }
