@@ -90,6 +90,29 @@ def test_backward_filter_configurations_without_beta_1_serve_only_undivided_runs
         assert not refused & {c.engine for c in table.candidates[b]}
 
 
+def test_backward_filter_workspace_covers_the_plan_that_adds_to_dw(tmp_path) -> None:
+    """Every part after the first of a split backward-filter run adds to dW (beta 1). On an
+    H100 that plan needed more workspace than the beta-0 one that is timed (the simulator
+    models it: dW's bytes more), so the workspace recorded must cover both, or the part
+    cannot run within what it was planned with."""
+    from ucudnn.runtime import graph
+
+    with BenchmarkCache(tmp_path / "db.sqlite") as cache:
+        benchmarker = _benchmarker(cache)
+        benchmarker.tables([Work("conv", PROBLEM, "backward_filter")], [4])
+        (found,) = _engine_sets(cache, "backward_filter", (4,)).values()
+    blending = [
+        m for m in found if m.ok and m.workspace_bytes and engines.BETA1_UNSUPPORTED not in m.notes
+    ]
+    assert blending, "the model has backward-filter configurations with workspace that blend"
+    handle = benchmarker.handle
+    adding = graph.operation_graph(handle, PROBLEM, "backward_filter", (16, 16, 16), 1.0, 1.0)
+    for m in blending:
+        config = graph.engine_config(adding, engines.parse_tag(m.engine))
+        plan = graph.build_plan(handle, config, m.engine)
+        assert plan.workspace_bytes > 0 and m.workspace_bytes >= plan.workspace_bytes, m.engine
+
+
 @pytest.mark.parametrize(
     ("problem", "status"),
     [

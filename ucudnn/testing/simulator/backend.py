@@ -374,15 +374,15 @@ def _run(stream: int, plan: Plan, pack: VariantPack) -> None:
         _check_alignment(found, tensor.alignment, tensor.uid)
         operands.append(found)
     space = None
-    if facts.workspace_bytes:
+    if plan.workspace_bytes:
         if not pack.workspace:
             raise cudnn_error(
                 BAD_PARAM,
                 _EXECUTE,
-                f"{facts.tag} needs {facts.workspace_bytes} bytes of workspace, and the "
+                f"{facts.tag} needs {plan.workspace_bytes} bytes of workspace, and the "
                 "variant pack's workspace pointer is null",
             )
-        space = workspace_operand(pack.workspace, facts.workspace_bytes, _EXECUTE)
+        space = workspace_operand(pack.workspace, plan.workspace_bytes, _EXECUTE)
     first, second, out = operands
     record = CallRecord(
         _EXECUTE, problem.kernel, facts.config.index, problem.math_type,

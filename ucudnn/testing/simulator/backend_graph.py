@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import math
 from collections.abc import Callable
 from typing import Any, ClassVar, TypeVar
 
@@ -543,6 +544,18 @@ class Plan(State):
         return self.config.engine.graph.operation
 
     @functools.cached_property
+    def workspace_bytes(self) -> int:
+        """The configuration's workspace; a backward-filter plan that blends into dw (beta != 0)
+        with workspace needs room for dw besides, as cuDNN 9.19's did on an H100 (8552480
+        bytes where beta 0 needed 8028176, for a 1024x256 half-precision filter)."""
+        own = self.config.facts.workspace_bytes
+        if own and self.operation.kernel == "backward_filter" and self.operation.beta != 0:
+            problem = self.operation.problem
+            filter_elements = math.prod(self.operation.tensors[1].dims)
+            return own + filter_elements * ITEMSIZE[problem.dtype]
+        return own
+
+    @functools.cached_property
     def problem(self) -> SimProblem:
         """What it computes: the graph's problem in the math its configuration's notes say."""
         problem = self.operation.problem
@@ -557,7 +570,7 @@ class Plan(State):
         return {
             "EXECUTION_PLAN_HANDLE": ("HANDLE", (self.handle,)),
             "EXECUTION_PLAN_ENGINE_CONFIG": ("BACKEND_DESCRIPTOR", (self.config,)),
-            "EXECUTION_PLAN_WORKSPACE_SIZE": ("INT64", (self.config.facts.workspace_bytes,)),
+            "EXECUTION_PLAN_WORKSPACE_SIZE": ("INT64", (self.workspace_bytes,)),
         }
 
     def faults(self) -> dict[str, Any]:

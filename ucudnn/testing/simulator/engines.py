@@ -12,12 +12,14 @@ Two sources, most trusted first:
    20 backward filter, and runtime-compiled ones) and A with the others, so that A and
    FALLBACK together are what the probe saw. float32 problems get only what the probe kept of
    them: configurations without tensor cores (it deselected TF32).
-2. **model**, for every other problem the legacy model runs: three configurations for mode A,
-   a fast one on tensor cores whose workspace holds x and y (bytes(x) + bytes(y): the probe's
-   winning NCHW engines transpose both into it) taking half the best legacy algorithm's time
-   (default math), one on tensor cores without workspace taking that time, and one without
-   tensor cores nor workspace taking the best workspace-free legacy time under FMA math; and
-   two generic engines for FALLBACK, without workspace, 1.5 and 2 times slower than that.
+2. **model**, for every other problem the legacy model runs: three configurations for mode A
+   (four for backward filter), a fast one on tensor cores whose workspace holds x and y
+   (bytes(x) + bytes(y): the probe's winning NCHW engines transpose both into it) taking half
+   the best legacy algorithm's time (default math), for backward filter a second such one
+   that blends into dw taking 0.7 of it, one on tensor cores without workspace taking that
+   time, and one without tensor cores nor workspace taking the best workspace-free legacy time
+   under FMA math; and two generic engines for FALLBACK, without workspace, 1.5 and 2 times
+   slower than that.
 
 The probe has no notes; they are modelled, per engine and kernel:
 - TENSOR_CORE: every engine of a half-type problem except those the probe saw run float32
@@ -73,8 +75,9 @@ _MODEL = {
         (("eng1", "plain", 1.5), ("eng0", "plain", 2.0)),
     ),
     "backward_filter": (
-        (("eng65_k2=0_k13=1_k25=1", "fast", 0.5), ("eng62_k25=0", "tensor", 1.0),
-         ("eng20_k2=6_k3=0", "plain", 1.0)),
+        (("eng65_k2=0_k13=1_k25=1", "fast", 0.5),
+         ("eng65_k2=5_k13=1_k18=1_k25=0_k27=1_k28=3", "fast", 0.7),
+         ("eng62_k25=0", "tensor", 1.0), ("eng20_k2=6_k3=0", "plain", 1.0)),
         (("eng1", "plain", 1.5), ("eng0", "plain", 2.0)),
     ),
 }  # fmt: skip
