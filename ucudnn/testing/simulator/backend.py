@@ -251,7 +251,9 @@ class BackendDescriptor(DeviceObject):
                 )
         entry = self._state.readable().get(attribute)
         if entry is None:  # optional attributes nobody set; plans' JSON and the graph's handle
-            refused = attribute.endswith("JSON_REPRESENTATION") or attribute == "OPERATIONGRAPH_HANDLE"
+            refused = attribute == "OPERATIONGRAPH_HANDLE" or attribute.endswith(
+                "JSON_REPRESENTATION"
+            )
             status = NOT_SUPPORTED if refused else BAD_PARAM
             raise cudnn_error(status, call, f"{attribute} has no value the simulator gives")
         stored, items = entry
