@@ -95,8 +95,8 @@ def test_plan_wd_from_the_model_says_so(capsys) -> None:
     ("argv", "status", "message"),
     [
         (["plan"], 2, "give --timings"),
-        (["plan", "alexnet", "--model", "--batch", "0"], 2, "--batch: batch must be >= 1, got 0"),
-        (["demo", "--batch", "0"], 2, "--batch: batch must be >= 1"),
+        (["plan", "alexnet", "--model", "--batch", "0"], 2, "--batch='0' is out of range"),
+        (["demo", "--batch", "0"], 2, "expected an integer from 1 to 2147483647"),
         (["plan", "alexnet", "--model", "--batch", str(2**31)], 2, "32-bit"),
         (["plan", "nonet", "--model"], 2, "nonet"),
         (["plan", "alexnet", "--model", "--workspace-limit", "lots"], 2, "--workspace-limit"),

@@ -178,11 +178,11 @@ def test_timings_with_kernels_of_another_network_are_refused(capsys, tmp_path, a
     [
         (["--batches", "128"], 2, ["batch 128 is beyond the batch 64", "never extrapolated"]),
         (["--batches", "32,128,256"], 2, ["batches 128, 256 are beyond the batch 64"]),
-        (["--batches", "0"], 2, ["--batches='0'", "batch must be >= 1"]),
+        (["--batches", "0"], 2, ["--batches='0'", "batch='0' is out of range"]),
         (
             ["--batches", "x"],
             2,
-            ["--batches='x'", "not a list of batch sizes", "'x' is not a whole"],
+            ["--batches='x'", "not a list of batch sizes", "batch='x' is not an integer"],
         ),
         (["--batches", "32,,64"], 2, ["--batches='32,,64'"]),
         (["--framework-overhead", "5%%"], 2, ["--framework-overhead='5%%' is not an overhead"]),

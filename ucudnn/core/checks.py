@@ -1,5 +1,5 @@
-"""Argument checks shared by every layer: integers as Python users pass them, and values shown
-in errors.
+"""Argument checks shared by every layer: integers as Python users pass them, numbers and yes/no
+values as users type them, and values shown in errors.
 
 Python callers pass numpy integers (shapes, limits) as often as ints, so any integral type is
 accepted through `operator.index`; bools are refused, since True is almost never meant as 1.
@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import math
 import operator
+import re
+from collections.abc import Callable
+from typing import TypeVar
 
 # A value an error shows whole has at most this many characters; of a longer one it shows the
 # first _KEPT and the length.
@@ -56,6 +59,53 @@ def integer(
     return number
 
 
+# Typed numbers (options, environment variables) longer than this are refused unread: every
+# range here has at most 20 digits, and int() is slow on long text (past 4300 digits Python
+# refuses it, in a message about Python).
+MAX_NUMBER_TEXT = 40
+
+_INTEGER = re.compile(r"[+-]?[0-9]+")
+# Decimal notation only: no inf, nan or underscores, which float() would take.
+_DECIMAL = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+
+_Number = TypeVar("_Number", int, float)
+
+
+def parse_int(text: str, name: str, minimum: int, maximum: int) -> int:
+    """The integer in `text` (decimal digits, spaces around them allowed) if it is from
+    `minimum` to `maximum`; else ValueError naming `name`, showing a long `text` cut short and
+    saying the range."""
+    return _parse_number(text, name, "an integer", _INTEGER, int, minimum, maximum)
+
+
+def parse_float(text: str, name: str, minimum: float, maximum: float) -> float:
+    """The number in `text` (decimal notation such as 2, 0.5 or 1e3) if it is from `minimum`
+    to `maximum`; else ValueError as `parse_int` raises it."""
+    return _parse_number(text, name, "a number", _DECIMAL, float, minimum, maximum)
+
+
+def _parse_number(
+    text: str,
+    name: str,
+    kind: str,
+    pattern: re.Pattern[str],
+    convert: Callable[[str], _Number],
+    minimum: _Number,
+    maximum: _Number,
+) -> _Number:
+    expected = f"expected {kind} from {_bound(minimum)} to {_bound(maximum)}"
+    word = text.strip()
+    if not pattern.fullmatch(word):  # linear in the text, unlike int()
+        raise ValueError(f"{name}={shown(text)} is not {kind}; {expected}")
+    if len(word) > MAX_NUMBER_TEXT or not minimum <= (number := convert(word)) <= maximum:
+        raise ValueError(f"{name}={shown(text)} is out of range: {expected}")
+    return number
+
+
+def _bound(value: float) -> str:
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
 _YES = ("1", "true", "yes", "on")
 _NO = ("0", "false", "no", "off")
 
@@ -80,4 +130,4 @@ def boolean(value: object, name: str) -> bool:
         return value
     if type(value).__module__ == "numpy" and type(value).__name__ in ("bool", "bool_"):
         return bool(value)
-    raise TypeError(f"{name} must be True or False, got {value!r}")
+    raise TypeError(f"{name} must be True or False, got {shown(value)}")

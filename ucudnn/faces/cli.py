@@ -20,7 +20,7 @@ def _network_arguments(parser: argparse.ArgumentParser, required: bool = True) -
         help="built-in network (alexnet, vgg16, resnet18, resnet50, deepbench, cnn3d, "
         "ucudnn-alexnet) or a layer-list CSV",
     )
-    parser.add_argument("--batch", type=int, help="mini-batch size (default: the network's)")
+    parser.add_argument("--batch", help="mini-batch size (default: the network's)")
     parser.add_argument(
         "--dtype", default="float32", choices=("float32", "float16", "bfloat16", "float64")
     )
@@ -149,7 +149,7 @@ def build_parser() -> argparse.ArgumentParser:
     _network_arguments(run)
     _device_arguments(run)
     add_limit_arguments(run)
-    run.add_argument("--repeats", type=int, default=10, help="timed runs per kernel (median)")
+    run.add_argument("--repeats", default=10, help="timed runs per kernel (median), 1 to 10000")
     run.add_argument("--check", action="store_true", help="also compare with undivided runs")
     _json_argument(run, "ucudnn-run")
     run.set_defaults(func=commands.run)
@@ -165,7 +165,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     demo = sub.add_parser("demo", help="the README's main job: measure on a GPU, else plan")
     demo.add_argument("--network", default="alexnet", help="network to demonstrate on")
-    demo.add_argument("--batch", type=int, default=128)
+    demo.add_argument("--batch", default=128, help="mini-batch size (default: 128)")
     demo.add_argument("--workspace-limit", default="64MiB", metavar="SIZE")
     _json_argument(demo, "ucudnn-demo")
     demo.set_defaults(func=commands.demo)

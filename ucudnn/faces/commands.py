@@ -9,13 +9,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ucudnn.core.checks import parse_float, parse_int, shown
+from ucudnn.core.problem import MAX_DIM
 from ucudnn.errors import UcudnnError
 from ucudnn.faces.info import info_text, unusable_reason
 from ucudnn.faces.outputs import (
@@ -28,17 +29,23 @@ from ucudnn.faces.outputs import (
     tune_document,
 )
 from ucudnn.planner.cli import (
+    TIME_LIMIT_RANGE_S,
     limit_from_args,
     mode_from_args,
     plan_output,
     plan_tables,
     policy_from_args,
 )
-from ucudnn.planner.config import Config, database_from_env, default_database, parse_size
+from ucudnn.planner.config import (
+    MAX_BYTES,
+    Config,
+    database_from_env,
+    default_database,
+    parse_size,
+)
 from ucudnn.planner.errors import InfeasibleError, SolverError
 from ucudnn.planner.networks import load_network
 from ucudnn.planner.policies import policy_text
-from ucudnn.planner.tables import check_batch
 from ucudnn.planner.units import format_size
 
 if TYPE_CHECKING:
@@ -51,7 +58,7 @@ if TYPE_CHECKING:
 Command = Callable[[argparse.Namespace], int]
 
 MODEL_NOTE = "MODEL timings (built-in cost model, NOT measurements)"
-_DIGITS = re.compile("[0-9]+")
+MAX_REPEATS = 10_000  # timed runs per kernel
 
 
 class CommandError(Exception):
@@ -67,6 +74,7 @@ def _command(func: Command) -> Command:
 
     def wrapper(args: argparse.Namespace) -> int:
         try:
+            _read_numbers(args)
             return func(args)
         except CommandError as exc:
             print(f"ucudnn {args.command}: {exc}", file=sys.stderr)
@@ -89,16 +97,34 @@ def _command(func: Command) -> Command:
 
 
 # -- shared argument handling -------------------------------------------------------------
-def _network(args: argparse.Namespace) -> LayerGraph:
-    return load_network(args.network, _batch(args), args.dtype, args.layout)
-
-
-def _batch(args: argparse.Namespace) -> int | None:
-    """--batch, checked as cuDNN takes a batch (1 to 2**31 - 1); None: the network's own."""
+def _batch(text: str, name: str) -> int:
+    """A batch size as cuDNN takes one: 1 to 2**31 - 1."""
     try:
-        return None if args.batch is None else check_batch(args.batch)
+        return parse_int(text, name, 1, MAX_DIM)
     except ValueError as exc:
-        raise CommandError(f"--batch: {exc} (cuDNN's dimensions are 32-bit)") from None
+        raise ValueError(f"{exc} (cuDNN's dimensions are 32-bit)") from None
+
+
+# The numeric options, read from their text here rather than by argparse (type=int), which
+# quotes a bad value whole, refuses one past 4300 digits in Python's words, and exits before
+# the command's one-line message.
+_NUMBER_OPTIONS: dict[str, Callable[[str], object]] = {
+    "batch": lambda text: _batch(text, "--batch"),
+    "repeats": lambda text: parse_int(text, "--repeats", 1, MAX_REPEATS),
+    "time_limit": lambda text: parse_float(text, "--time-limit", *TIME_LIMIT_RANGE_S),
+}
+
+
+def _read_numbers(args: argparse.Namespace) -> None:
+    """The numeric options given, in place of their text (defaults are numbers already)."""
+    for dest, read in _NUMBER_OPTIONS.items():
+        text = getattr(args, dest, None)
+        if isinstance(text, str):
+            setattr(args, dest, read(text))
+
+
+def _network(args: argparse.Namespace) -> LayerGraph:
+    return load_network(args.network, args.batch, args.dtype, args.layout)
 
 
 def _require_gpu() -> None:
@@ -287,15 +313,13 @@ def tune(args: argparse.Namespace) -> int:
 
 def _batch_list(text: str) -> list[int]:
     """--batches: a comma-separated list of batch sizes."""
-    parts = [part.strip() for part in text.split(",")]
+    if not text.strip():
+        raise ValueError("--batches is empty; expected a list of batch sizes such as 32,64,96")
     try:
-        bad = next((part for part in parts if not _DIGITS.fullmatch(part)), None)
-        if bad is not None:
-            raise ValueError(f"{bad!r} is not a whole number")
-        return [check_batch(int(part)) for part in parts]
+        return [_batch(part, "batch") for part in text.split(",")]
     except ValueError as exc:
-        raise CommandError(
-            f"--batches={text!r} is not a list of batch sizes such as 32,64,96 ({exc})"
+        raise ValueError(
+            f"--batches={shown(text)} is not a list of batch sizes such as 32,64,96: {exc}"
         ) from None
 
 
@@ -419,7 +443,7 @@ def demo(args: argparse.Namespace) -> int:
     from ucudnn.planner.plan import make_plan_wd, make_plan_wr
 
     limit = parse_size(args.workspace_limit, "--workspace-limit")
-    graph = load_network(args.network, _batch(args))  # bad arguments first, before any output
+    graph = load_network(args.network, args.batch)  # bad arguments first, before any output
     if not args.json:
         print(info_text())
         print()
@@ -439,7 +463,8 @@ def demo(args: argparse.Namespace) -> int:
         print("On a GPU this command measures, plans and runs the network instead.\n")
     tables = _model_tables_for(graph)
     wr = make_plan_wr(tables, limit, timings_source=MODEL_NOTE)
-    budget = limit * len(graph.kernel_ids())
+    # Each kernel its limit; past any memory's size a budget means no more.
+    budget = min(limit * len(graph.kernel_ids()), MAX_BYTES)
     wd = make_plan_wd(tables, budget, timings_source=MODEL_NOTE)
     if args.json:
         info_part = _info_document(_database_or_default())

@@ -25,6 +25,10 @@ the kernels share (--workspace-sharing shared) is planned as wr at the total.
 Exit status: 0 planned, 1 nothing fits, 2 bad input or a solver failure, 130 interrupted.
 """
 
+# --time-limit, seconds: from a hundredth of a second to a day. The option stays text here;
+# the command reads it within this range (ucudnn.faces.commands).
+TIME_LIMIT_RANGE_S = (0.01, 86_400.0)
+
 
 def add_limit_arguments(parser: argparse.ArgumentParser) -> None:
     """--mode, its two sizes and --policy: what every planning command takes."""
@@ -67,12 +71,13 @@ def add_solver_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--solver", choices=SOLVERS, default="highs", help="wd: ILP solver (default: highs)"
     )
+    low, high = TIME_LIMIT_RANGE_S
     parser.add_argument(
         "--time-limit",
-        type=float,
         default=DEFAULT_TIME_LIMIT_S,
         metavar="SECONDS",
-        help=f"wd: stop the solver after this long (default: {DEFAULT_TIME_LIMIT_S:g})",
+        help=f"wd: stop the solver after this long, {low:g} to {high:g} "
+        f"(default: {DEFAULT_TIME_LIMIT_S:g})",
     )
 
 
@@ -96,7 +101,10 @@ def add_plan_arguments(parser: argparse.ArgumentParser) -> None:
 
 def policy_from_args(args: argparse.Namespace, config: Config) -> Policy:
     """--policy, else UCUDNN_BATCH_SIZE_POLICY, else powerOfTwo."""
-    return parse_policy(args.policy, "--policy") if args.policy else config.batch_size_policy
+    # An empty --policy is refused, not read as unset.
+    if args.policy is None:
+        return config.batch_size_policy
+    return parse_policy(args.policy, "--policy")
 
 
 def _size_mode(args: argparse.Namespace, config: Config) -> str:

@@ -53,13 +53,22 @@ def _setting(name: str, text: str) -> str:
     return f"{name}={shown(text)}"
 
 
+class NotASize(ValueError):
+    """Text that is no size at all, as opposed to a size out of range."""
+
+
 def parse_size(text: str, name: str) -> int:
-    """Bytes in `text`; `name` (e.g. the environment variable) is named in the error."""
+    """Bytes in `text`; `name` (e.g. the environment variable) is named in the error:
+    NotASize for text that is no size, ValueError for one larger than any memory."""
     match = _SIZE.fullmatch(text)
     unit = _UNITS.get(match.group(2).lower()) if match else None
     if match is None or unit is None:
-        raise ValueError(_not_a_size(name, text))
+        raise NotASize(_not_a_size(name, text))
     number = match.group(1)
+    # More whole digits than MAX_BYTES has is too large: refused unread, as int() of a long
+    # number is slow (a fraction's digits cost little).
+    if len(number.partition(".")[0].lstrip("0")) > len(str(MAX_BYTES)):
+        raise ValueError(_too_large(name, text))
     # Exact: the product has at most the digits of both factors; Decimal's default precision
     # (28 digits) would round 1.99999...9 bytes up to 2, past the limit the user gave.
     with localcontext(prec=len(number) + len(str(unit))):
@@ -87,12 +96,18 @@ def _not_a_size(name: str, value: object) -> str:
 
 def _within_memory(nbytes: int, name: str, value: object) -> int:
     if nbytes > MAX_BYTES:
-        raise ValueError(f"{name}={shown(value)} is larger than any memory ({MAX_BYTES} bytes)")
+        raise ValueError(_too_large(name, value))
     return nbytes
+
+
+def _too_large(name: str, value: object) -> str:
+    return f"{name}={shown(value)} is larger than any memory ({MAX_BYTES} bytes)"
 
 
 def parse_policy(text: str, name: str) -> str | tuple[int, ...]:
     """A policy name (any letter case) or a comma list of positive micro-batch sizes."""
+    if not text.strip():
+        raise ValueError(f"{name} is empty; expected {_POLICY_HELP}")
     by_lower = {p.lower(): p for p in POLICY_NAMES}
     if text.strip().lower() in by_lower:
         return by_lower[text.strip().lower()]
@@ -125,7 +140,7 @@ def _policy_entries(value: object, name: str) -> Iterator[object]:
             pass
     raise TypeError(
         f"{name} must be a policy name, text such as '1,2,4,32' or an iterable of positive "
-        f"integers, got {value!r} ({type(value).__name__})"
+        f"integers, got {shown(value)} ({type(value).__name__})"
     )
 
 
@@ -137,12 +152,12 @@ def _budget(value: object, name: str) -> int | None:
 def file_path(value: object, name: str) -> Path:
     """A path passed from Python (str or os.PathLike); errors name `name`, the argument."""
     if not isinstance(value, (str, os.PathLike)):
-        raise TypeError(f"{name} must be a path (str or os.PathLike), got {value!r}")
+        raise TypeError(f"{name} must be a path (str or os.PathLike), got {shown(value)}")
     text = os.fsdecode(value)
     if not text:  # Path("") would quietly mean the current directory
         raise ValueError(f"{name} must be a path, got an empty one")
     if "\0" in text:
-        raise ValueError(f"{name} must be a path, got {value!r} with a NUL character")
+        raise ValueError(f"{name} must be a path, got {shown(value)} with a NUL character")
     return Path(text)
 
 

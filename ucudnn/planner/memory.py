@@ -33,12 +33,14 @@ import math
 import re
 from fractions import Fraction
 
-from ucudnn.core.checks import shown
-from ucudnn.planner.config import byte_count, parse_size
+from ucudnn.core.checks import parse_float, shown
+from ucudnn.planner.config import NotASize, byte_count, parse_size
 from ucudnn.planner.graph import LayerGraph
 from ucudnn.planner.units import format_size
 
 _PERCENT = re.compile(r"\s*([0-9]+(?:\.[0-9]*)?|\.[0-9]+)\s*%\s*")
+# A percentage of the per-sample memory; more than 100 times it is a slip, not an overhead.
+MAX_OVERHEAD_PERCENT = 10_000
 _OVERHEAD_HELP = (
     'a size such as 1GiB, a percentage of the per-sample memory such as 30%, or both: "1GiB+30%"'
 )
@@ -57,6 +59,8 @@ class FrameworkOverhead:
         fraction = Fraction(self.per_sample)
         if fraction < 0:
             raise ValueError(f"per_sample must not be negative, got {self.per_sample}")
+        if fraction > MAX_OVERHEAD_PERCENT // 100:  # its value unshown: it may be huge
+            raise ValueError(f"per_sample must be at most {MAX_OVERHEAD_PERCENT // 100}")
         object.__setattr__(self, "per_sample", fraction)
 
     def text(self) -> str:
@@ -80,9 +84,13 @@ def parse_overhead(text: str, name: str) -> FrameworkOverhead:
         raise error
     try:
         fixed = parse_size(sizes[0], name) if sizes else 0
-    except ValueError:
+    except NotASize:  # a size too large says so itself
         raise error from None
-    percent = Fraction(percents[0].group(1)) / 100 if percents else Fraction(0)
+    percent = Fraction(0)
+    if percents:
+        text = percents[0].group(1)
+        parse_float(text, f"{name} percentage", 0, MAX_OVERHEAD_PERCENT)  # bounded first
+        percent = Fraction(text) / 100  # exact, as a float is not: 0.1% is 1/1000
     return FrameworkOverhead(fixed, percent)
 
 
