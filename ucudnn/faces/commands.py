@@ -7,7 +7,6 @@ cuDNN failure), 2 bad input or a solver failure; `cli.main` adds 130 for Ctrl-C.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import time
@@ -43,6 +42,7 @@ from ucudnn.planner.config import (
     default_database,
     parse_size,
 )
+from ucudnn.planner.documents import document_text
 from ucudnn.planner.errors import InfeasibleError, SolverError
 from ucudnn.planner.networks import load_network
 from ucudnn.planner.policies import policy_text
@@ -158,7 +158,7 @@ def _network_fields(args: argparse.Namespace) -> dict[str, object]:
 
 def _emit(document: dict[str, object]) -> None:
     """Print a --json document: the one thing on stdout."""
-    print(json.dumps(document, indent=2, allow_nan=False))
+    print(document_text(document))
 
 
 def _database(args: argparse.Namespace, config: Config) -> Path:

@@ -3,9 +3,10 @@
 This module is the one description of them. Every document is an object whose "format" names
 it and whose integer "version" says which revision of its fields it has. Numbers are JSON
 numbers, with the unit in the field's name (`_bytes`, `_ms`, `_s`); ratios and counts have none.
-null stands for a value that is unknown or does not apply. A version is raised whenever a field
-changes its meaning or type, or goes away; readers should ignore fields they do not know, as a
-field may be added without raising it.
+null stands for a value that is unknown or does not apply; and, as JSON has no infinity, for a
+ratio too large for any number (a speed-up over a time too small to divide by). A version is
+raised whenever a field changes its meaning or type, or goes away; readers should ignore fields
+they do not know, as a field may be added without raising it.
 
 `SCHEMAS` holds each format's schema as JSON Schema (draft 2020-12, a subset: type, enum,
 const, minimum, properties, required, additionalProperties, items, anyOf, description), so any
@@ -94,6 +95,8 @@ def _document(
 
 
 # -- parts shared by several documents ----------------------------------------------------
+# What null means of a ratio besides: planner.documents.document_text writes infinity so.
+_INFINITE = "a ratio too large for a JSON number (over a time too small to divide by)"
 _POLICY: Schema = {
     "anyOf": [
         {"type": "string", "enum": ["undivided", "powerOfTwo", "all"]},
@@ -246,7 +249,8 @@ _PLANNED_KERNEL = _object(
             _integer("where the kernel's workspace starts in the WD arena, bytes"), "wr plans"
         ),
         "speedup": _or_null(
-            _number("baseline time over planned time"), "no baseline, or a plan of no time"
+            _number("baseline time over planned time"),
+            f"no baseline, a plan of no time, or {_INFINITE}",
         ),
         "parts": _list(_CANDIDATE, "the runs, in order; their micro-batches add up to batch"),
         "baseline": _or_null(
@@ -289,7 +293,8 @@ PLAN = _document(
                     "a kernel has no baseline",
                 ),
                 "speedup": _or_null(
-                    _number("baseline time over planned time"), "no baseline total"
+                    _number("baseline time over planned time"),
+                    f"no baseline total, a plan of no time, or {_INFINITE}",
                 ),
             },
         ),
@@ -421,7 +426,8 @@ RUN = _document(
                         _number("the baseline's measured time, milliseconds"), _MS_OR_NULL
                     ),
                     "speedup": _or_null(
-                        _number("measured baseline time over measured plan time"), _MS_OR_NULL
+                        _number("measured baseline time over measured plan time"),
+                        f"{_MS_OR_NULL}, a plan of no time, or {_INFINITE}",
                     ),
                 },
             ),
@@ -435,11 +441,11 @@ RUN = _document(
                 "baseline_measured_ms": _or_null(_number("milliseconds"), "a kernel has none"),
                 "speedup": _or_null(
                     _number("measured baseline total over measured plan total"),
-                    "no baseline total, or a plan of no time",
+                    f"no baseline total, a plan of no time, or {_INFINITE}",
                 ),
                 "prediction_error": _or_null(
                     _number("(predicted - measured) / measured, a fraction", minimum=None),
-                    "nothing measured",
+                    f"nothing measured, or {_INFINITE}",
                 ),
             },
         ),
@@ -559,7 +565,8 @@ TUNE = _document(
         "layout": _NETWORK_FIELDS["layout"],
         "batch": _integer("the chosen mini-batch: the most samples per second that fits", 1),
         "samples_per_s": _or_null(
-            _number("its samples per second over the step's convolutions"), "no time at all"
+            _number("its samples per second over the step's convolutions"),
+            f"no time at all, or {_INFINITE}",
         ),
         "time_ms": _number("its step's predicted convolution time, milliseconds"),
         "memory_bytes": _integer("the device memory given for the whole step"),
@@ -595,7 +602,8 @@ TUNE = _document(
                         _number("its plan's convolution time, milliseconds"), "does not fit"
                     ),
                     "samples_per_s": _or_null(
-                        _number("batch over time"), "does not fit, or takes no time"
+                        _number("batch over time"),
+                        f"does not fit, takes no time, or {_INFINITE}",
                     ),
                     "memory": _or_null(_STEP_MEMORY, "does not fit"),
                     "minimum_memory": _STEP_MEMORY,

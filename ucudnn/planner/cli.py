@@ -8,9 +8,9 @@ mounts it and decides where the tables come from.
 from __future__ import annotations
 
 import argparse
-import json
 
 from ucudnn.planner.config import WORKSPACE_SHARING, Config, parse_policy, parse_size
+from ucudnn.planner.documents import document_text
 from ucudnn.planner.explain import explain_plan
 from ucudnn.planner.plan import Plan, make_plan_wd, make_plan_wr
 from ucudnn.planner.policies import Policy
@@ -172,7 +172,7 @@ def plan_output(plan: Plan, tables: TimingTables, args: argparse.Namespace) -> s
         document = plan.to_dict()
         if explanation is not None:
             document["explain"] = explanation.to_dict()
-        return json.dumps(document, indent=2, allow_nan=False)
+        return document_text(document)
     if explanation is None:
         return plan.report()
     return f"{plan.report()}\n\n{explanation.report()}"

@@ -4,7 +4,7 @@ Errors name the source with a line and column: of the syntax error in malformed 
 object that repeats a key (json.loads would silently keep the last value), of an integer too
 long for any value of ours, and of the document itself when it is not the kind asked for.
 Every object read remembers its line (`line_of`), so that the code that checks its fields can
-say where it is.
+say where it is. `document_text` writes one.
 """
 
 from __future__ import annotations
@@ -12,7 +12,8 @@ from __future__ import annotations
 import json
 import json.decoder
 import json.scanner
-from collections.abc import Callable, Collection
+import math
+from collections.abc import Callable, Collection, Mapping
 
 from ucudnn.core.checks import shown
 from ucudnn.planner.files import decode, position
@@ -145,3 +146,20 @@ def read_document(
             f"{where}: {kind} version {shown(found)} is not supported (expected {expected})"
         )
     return data
+
+
+def document_text(document: Mapping[str, object]) -> str:
+    """`document` as JSON text. JSON has no infinity: a ratio too large for a float (a speed-up
+    or samples per second over a time too small to divide by) is written as null, which the
+    schemas give that meaning. NaN, which no document should hold, is still an error."""
+    return json.dumps(_infinity_as_null(document), indent=2, allow_nan=False)
+
+
+def _infinity_as_null(value: object) -> object:
+    if isinstance(value, float) and math.isinf(value):
+        return None
+    if isinstance(value, Mapping):
+        return {key: _infinity_as_null(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_infinity_as_null(item) for item in value]
+    return value

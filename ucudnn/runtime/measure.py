@@ -33,8 +33,9 @@ class KernelTiming:
 
     @property
     def speedup(self) -> float | None:
-        """Measured baseline time over measured plan time."""
-        if self.baseline_measured_ms is None:
+        """Measured baseline time over measured plan time; None without a baseline, or when
+        the plan measured no time (a ratio to zero says nothing)."""
+        if self.baseline_measured_ms is None or not self.measured_ms:
             return None
         return self.baseline_measured_ms / self.measured_ms
 
