@@ -128,7 +128,7 @@ TUNE = ["tune", "alexnet", "--model", "--memory", "16GiB"]
         (["demo", "--batch", "99999999999999999999"], "--batch='99999999999999999999' is out"),
         (["run", "alexnet", "--repeats", HUGE], "expected an integer from 1 to 10000"),
         (["run", "alexnet", "--repeats", "0"], "--repeats='0' is out of range"),
-        (["plan", "alexnet", "--model", "--time-limit", HUGE], "a number from 0.01 to 86400"),
+        (["plan", "alexnet", "--model", "--time-limit", HUGE], "a number from 1e-09 to 86400"),
         ([*TUNE, "--time-limit", "nan"], "--time-limit='nan' is not a number"),
         ([*TUNE, "--time-limit", "0"], "--time-limit='0' is out of range"),
         ([*TUNE, "--batches", HUGE], "expected an integer from 1 to 2147483647"),

@@ -20,6 +20,8 @@ from typing import Any
 
 import numpy as np
 
+from ucudnn.core.checks import shown
+
 # Element types: name -> (itemsize, __cuda_array_interface__ typestr). bfloat16 has no typestr.
 _ELEMENTS: dict[str, tuple[int, str | None]] = {
     "float16": (2, "<f2"),
@@ -60,7 +62,7 @@ def host_dtype(dtype: str) -> np.dtype:
 
 def _check_dtype(dtype: object) -> str:
     if not isinstance(dtype, str) or dtype not in _ELEMENTS:
-        raise ValueError(f"unsupported dtype {dtype!r}; expected one of {', '.join(DTYPES)}")
+        raise ValueError(f"unsupported dtype {shown(dtype)}; expected one of {', '.join(DTYPES)}")
     return dtype
 
 
@@ -93,11 +95,11 @@ def bfloat16_values(bits: np.ndarray) -> np.ndarray:
 
 def _int_tuple(values: object, what: str) -> tuple[int, ...]:
     if not isinstance(values, Sequence) or isinstance(values, str):
-        raise TypeError(f"{what} must be a tuple of ints, got {values!r}")
+        raise TypeError(f"{what} must be a tuple of ints, got {shown(values)}")
     try:
         return tuple(operator.index(v) for v in values)
     except TypeError:
-        raise TypeError(f"{what} must be a tuple of ints, got {values!r}") from None
+        raise TypeError(f"{what} must be a tuple of ints, got {shown(values)}") from None
 
 
 def _c_strides(shape: tuple[int, ...], size: int) -> tuple[int, ...]:

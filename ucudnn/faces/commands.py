@@ -29,6 +29,7 @@ from ucudnn.faces.outputs import (
 )
 from ucudnn.planner.cli import (
     TIME_LIMIT_RANGE_S,
+    check_rows,
     limit_from_args,
     mode_from_args,
     plan_output,
@@ -85,7 +86,7 @@ def _command(func: Command) -> Command:
         except BrokenPipeError:
             raise  # not an error of the command: its reader went away (see cli.main)
         except (ValueError, OSError, SolverError) as exc:
-            print(f"ucudnn {args.command}: error: {exc}", file=sys.stderr)
+            print(f"ucudnn {args.command}: error: {_error_text(exc)}", file=sys.stderr)
             return 2
         except UcudnnError as exc:  # the device or cuDNN failed
             print(f"ucudnn {args.command}: {type(exc).__name__}: {exc}", file=sys.stderr)
@@ -94,6 +95,15 @@ def _command(func: Command) -> Command:
     wrapper.__name__ = func.__name__
     wrapper.__doc__ = func.__doc__
     return wrapper
+
+
+def _error_text(exc: Exception) -> str:
+    """The message of `exc`; of an OSError, with its file names cut short (str() of one
+    quotes them whole: a pasted 24 KB --timings would come back)."""
+    if not isinstance(exc, OSError) or exc.filename is None or not exc.strerror:
+        return str(exc)
+    names = [exc.filename] if exc.filename2 is None else [exc.filename, exc.filename2]
+    return f"{exc.strerror}: {' -> '.join(shown(os.fsdecode(n)) for n in names)}"
 
 
 # -- shared argument handling -------------------------------------------------------------
@@ -287,6 +297,7 @@ def tune(args: argparse.Namespace) -> int:
                 "--batch is the batch to measure or model at; a timings file has its own"
             )
         tables, source = TimingTables.read_csv(args.timings), f"timings file {args.timings}"
+        check_rows(tables, source)
     elif args.model:
         tables, source = _model_tables_for(graph, policy), MODEL_NOTE
     else:

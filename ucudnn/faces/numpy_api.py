@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 import numpy as np
 import numpy.typing as npt
 
+from ucudnn.core.checks import shown
 from ucudnn.core.padding import AsymmetricPaddingError
 from ucudnn.core.problem import LAYOUTS, MAX_DIM, ConvProblem, to_logical, to_physical
 from ucudnn.planner.config import Config, byte_count, file_path, micro_batch_policy
@@ -201,7 +202,7 @@ def conv_backward_bias(dy: npt.NDArray[Any], *, layout: str = "") -> npt.NDArray
     rank = dy.ndim - 2
     stored = layout or LAYOUTS[rank][0]
     if stored not in LAYOUTS[rank]:
-        raise ValueError(f"layout {stored!r} is not one of {', '.join(LAYOUTS[rank])}")
+        raise ValueError(f"layout {shown(stored)} is not one of {', '.join(LAYOUTS[rank])}")
     channels = to_physical(tuple(range(dy.ndim)), stored).index(1)
     others = tuple(axis for axis in range(dy.ndim) if axis != channels)
     accumulator = np.float64 if dy.dtype == np.float64 else np.float32

@@ -20,6 +20,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import cast
 
+from ucudnn.core.checks import shown
 from ucudnn.core.problem import KERNELS, MATH_TYPES
 from ucudnn.planner import plan as plan_module, tables as tables_module
 from ucudnn.planner.explain import REASONS
@@ -672,14 +673,14 @@ def _check(value: object, schema: Schema, path: str) -> None:
                 failures.append(str(exc))
         raise SchemaError(" and ".join(failures))
     if "const" in schema and (type(value), value) != (type(schema["const"]), schema["const"]):
-        raise SchemaError(f"{path}: must be {schema['const']!r}, got {value!r}")
+        raise SchemaError(f"{path}: must be {schema['const']!r}, got {shown(value)}")
     if "enum" in schema and value not in schema["enum"]:  # type: ignore[operator]
-        raise SchemaError(f"{path}: must be one of {schema['enum']}, got {value!r}")
+        raise SchemaError(f"{path}: must be one of {schema['enum']}, got {shown(value)}")
     kind = schema.get("type")
     if kind is not None:
         _check_type(value, str(kind), path)
     if "minimum" in schema and value < schema["minimum"]:  # type: ignore[operator]
-        raise SchemaError(f"{path}: must be >= {schema['minimum']}, got {value!r}")
+        raise SchemaError(f"{path}: must be >= {schema['minimum']}, got {shown(value)}")
     if isinstance(value, list):
         for n, item in enumerate(value):
             _check(item, schema["items"], f"{path}[{n}]")  # type: ignore[arg-type]
@@ -694,7 +695,7 @@ def _check_type(value: object, kind: str, path: str) -> None:
         or (isinstance(value, bool) and kind != "boolean")
         or (isinstance(value, float) and not math.isfinite(value))
     ):
-        raise SchemaError(f"{path}: must be of type {kind}, got {value!r}")
+        raise SchemaError(f"{path}: must be of type {kind}, got {shown(value)}")
 
 
 def _check_object(value: dict[object, object], schema: Schema, path: str) -> None:
@@ -704,5 +705,5 @@ def _check_object(value: dict[object, object], schema: Schema, path: str) -> Non
             raise SchemaError(f"{path}: the field {name!r} is missing")
     for name, item in value.items():
         if name not in properties:
-            raise SchemaError(f"{path}: the field {name!r} is not in the schema")
+            raise SchemaError(f"{path}: the field {shown(name)} is not in the schema")
         _check(item, properties[name], f"{path}.{name}")

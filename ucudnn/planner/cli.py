@@ -25,9 +25,9 @@ the kernels share (--workspace-sharing shared) is planned as wr at the total.
 Exit status: 0 planned, 1 nothing fits, 2 bad input or a solver failure, 130 interrupted.
 """
 
-# --time-limit, seconds: from a hundredth of a second to a day. The option stays text here;
-# the command reads it within this range (ucudnn.faces.commands).
-TIME_LIMIT_RANGE_S = (0.01, 86_400.0)
+# --time-limit, seconds: from a nanosecond (which stops the solver at once) to a day. The
+# option stays text here; the command reads it within this range (ucudnn.faces.commands).
+TIME_LIMIT_RANGE_S = (1e-9, 86_400.0)
 
 
 def add_limit_arguments(parser: argparse.ArgumentParser) -> None:
@@ -148,10 +148,15 @@ def limit_from_args(args: argparse.Namespace, config: Config) -> int:
     return config.total_workspace_size
 
 
+def check_rows(tables: TimingTables, source: str) -> None:
+    """Refuse timings without a row, as read from a file with a header alone."""
+    if not len(tables):
+        raise ValueError(f"{source} has no timing rows: expected a header and at least one row")
+
+
 def plan_tables(tables: TimingTables, args: argparse.Namespace, source: str) -> Plan:
     """The plan that the options in `args` ask for, from `tables` (read from `source`)."""
-    if not len(tables):
-        raise ValueError(f"{source} has no timing rows")
+    check_rows(tables, source)
     config = Config.from_env()
     limit = limit_from_args(args, config)
     common = {

@@ -119,6 +119,8 @@ def parse_json(text: str | bytes, source: str) -> object:
     is wrong."""
     if isinstance(text, bytes):
         text = decode(text, source)
+    if not text.strip():  # json would say "Expecting value" at line 1, column 1
+        raise ValueError(f"{source}: empty, expected a JSON document")
     try:
         return _decoder().decode(text)
     except json.JSONDecodeError as exc:

@@ -18,6 +18,7 @@ from importlib import resources
 from pathlib import Path
 from typing import TypedDict
 
+from ucudnn.core.checks import shown
 from ucudnn.core.problem import ConvProblem, conv_output_size
 from ucudnn.planner.graph import LayerGraph
 
@@ -138,10 +139,17 @@ def builtin_network(
 ) -> LayerGraph:
     """A built-in network by name; see `load_network` for the options."""
     if name not in network_names():
-        raise ValueError(f"unknown network {name!r}; built-in: {', '.join(network_names())}")
+        raise ValueError(f"unknown network {shown(name)}; built-in: {', '.join(network_names())}")
     return load_network(
         name, batch, dtype, layout, image_size=image_size, input_gradient=input_gradient
     )
+
+
+def _is_file(path: str | os.PathLike[str]) -> bool:
+    try:
+        return Path(path).is_file()
+    except (OSError, ValueError):  # a name too long for a path, or with a NUL: no file
+        return False
 
 
 def load_network(
@@ -170,13 +178,15 @@ def load_network(
     else:
         if name in _BUNDLED:
             source = resources.files(__package__) / "data" / _BUNDLED[name]
-        elif Path(name_or_path).is_file():
+        elif _is_file(name_or_path):
             source = Path(name_or_path)
         else:
             raise ValueError(
-                f"{name!r} is neither a built-in network ({', '.join(network_names())}) "
+                f"{shown(name)} is neither a built-in network ({', '.join(network_names())}) "
                 "nor a layer-list CSV file"
             )
         with resources.as_file(source) as path:
             graph = LayerGraph.from_csv(path, batch=batch, **fields)
+        if not graph.layers():  # else a plan of nothing, or "no timing rows" of its timings
+            raise ValueError(f"{name} has no layers: expected a header and at least one row")
     return graph if input_gradient else graph.without_input_gradient()

@@ -58,6 +58,18 @@ def sizes_to_measure(policy: Policy, batch: int) -> list[int]:
     return list(sizes)
 
 
+# A list of sizes is written whole up to this many characters, so that a pasted list of
+# thousands makes no wall of text in reports and errors.
+_POLICY_TEXT = 60
+
+
 def policy_text(policy: Policy) -> str:
-    """The policy as config and the command line write it: a name or "1,2,32"."""
-    return policy if isinstance(policy, str) else ",".join(map(str, policy))
+    """The policy as config and the command line write it: a name or "1,2,32"; a longer list
+    cut short, its last size and count said: "1,2,3,...,4999 (4999 sizes)"."""
+    if isinstance(policy, str):
+        return policy
+    text = ",".join(map(str, policy))
+    if len(text) <= _POLICY_TEXT:
+        return text
+    start = text[: _POLICY_TEXT - 20].rpartition(",")[0]  # whole sizes only
+    return f"{start},...,{policy[-1]} ({len(policy)} sizes)"

@@ -396,7 +396,7 @@ class TimingTables:
             return self._tables[kernel_id]
         except KeyError:
             raise KeyError(
-                f"no timings for layer {kernel_id[0]!r} kernel {kernel_id[1]!r}"
+                f"no timings for layer {shown(kernel_id[0])} kernel {shown(kernel_id[1])}"
             ) from None
 
     def __contains__(self, kernel_id: object) -> bool:

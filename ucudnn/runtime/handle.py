@@ -15,6 +15,7 @@ from typing import NamedTuple
 
 from ucudnn._native import _cuda, _cudnn
 from ucudnn.core.arena import GrowingArena
+from ucudnn.core.checks import shown
 from ucudnn.core.device import device_facts
 from ucudnn.core.problem import KERNELS, ConvProblem, check_kernel
 from ucudnn.errors import (
@@ -300,7 +301,7 @@ class Handle:
         leaves out are planned when first used, as before (in WD mode, with the whole network).
         """
         if not isinstance(plan, Plan):
-            raise TypeError(f"plan must be a Plan, got {plan!r}")
+            raise TypeError(f"plan must be a Plan, got {shown(plan)}")
         if plan.mode != self.mode:
             raise ValueError(f"this handle is in {self.mode.upper()} mode; the plan is {plan.mode}")
         if plan.workspace_bytes > self.limit:
@@ -623,4 +624,4 @@ def _forgotten(failures: list[InfeasibleError], forgotten: list[Slot]) -> Infeas
 
 def _check_problem(problem: object) -> None:
     if not isinstance(problem, ConvProblem):
-        raise TypeError(f"problem must be a ConvProblem, got {problem!r}")
+        raise TypeError(f"problem must be a ConvProblem, got {shown(problem)}")

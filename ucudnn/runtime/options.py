@@ -13,7 +13,7 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
-from ucudnn.core.checks import boolean, integer
+from ucudnn.core.checks import boolean, integer, shown
 from ucudnn.planner.config import (
     Config,
     byte_count,
@@ -140,7 +140,7 @@ def scalar_option(value: object, name: str) -> float:
     if type(value) is float and math.isfinite(value):
         return value  # the common case, without the abstract-class checks below
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{name} must be a real number, got {value!r}")
+        raise TypeError(f"{name} must be a real number, got {shown(value)}")
     number = float(value)
     if not math.isfinite(number):
         raise ValueError(f"{name} must be finite, got {number}")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from ucudnn.core.checks import shown
 from ucudnn.planner.plan import Plan, make_plan_wd, make_plan_wr
 from ucudnn.planner.policies import Policy
 from ucudnn.runtime.benchmark import Benchmarker
@@ -31,4 +32,4 @@ def plan_kernels(
         return make_plan_wd(
             tables, limit, policy, deterministic, device=facts, timings_source=source
         )
-    raise ValueError(f"mode must be 'wr' or 'wd', got {mode!r}")
+    raise ValueError(f"mode must be 'wr' or 'wd', got {shown(mode)}")
