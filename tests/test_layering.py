@@ -87,9 +87,14 @@ def test_the_switch_alone_decides(device, simulated) -> None:
     assert done.stdout.split() == [str(simulated)] * 2
 
 
-def test_an_unknown_device_is_refused_by_name() -> None:
+@pytest.mark.parametrize(
+    ("device", "quoted"),
+    [("tpu", "'tpu'"), ("x" * 5000, "'" + "x" * 60 + "'... (5000 characters)")],
+)
+def test_an_unknown_device_is_refused_by_name(device, quoted) -> None:
     code = "import ucudnn._native"
-    env = {**os.environ, "UCUDNN_DEVICE": "tpu"}
+    env = {**os.environ, "UCUDNN_DEVICE": device}
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
     assert done.returncode == 1
-    assert "UCUDNN_DEVICE='tpu': expected 'gpu' (the default) or 'sim'" in done.stderr
+    assert f"UCUDNN_DEVICE={quoted}: expected 'gpu' (the default) or 'sim'" in done.stderr
+    assert len(done.stderr) < 2000  # not the whole value back

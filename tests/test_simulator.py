@@ -331,3 +331,22 @@ def test_an_array_on_another_device_is_refused_by_name() -> None:
     done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
                           check=True)  # fmt: skip
     assert done.stdout.splitlines() == ["2 1", "x is on device 1, but this handle uses device 0"]
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "says"),
+    [
+        ("UCUDNN_SIM_MEMORY_GIB", "1e400", "expected a number from 0 to 1048576"),
+        ("UCUDNN_SIM_MEMORY_GIB", "9" * 5000, "(5000 characters)"),
+        ("UCUDNN_SIM_DEVICES", "9" * 5000, "(5000 characters)"),
+        ("UCUDNN_SIM_DEVICES", "65", "expected an integer from 0 to 64"),
+    ],
+)
+def test_the_simulators_settings_are_bounded(monkeypatch, variable, value, says) -> None:
+    """Huge or endless numbers in its settings get one short message naming the variable."""
+    from ucudnn.testing.simulator.device import SimConfig
+
+    monkeypatch.setenv(variable, value)
+    with pytest.raises(ValueError, match=variable) as info:
+        SimConfig.from_environment()
+    assert says in str(info.value) and len(str(info.value)) < 300

@@ -24,7 +24,9 @@ elif _device in ("", "gpu"):
 
     LIBRARIES = load_libraries()
 else:
+    from ucudnn.core.checks import shown
+
     raise ImportError(
-        f"{DEVICE_VARIABLE}={os.environ[DEVICE_VARIABLE]!r}: expected 'gpu' (the default) or "
-        "'sim' (the simulated device)"
+        f"{DEVICE_VARIABLE}={shown(os.environ[DEVICE_VARIABLE])}: expected 'gpu' (the default) "
+        "or 'sim' (the simulated device)"
     )

@@ -25,11 +25,15 @@ import weakref
 from collections.abc import Callable
 from typing import Any, ClassVar
 
+from ucudnn.core.checks import parse_float, parse_int
 from ucudnn.testing.simulator.capabilities import Capabilities, load
 from ucudnn.testing.simulator.faults import Faults
 from ucudnn.testing.simulator.memory import Allocation, Memory, Span, call_site
 
 H100_MEMORY = 81_559 << 20  # nvidia-smi's memory.total on the H100 the tables come from
+# What UCUDNN_SIM_MEMORY_GIB and UCUDNN_SIM_DEVICES may ask for: beyond any real machine.
+MAX_MEMORY_GIB = 1 << 20
+MAX_DEVICES = 64
 CONTEXT_RESERVE = 512 << 20  # what a CUDA context keeps for itself, never free for users
 # The streams every CUDA program has: the legacy default, cudaStreamLegacy, cudaStreamPerThread.
 BUILTIN_STREAMS = (0, 1, 2)
@@ -46,17 +50,12 @@ class SimConfig:
     def from_environment(cls) -> SimConfig:
         memory = os.environ.get("UCUDNN_SIM_MEMORY_GIB", "").strip()
         devices = os.environ.get("UCUDNN_SIM_DEVICES", "").strip()
-        try:
-            return cls(
-                caps=os.environ.get("UCUDNN_SIM_CAPS", "").strip() or "log",
-                memory=int(float(memory) * (1 << 30)) if memory else H100_MEMORY,
-                devices=int(devices) if devices else 1,
-            )
-        except ValueError as exc:
-            raise ValueError(
-                f"UCUDNN_SIM_MEMORY_GIB must be a number of GiB and UCUDNN_SIM_DEVICES a count "
-                f"({exc})"
-            ) from None
+        gib = parse_float(memory, "UCUDNN_SIM_MEMORY_GIB", 0, MAX_MEMORY_GIB) if memory else None
+        return cls(
+            caps=os.environ.get("UCUDNN_SIM_CAPS", "").strip() or "log",
+            memory=H100_MEMORY if gib is None else int(gib * (1 << 30)),
+            devices=parse_int(devices, "UCUDNN_SIM_DEVICES", 0, MAX_DEVICES) if devices else 1,
+        )
 
 
 @dataclasses.dataclass
