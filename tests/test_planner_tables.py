@@ -154,6 +154,11 @@ def test_csv_and_json_round_trip(tmp_path) -> None:
             "time_ms must be a number between 0 and 1e\\+09, got 1e\\+20",
         ),
         (
+            ["conv1,forward,4,4,1," + "9" * 5000 + ",0"],
+            "line 2, column 'time_ms'",
+            r"time_ms is too large to be a number, got '9{60}'\.\.\. \(5000 characters\)$",
+        ),
+        (
             ["conv1,forward,4,4,1,nan,0"],
             "line 2, column 'time_ms'",
             "time_ms must be a number, got 'nan'",

@@ -559,7 +559,10 @@ def integer_text(text: str, column: str, maximum: int) -> int:
 def _number_text(text: str, column: str) -> float:
     if not _NUMBER_TEXT.fullmatch(text):
         raise ValueError(f"{column} must be a number, got {shown(text)}")
-    return float(text)
+    value = float(text)
+    if math.isinf(value):  # more digits than a float holds: say what was written, not "inf"
+        raise ValueError(f"{column} is too large to be a number, got {shown(text)}")
+    return value
 
 
 # How a CSV cell's text becomes a value; the value is then checked as a Python argument would
