@@ -4,8 +4,9 @@ Readers report every error as a ValueError that starts with where it is: the fil
 the line, and the column ("t.csv, line 3, column 'batch': ..."). `located_error` builds that
 text in one place; `FieldError` carries the column up from the code that parses one value.
 Text is UTF-8 (a byte-order mark is dropped), and bytes that are not UTF-8 are reported at
-their line and column. Writers go through `atomic_write`, so a file is either its old self or
-complete, never half written.
+their line and column. Readers take at most `MAX_READ_BYTES` and only from regular files and
+pipes. Writers go through `atomic_write`, so a file is either its old self or complete, never
+half written, and a pipe or device at the path is written to, never replaced.
 """
 
 from __future__ import annotations
@@ -21,8 +22,29 @@ from collections.abc import Iterator
 from typing import IO, Any
 
 from ucudnn.core.checks import shown
+from ucudnn.planner.units import format_size
 
-Source = str | os.PathLike[str] | IO[str] | IO[bytes]
+# A path, or a file open as text or bytes (a GzipFile is a BufferedIOBase, not an IO[bytes]).
+Source = str | os.PathLike[str] | IO[str] | IO[bytes] | io.BufferedIOBase
+
+# The most a reader takes from one file or stream. The timings that ship with ucudnn are a few
+# MB; a network of thousands of layers under the policy `all` stays far below this, while an
+# endless stream (/dev/zero) or a huge file is refused before it fills the memory.
+MAX_READ_BYTES = 256 << 20
+
+_KINDS = {
+    stat.S_IFREG: "a regular file",
+    stat.S_IFDIR: "a directory",
+    stat.S_IFIFO: "a FIFO",
+    stat.S_IFCHR: "a character device",
+    stat.S_IFBLK: "a block device",
+    stat.S_IFSOCK: "a socket",
+}
+
+
+def _what(kind: int) -> str:
+    """`kind`, the type bits of a mode (`stat.S_IFMT`), in words."""
+    return _KINDS.get(kind, "a file of an unknown kind")
 
 
 class FieldError(ValueError):
@@ -74,19 +96,39 @@ def source_name(source: Source, default: str) -> str:
 
 
 def read_text(source: Source, default_name: str) -> str:
-    """The text of a path or an open file, decoded as UTF-8 without a byte-order mark."""
+    """The text of a path or an open file, decoded as UTF-8 without a byte-order mark. A path
+    must be a regular file or a FIFO; at most `MAX_READ_BYTES` are read (characters, from a
+    text stream)."""
+    name = source_name(source, default_name)
     if isinstance(source, str | os.PathLike):
+        # Checked before opening: opening a device may block or act (a tape rewinds).
+        kind = stat.S_IFMT(os.stat(source).st_mode)
+        if kind not in (stat.S_IFREG, stat.S_IFIFO):
+            raise ValueError(
+                f"{name}: cannot read {_what(kind)}; expected a regular file or a FIFO"
+            )
         with open(source, "rb") as f:
-            data: str | bytes = f.read()
+            data: str | bytes = _read_bounded(f, name)
     else:
         try:
-            data = source.read()
+            data = _read_bounded(source, name)
         except UnicodeDecodeError as exc:
             # The stream decodes itself, so the position in the file is unknown here.
-            raise ValueError(f"{source_name(source, default_name)}: {exc}") from None
-    name = source_name(source, default_name)
+            raise ValueError(f"{name}: {exc}") from None
     text = decode(data, name) if isinstance(data, bytes) else data
     return text.removeprefix("\ufeff")
+
+
+def _read_bounded(f: IO[Any] | io.BufferedIOBase, name: str) -> str | bytes:
+    """All of `f`, or ValueError past `MAX_READ_BYTES`. Buffered and text streams read to
+    their end or to the size asked for; one more than the bound tells a stream that is too
+    long."""
+    data: str | bytes = f.read(MAX_READ_BYTES + 1)
+    if len(data) > MAX_READ_BYTES:
+        raise ValueError(
+            f"{name}: larger than {format_size(MAX_READ_BYTES)}, the most ucudnn reads from a file"
+        )
+    return data
 
 
 def decode(data: bytes, name: str) -> str:
@@ -153,10 +195,30 @@ def atomic_write(
 ) -> Iterator[IO[Any]]:
     """Open a temporary file beside `path` (text in UTF-8, or bytes with mode "wb") and, if
     the block ends without an error, rename it to `path`; otherwise remove it. Readers see
-    the old file or the whole new one."""
+    the old file or the whole new one.
+
+    Only a regular file (or nothing) is replaced so. A FIFO or a character device at `path`
+    (/dev/null, /dev/stdout, a pipe) is written to directly: renaming over it would put a
+    regular file in its place. Anything else (a directory, a socket, a block device) is
+    refused with a ValueError."""
     if mode not in ("w", "wb"):
         raise ValueError(f"atomic_write writes whole files: mode must be 'w' or 'wb', got {mode!r}")
+    if not os.fspath(path):
+        raise ValueError("the path to write is empty")
     encoding = "utf-8" if mode == "w" else None
+    try:
+        kind = stat.S_IFMT(os.stat(path).st_mode)
+    except FileNotFoundError:
+        kind = stat.S_IFREG  # created as one
+    if kind in (stat.S_IFIFO, stat.S_IFCHR):
+        with open(path, mode, encoding=encoding, newline=newline) as f:
+            yield f
+        return
+    if kind != stat.S_IFREG:
+        raise ValueError(
+            f"{os.fspath(path)}: cannot write over {_what(kind)}; "
+            "expected a regular file, a FIFO or a character device"
+        )
     # Write where a symlink points, as open() would, so the rename stays on one file system.
     target = os.path.realpath(path)
     fd, temporary = _create_beside(target)

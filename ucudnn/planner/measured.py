@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import dataclasses
 import gzip
-import io
 import logging
 from importlib import resources
 from importlib.resources.abc import Traversable
@@ -53,9 +52,10 @@ class MeasuredTable:
         return None
 
     def read(self) -> TimingTables:
-        csv = io.BytesIO(gzip.decompress(self.file.read_bytes()))
-        csv.name = self.file.name  # errors name the file
-        return TimingTables.read_csv(csv)
+        # Decompressed as read, so the readers' bound stops a file that expands without end;
+        # errors name the file.
+        with self.file.open("rb") as raw, gzip.GzipFile(self.file.name, "rb", fileobj=raw) as csv:
+            return TimingTables.read_csv(csv)
 
 
 @dataclasses.dataclass(frozen=True)
