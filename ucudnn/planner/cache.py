@@ -50,6 +50,15 @@ gives a recovery precedence: operations pass it on their way in, and a recovery 
 it waits, so it waits only for the operations in flight. Programs that do not take these locks
 (the sqlite3 shell, ucudnn before schema version 2) must not write to a cache in use.
 
+**Waits.** No wait is unbounded, so a stopped or hung process cannot hang the others. The lock
+files, and the journal SQLite would open, must be regular files (a FIFO there blocks whoever
+opens it; a symbolic link is not followed): anything else makes the cache unusable, naming it.
+Locks are waited for `timeout` seconds (UCUDNN_CACHE_TIMEOUT, default BUSY_TIMEOUT_S; SQLite's
+busy timeout too), then the error names the path and the holder (from /proc/locks). A lock file
+held that long has a stuck holder, so the process stops using the file (one warning); an SQLite
+transaction held that long fails only the operation that waited. `inspect_cache` waits
+INSPECT_TIMEOUT_S.
+
 **Why no WAL.** The file keeps SQLite's default rollback journal (`journal_mode=DELETE`).
 SQLite finds a database's `-wal`, `-shm` and `-journal` files by the database's name, not by
 the file. In WAL mode, closing the last connection to a file deletes the `-wal` of that name,
@@ -64,8 +73,13 @@ writes are rare, one per benchmarked problem size after seconds of GPU work.
 directory, lock files that cannot be created) is opened read-only and serves hits. The first
 store then warns once, and new measurements are kept in memory and served to this process's
 later lookups. `BenchmarkCache(path, read_only=True)` creates, migrates, recovers and writes
-nothing, not even the lock files (it takes the locks only if they exist). `inspect_cache`
-reports what is at a path without changing it.
+nothing, not even the lock files (it takes the locks only if they exist and can be read).
+`inspect_cache` reports what is at a path without changing it. An interrupted write (a writer
+killed mid-transaction leaves a hot `-journal`) must be rolled back before the file is read,
+and only a process that can write there may: others read a private copy rolled back, in
+memory (never the file as it is, which may mix the interrupted write with older pages), until
+the owner's next use rolls the file back. One who cannot even read the journal is told what
+the owner must do.
 
 **Failures.** Only a foreign file raises. A cache that cannot be used at all (a path that cannot
 be created or read, a schema version it cannot read, damage that cannot be set aside) gives one
@@ -78,22 +92,26 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import datetime
+import errno
 import fcntl
 import logging
 import numbers
 import os
+import pwd
 import re
+import shutil
 import sqlite3
 import stat
+import tempfile
 import threading
 import time
 import warnings
 import weakref
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
-from ucudnn.core.checks import integer, shown
+from ucudnn.core.checks import integer, parse_float, shown
 from ucudnn.core.engines import parse_tag
 from ucudnn.core.facts import DeviceFacts
 from ucudnn.core.problem import MATH_TYPES, MAX_DIM, ConvProblem, check_kernel
@@ -107,7 +125,11 @@ from ucudnn.planner.units import format_size
 # notes, sets' source).
 SCHEMA_VERSION = 3
 APPLICATION_ID = int.from_bytes(b"uCDN", "big")  # 0x7543444e, in SQLite's file header
+# How long a process waits for another's locks (the lock files' and SQLite's) before it gives
+# up: UCUDNN_CACHE_TIMEOUT, else this; `inspect_cache` (`ucudnn info`) waits INSPECT_TIMEOUT_S.
 BUSY_TIMEOUT_S = 30.0
+INSPECT_TIMEOUT_S = 2.0
+MAX_TIMEOUT_S = 3600.0
 IN_MEMORY = ":memory:"
 LEGACY = "legacy"  # the source of legacy algorithms' sets; graph-API searches: "graph/<id>"
 
@@ -196,6 +218,8 @@ _APPLICATION_ID_AT = slice(68, 72)
 # write went wrong": SQLITE_PERM, SQLITE_READONLY (and its extended codes), SQLITE_CANTOPEN (no
 # journal in a read-only directory), SQLITE_AUTH.
 _CANNOT_WRITE_CODES = frozenset({3, 8, 14, 23})
+_BUSY = 5  # SQLITE_BUSY: another connection's lock outlasted the busy timeout
+_READONLY_ROLLBACK = 776  # a hot journal that this connection may not roll back
 
 _T = TypeVar("_T")
 
@@ -206,6 +230,12 @@ class _CorruptError(sqlite3.DatabaseError):
 
 class _SchemaError(sqlite3.DatabaseError):
     """Our file, at a schema version this process may not or cannot bring to SCHEMA_VERSION."""
+
+
+class _LockTimeout(TimeoutError):
+    """A lock file stayed locked for the whole timeout. ucudnn holds them for milliseconds, so
+    its holder is stopped or hung, and every later operation would wait as long: the process
+    stops using the file."""
 
 
 def _is_corrupt(exc: sqlite3.Error) -> bool:
@@ -354,7 +384,9 @@ class CacheReport:
 
     path: str
     stats: CacheStats | None  # None: no usable cache there
-    problem: str = ""  # why the file there cannot be used; "" if there is simply none yet
+    # Why the file there cannot be used, or (with stats) what its owner should know; "" if
+    # there is simply none yet, or nothing to say.
+    problem: str = ""
 
     def describe(self) -> str:
         """One line for people, e.g. for `ucudnn info`."""
@@ -362,6 +394,7 @@ class CacheReport:
             return (
                 f"{self.path} ({self.stats.sets} measured problem sizes, "
                 f"{self.stats.measurements} rows, {format_size(self.stats.file_bytes)})"
+                + (f"; {self.problem}" if self.problem else "")
             )
         if self.problem:
             return f"{self.path}: {self.problem}"
@@ -373,15 +406,21 @@ class BenchmarkCache:
     only the cache's own variables.
 
     `read_only=True` never creates, migrates, recovers or writes anything: its stores are kept
-    in memory. A foreign file raises CacheError in either mode; see the module's docstring for
-    everything else.
+    in memory. `timeout`: the seconds to wait for other processes' locks (default
+    `timeout_from_env()`). A foreign file raises CacheError in either mode; see the module's
+    docstring for everything else.
     """
 
     def __init__(
-        self, path: str | os.PathLike[str] | None = None, *, read_only: bool = False
+        self,
+        path: str | os.PathLike[str] | None = None,
+        *,
+        read_only: bool = False,
+        timeout: float | None = None,
     ) -> None:
         self.path = str(database_from_env() if path is None else path)
         self.read_only = read_only
+        self.timeout = timeout_from_env() if timeout is None else _seconds(timeout, "timeout")
         self._lock = threading.Lock()  # the connections are used by any thread of this process
         self._memory = _connect_memory()  # measurements that no file holds
         self._file: _CacheFile | None = None
@@ -397,19 +436,17 @@ class BenchmarkCache:
     # -- opening ----------------------------------------------------------------------------
     def _open_file(self) -> None:
         problems: list[str] = []
-        if self.read_only:
-            self._unsaved_warning = self._read_only_text("opened with read_only=True")
-        else:
+        for writable in (False,) if self.read_only else (True, False):
             try:
-                self._file = _CacheFile.open(self.path, writable=True)
-                return
+                self._file = _CacheFile.open(self.path, writable, self.timeout)
+                break
             except (OSError, sqlite3.Error) as exc:
-                problems.append(str(exc))
-                self._unsaved_warning = self._read_only_text(str(exc))
-        try:
-            self._file = _CacheFile.open(self.path, writable=False)
-        except (OSError, sqlite3.Error) as exc:
-            problems.append(_explain(exc))
+                problems.append(_explain(exc, self.path))
+                if isinstance(exc, TimeoutError):
+                    break  # opening it read-only would wait as long again
+        if self._file is None or not self._file.writable:
+            reason = "opened with read_only=True" if self.read_only else problems[0]
+            self._unsaved_warning = self._read_only_text(reason)  # given by the first store
         if self._file is None and problems:
             self._unsaved_warning = ""  # said now, for every store to come
             warnings.warn(
@@ -447,7 +484,10 @@ class BenchmarkCache:
             with self._lock:
                 rows = _find_set(self._memory, key)
                 if rows is None and self._file is not None:
-                    rows = self._file.run(lambda conn: _find_set(conn, key))
+                    try:
+                        rows = self._file.run(lambda conn: _find_set(conn, key))
+                    except _LockTimeout as exc:
+                        self._give_up(exc)  # a miss
             found = None if rows is None else _measurements(micro_batch, rows)
             _log_lookup(problem, kernel, micro_batch, source, found)
             return found
@@ -493,6 +533,8 @@ class BenchmarkCache:
                     self._file.run(lambda conn: _replace_set(conn, key, results))
                     _delete_set(self._memory, key)  # kept there by a store that failed
                     return
+                except _LockTimeout as exc:
+                    self._give_up(exc)
                 except (sqlite3.Error, OSError, CacheError) as exc:
                     self._write_failed(exc)
             if self._unsaved_warning:
@@ -507,6 +549,19 @@ class BenchmarkCache:
             self._unsaved_warning = self._read_only_text(str(exc))
         else:
             self._warn(exc, "write")
+
+    def _give_up(self, exc: _LockTimeout) -> None:
+        """Stop using the file for good (under self._lock): see _LockTimeout."""
+        assert self._file is not None
+        self._file.close()
+        self._file = None
+        self._unsaved_warning = ""  # said now, for every store to come
+        warnings.warn(
+            f"ucudnn benchmark cache {self.path} is no longer used by this process ({exc}); "
+            "measurements are kept in memory",
+            CacheWarning,
+            stacklevel=3,
+        )
 
     def stats(self) -> CacheStats:
         """The file's sets, rows and size; for a cache without a file, the memory's."""
@@ -555,30 +610,72 @@ def _log_lookup(
         )  # fmt: skip
 
 
-def inspect_cache(path: str | os.PathLike[str] | None = None) -> CacheReport:
+def inspect_cache(
+    path: str | os.PathLike[str] | None = None, timeout: float = INSPECT_TIMEOUT_S
+) -> CacheReport:
     """What is at the cache path (default: `database_from_env()`), read as it is: creates,
-    migrates, recovers and writes nothing, and reports a foreign file instead of raising. Only
-    a bad UCUDNN_DATABASE (a ~user that does not exist) raises: there is no path to report on."""
+    migrates, recovers and writes nothing, and reports a foreign file instead of raising. Waits
+    at most `timeout` seconds for other processes' locks. Only a bad UCUDNN_DATABASE (a ~user
+    that does not exist) raises: there is no path to report on."""
     path = str(database_from_env() if path is None else path)
     try:
-        file = _CacheFile.open(path, writable=False)
+        file = _CacheFile.open(path, False, _seconds(timeout, "timeout"))
         if file is None:
             return CacheReport(path, None)
         with contextlib.closing(file):
-            return CacheReport(path, file.run(lambda conn: _stats(conn, file.path)))
+            stats = file.run(lambda conn: _stats(conn, file.path))
+            note = f"read as its last complete write left it: {_interrupted(file.path)}"
+            return CacheReport(path, stats, note if file.rolled_back_copy else "")
     except CacheError as exc:
         return CacheReport(path, None, f"not a ucudnn benchmark cache ({exc.reason}); left as is")
     except (OSError, sqlite3.Error) as exc:
-        return CacheReport(path, None, f"cannot be used: {_explain(exc)}")
+        return CacheReport(path, None, f"cannot be used: {_explain(exc, path)}")
 
 
-def _explain(exc: Exception) -> str:
+def timeout_from_env(environ: Mapping[str, str] = os.environ) -> float:
+    """UCUDNN_CACHE_TIMEOUT (seconds) if set and not empty, else BUSY_TIMEOUT_S."""
+    text = environ.get("UCUDNN_CACHE_TIMEOUT", "").strip()
+    if not text:
+        return BUSY_TIMEOUT_S
+    return parse_float(text, "UCUDNN_CACHE_TIMEOUT", 0.0, MAX_TIMEOUT_S)
+
+
+def _seconds(value: object, name: str) -> float:
+    """A timeout passed from Python: a real number of seconds from 0 to MAX_TIMEOUT_S."""
+    if isinstance(value, numbers.Real) and not isinstance(value, bool):
+        seconds = float(value)
+        if 0 <= seconds <= MAX_TIMEOUT_S:  # False for NaN
+            return seconds
+    raise ValueError(
+        f"{name} must be a number of seconds from 0 to {MAX_TIMEOUT_S:g}, got {shown(value)}"
+    )
+
+
+def _explain(exc: Exception, path: str) -> str:
     if isinstance(exc, sqlite3.Error) and _is_corrupt(exc):
         return (
             f"corrupt ({exc}); the next ucudnn process that can write there moves it aside and "
             "starts a fresh cache"
         )
+    if getattr(exc, "sqlite_errorcode", None) == _READONLY_ROLLBACK:
+        return _interrupted(os.path.realpath(path))
     return str(exc)
+
+
+def _interrupted(path: str) -> str:
+    """What the owner of a cache with a hot journal, which others may not roll back, must do."""
+    try:
+        uid = os.stat(path).st_uid
+        owner = pwd.getpwuid(uid).pw_name
+    except KeyError:
+        owner = f"user {uid}"
+    except OSError:
+        owner = "the user who can write there"
+    return (
+        f"an interrupted write left {path}-journal, which only a process that can write there "
+        f"may roll back: open the cache once as its owner, {owner}, e.g. python -c "
+        f'"from ucudnn.planner import BenchmarkCache; BenchmarkCache({path!r}).close()"'
+    )
 
 
 class _CacheFile:
@@ -586,15 +683,17 @@ class _CacheFile:
     shared lock, on the file the path names at that moment. A writable one replaces a corrupt
     file, under the exclusive lock."""
 
-    def __init__(self, path: str, lock: _FileLock | None, writable: bool) -> None:
+    def __init__(self, path: str, lock: _FileLock | None, writable: bool, timeout: float) -> None:
         self.path = path
         self.writable = writable
+        self.timeout = timeout  # SQLite's busy timeout; the lock has its own copy
+        self.rolled_back_copy = False  # connected to a copy: see _rolled_back_copy
         self._lock = lock  # writable ones always have one
         self._conn: sqlite3.Connection | None = None
         self._identity: tuple[int, int] | None = None  # (st_dev, st_ino) of the file connected
 
     @classmethod
-    def open(cls, path: str, writable: bool) -> _CacheFile | None:
+    def open(cls, path: str, writable: bool, timeout: float) -> _CacheFile | None:
         """Our file at `path`, created if writable; None if there is none and none may be made.
         Raises CacheError for a foreign file before creating anything beside it."""
         path = os.path.realpath(path)  # the lock and the journal belong beside the real file
@@ -603,7 +702,8 @@ class _CacheFile:
             return None
         if writable:
             Path(path).parent.mkdir(parents=True, exist_ok=True)
-        file = cls(path, _FileLock.beside(path, create=writable), writable)
+        lock = _FileLock.beside(path, writable, timeout)
+        file = cls(path, lock, writable, timeout)
         try:
             with file._shared():
                 file._follow_path()
@@ -629,13 +729,31 @@ class _CacheFile:
         if self._lock is not None:
             self._lock.close()
 
-    def _shared(self) -> contextlib.AbstractContextManager[None]:
-        return self._lock.shared() if self._lock is not None else contextlib.nullcontext()
+    @contextlib.contextmanager
+    def _shared(self) -> Iterator[None]:
+        """Under the shared lock (if any); SQLite's "database is locked" said clearly."""
+        with self._lock.shared() if self._lock is not None else contextlib.nullcontext():
+            try:
+                yield
+            except sqlite3.OperationalError as exc:
+                if exc.sqlite_errorcode & 0xFF != _BUSY:
+                    raise
+                holders = _holders(os.stat(self.path), writers_only=False)
+                raise TimeoutError(
+                    f"{self.path} is locked by {holders}, in an SQLite transaction: gave up "
+                    f"after waiting {self.timeout:g} s"
+                ) from exc
 
     def _follow_path(self) -> sqlite3.Connection:
         """The connection to the file the path names now (under the shared lock). A recovery
-        briefly drops the shared lock, so look until the answer holds still."""
-        while self._conn is None or _identity(self.path) != self._identity:
+        briefly drops the shared lock, so look until the answer holds still. A rolled-back
+        copy is left once its owner has rolled the file back: the file is whole again."""
+        _require_regular(self.path + "-journal")  # SQLite would block on a FIFO there
+        while (
+            self._conn is None
+            or _identity(self.path) != self._identity
+            or (self.rolled_back_copy and not os.path.lexists(self.path + "-journal"))
+        ):
             self._connect()
         return self._conn
 
@@ -653,7 +771,10 @@ class _CacheFile:
         self._close_connection()
         if not _holds_cache(self.path) and not self.writable:  # also refuses a foreign newcomer
             raise FileNotFoundError(f"{self.path}: the benchmark cache is gone")
-        conn = _connect_file(self.path, self.writable)
+        if self.writable:
+            conn = _connect_file(self.path, True, self.timeout)
+        else:
+            conn, self.rolled_back_copy = _connect_reader(self.path, self.timeout)
         try:
             # Under the shared lock nobody moves the file: the path names what conn has open.
             self._identity = _identity(self.path)
@@ -703,39 +824,48 @@ class _FileLock:
     pass it shared, for an instant, and a recovery holds it exclusively while it waits, so it
     waits only for the operations in flight (flock alone would let a stream of overlapping
     shared holders keep it waiting). A flock belongs to one open file description, so each
-    BenchmarkCache holds its own, even within one process."""
+    BenchmarkCache holds its own, even within one process.
+
+    No wait is unbounded: each ends in _LockTimeout after `timeout` seconds, naming the holder.
+    The files are opened without blocking, and only regular files are used: anyone who can
+    write the directory can put a FIFO there, whose opening would wait for a writer forever."""
 
     _SUFFIXES = (".lock", ".gate")
 
-    def __init__(self, main: int, gate: int) -> None:
+    def __init__(self, main: int, gate: int, path: str, timeout: float) -> None:
         self._main = main
         self._gate = gate
+        self._names = {main: path + ".lock", gate: path + ".gate"}
+        self._timeout = timeout
         # Closes both once, on close() or when an unclosed cache is collected; it must not
         # refer to self, or self would never be collected.
         self._release = weakref.finalize(self, _close_descriptors, main, gate)
 
     @classmethod
-    def beside(cls, path: str, create: bool) -> _FileLock | None:
-        """The lock of the cache at `path`; None when its files are missing and may not be
-        created. flock needs no write access, so one user's lock files serve every reader."""
+    def beside(cls, path: str, create: bool, timeout: float) -> _FileLock | None:
+        """The lock of the cache at `path`; None when its files are missing or unreadable and
+        may not be created. flock needs no write access, so one user's lock files serve every
+        reader. Something else than a regular file there is refused (OSError)."""
         flags = os.O_RDONLY | (os.O_CREAT if create else 0)
         fds: list[int] = []
         try:
             for suffix in cls._SUFFIXES:
-                fds.append(os.open(path + suffix, flags, 0o666))
-        except OSError:
+                fds.append(_open_regular(path + suffix, flags))
+        except OSError as exc:
             for fd in fds:
                 os.close(fd)
-            if create:
+            if create or not isinstance(exc, (FileNotFoundError, PermissionError)):
                 raise
             return None
-        return cls(*fds)
+        main, gate = fds
+        return cls(main, gate, path, timeout)
 
     @contextlib.contextmanager
     def shared(self) -> Iterator[None]:
-        fcntl.flock(self._gate, fcntl.LOCK_SH)  # waits while a recovery is pending
+        deadline = time.monotonic() + self._timeout
+        self._take(self._gate, fcntl.LOCK_SH, deadline)  # waits while a recovery is pending
         try:
-            fcntl.flock(self._main, fcntl.LOCK_SH)
+            self._take(self._main, fcntl.LOCK_SH, deadline)
         finally:
             fcntl.flock(self._gate, fcntl.LOCK_UN)
         try:
@@ -749,15 +879,35 @@ class _FileLock:
         shared lock first (two recoveries, each keeping it while waiting for the other to let
         go, would deadlock), so the holder must look again at what the lock guards."""
         fcntl.flock(self._main, fcntl.LOCK_UN)
-        fcntl.flock(self._gate, fcntl.LOCK_EX)
+        deadline = time.monotonic() + self._timeout
+        self._take(self._gate, fcntl.LOCK_EX, deadline)
         try:
-            fcntl.flock(self._main, fcntl.LOCK_EX)
+            self._take(self._main, fcntl.LOCK_EX, deadline)
             try:
                 yield
             finally:
-                fcntl.flock(self._main, fcntl.LOCK_SH)
+                self._take(self._main, fcntl.LOCK_SH, time.monotonic() + self._timeout)
         finally:
             fcntl.flock(self._gate, fcntl.LOCK_UN)
+
+    def _take(self, fd: int, operation: int, deadline: float) -> None:
+        """flock without blocking, tried again until `deadline` (time.monotonic())."""
+        pause = 0.001
+        while True:
+            try:
+                fcntl.flock(fd, operation | fcntl.LOCK_NB)
+                return
+            except BlockingIOError:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    # A shared lock waits only for exclusive holders; an exclusive one for all.
+                    holders = _holders(os.fstat(fd), writers_only=operation == fcntl.LOCK_SH)
+                    raise _LockTimeout(
+                        f"{self._names[fd]} is locked by {holders}: gave up after waiting "
+                        f"{self._timeout:g} s"
+                    ) from None
+            time.sleep(min(pause, left))
+            pause = min(2 * pause, 0.05)  # quick for a short wait, few wake-ups for a long one
 
     def close(self) -> None:
         """Idempotent. The numbers are forgotten: once closed they may name another file of
@@ -769,6 +919,85 @@ class _FileLock:
 def _close_descriptors(*fds: int) -> None:
     for fd in fds:
         os.close(fd)
+
+
+def _holders(status: os.stat_result, writers_only: bool) -> str:
+    """Who holds a lock (flock or SQLite's fcntl locks) on the file `status` describes, as
+    Linux's /proc/locks tells: "process 4242 (python3, stopped)", or "another process" where
+    it cannot tell (another system, a process in another PID namespace)."""
+    file_id = f"{os.major(status.st_dev):02x}:{os.minor(status.st_dev):02x}:{status.st_ino}"
+    try:
+        with open("/proc/locks", encoding="ascii", errors="replace") as table:
+            lines = table.read().splitlines()
+    except OSError:
+        lines = []
+    pids = set()
+    for line in lines:
+        # "1: FLOCK  ADVISORY  WRITE 4242 fe:00:2147361 0 EOF"; a waiter's line has "->" after
+        # "1:", so no file there; an OFD lock's pid is -1, not digits.
+        fields = line.split()
+        held = len(fields) >= 6 and fields[5] == file_id and fields[4].isdigit()
+        if held and (not writers_only or fields[3] == "WRITE"):
+            pids.add(int(fields[4]))
+    others = sorted(pids - {os.getpid()})
+    if others:
+        return ("process " if len(others) == 1 else "processes ") + ", ".join(
+            _process(pid) for pid in others
+        )
+    return "this process" if pids else "another process"
+
+
+def _process(pid: int) -> str:
+    """ "4242 (python3)", with ", stopped" for a process stopped by a signal or a debugger."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="utf-8", errors="replace") as file:
+            name, _, rest = file.read().partition("(")[2].rpartition(")")
+    except OSError:  # gone meanwhile
+        return str(pid)
+    stopped = ", stopped" if rest.split()[:1] in (["T"], ["t"]) else ""
+    return f"{pid} ({name}{stopped})"
+
+
+def _open_regular(path: str, flags: int) -> int:
+    """A descriptor of the regular file at `path`, opened with `flags` (O_CREAT makes it), or
+    OSError naming what is there instead. Opening does not block (a FIFO would wait for a
+    writer) nor follow a symbolic link (one planted in a shared directory would send ucudnn's
+    files elsewhere); the type is checked on what was opened, so nothing can swap it."""
+    try:
+        fd = os.open(path, flags | os.O_NONBLOCK | os.O_NOFOLLOW, 0o666)
+    except OSError as exc:
+        if exc.errno != errno.ELOOP:
+            raise
+        _require_regular(path)  # names what is there
+        raise
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        raise OSError(_not_regular(path, mode))
+    return fd
+
+
+def _require_regular(path: str) -> None:
+    """OSError if `path` names something else than a regular file (a missing one is fine)."""
+    with contextlib.suppress(FileNotFoundError):
+        mode = os.lstat(path).st_mode
+        if not stat.S_ISREG(mode):
+            raise OSError(_not_regular(path, mode))
+
+
+_KINDS = (
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISLNK, "a symbolic link"),
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+)
+
+
+def _not_regular(path: str, mode: int) -> str:
+    kind = next((name for test, name in _KINDS if test(mode)), "an unknown kind of file")
+    return f"{path} is not a regular file ({kind})"
 
 
 def _holds_cache(path: str) -> bool:
@@ -790,12 +1019,10 @@ def _holds_cache(path: str) -> bool:
 def _read_header(path: str) -> bytes | None:
     """The first bytes of the file at `path`; None if there is no file."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)  # a FIFO must not block us
+        fd = _open_regular(path, os.O_RDONLY)
     except FileNotFoundError:
         return None
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise OSError(f"{path} is not a regular file")
         return os.read(fd, _HEADER_BYTES)
     finally:
         os.close(fd)
@@ -830,22 +1057,87 @@ def _set_aside(path: str) -> str:
     return aside
 
 
-def _connect_file(path: str, writable: bool) -> sqlite3.Connection:
+def _connect_file(path: str, writable: bool, timeout: float) -> sqlite3.Connection:
     if writable:
-        return _connect(path)
-    return _connect(Path(path).absolute().as_uri() + "?mode=ro", uri=True)
+        return _connect(path, timeout)
+    return _connect(Path(path).absolute().as_uri() + "?mode=ro", timeout, uri=True)
+
+
+def _connect_reader(path: str, timeout: float) -> tuple[sqlite3.Connection, bool]:
+    """A read-only connection to the cache at `path`, and whether it is to a rolled-back copy.
+    A hot journal (an interrupted write's) must be rolled back before anything is read, which
+    SQLite does only where it may write: a reader that may not is given a copy rolled back
+    (_rolled_back_copy), or if it cannot read the journal, the error, which _explain explains.
+    Reading the file as it is (SQLite's immutable mode) could mix pages of the interrupted
+    write with older ones."""
+    journal = _open_journal(path)  # before SQLite looks at it: see _rolled_back_copy
+    try:
+        conn = _connect_file(path, False, timeout)
+        try:
+            conn.execute("PRAGMA schema_version")  # reads the file: SQLite finds the journal
+            return conn, False
+        except sqlite3.OperationalError as exc:
+            conn.close()
+            if exc.sqlite_errorcode != _READONLY_ROLLBACK or journal is None:
+                raise
+        copy = _rolled_back_copy(path, journal)
+    finally:
+        if journal is not None:
+            os.close(journal)
+    if copy is None:  # its owner rolled it back meanwhile: the file is whole again
+        return _connect_file(path, False, timeout), False
+    return copy, True
+
+
+def _open_journal(path: str) -> int | None:
+    """The cache's rollback journal opened for reading; None if there is none or it may not be
+    read."""
+    try:
+        return _open_regular(path + "-journal", os.O_RDONLY)
+    except (FileNotFoundError, PermissionError):
+        return None
+
+
+def _rolled_back_copy(path: str, journal: int) -> sqlite3.Connection | None:
+    """The cache as its last complete write left it, in memory: copies of the file and of its
+    hot `journal` are made in a private directory, where SQLite rolls them back. None if the
+    journal was rolled back (or changed) while it was copied.
+
+    The copies belong together: a hot journal does not change until it is rolled back, and the
+    file changes meanwhile only by that rollback (every writer rolls it back first), which puts
+    back pages the journal holds and ends by deleting it. `journal` was opened before SQLite
+    found it hot, so it is that journal if it is still linked, unchanged, after the copying."""
+    before = os.fstat(journal)
+    with tempfile.TemporaryDirectory(prefix="ucudnn-cache-") as private:
+        copy = os.path.join(private, "cache.sqlite")
+        with open(journal, "rb", closefd=False) as source, open(copy + "-journal", "wb") as out:
+            shutil.copyfileobj(source, out)
+        shutil.copyfile(path, copy)
+        after = os.fstat(journal)
+        if after.st_nlink == 0 or (after.st_size, after.st_mtime_ns) != (
+            before.st_size,
+            before.st_mtime_ns,
+        ):
+            return None
+        with contextlib.closing(sqlite3.connect(copy, isolation_level=None)) as rolled_back:
+            rolled_back.execute("PRAGMA schema_version")  # rolls the copy back
+            image = rolled_back.serialize()
+    conn = _connect(IN_MEMORY, 0.0)
+    conn.deserialize(image)
+    conn.execute("PRAGMA query_only = ON")  # a copy: nothing written to it would be kept
+    return conn
 
 
 def _connect_memory() -> sqlite3.Connection:
-    conn = _connect(IN_MEMORY)
+    conn = _connect(IN_MEMORY, 0.0)
     with _transaction(conn):
         _prepare_schema(conn, IN_MEMORY)
     return conn
 
 
-def _connect(target: str, uri: bool = False) -> sqlite3.Connection:
+def _connect(target: str, timeout: float, uri: bool = False) -> sqlite3.Connection:
     conn = sqlite3.connect(
-        target, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False, uri=uri
+        target, timeout=timeout, isolation_level=None, check_same_thread=False, uri=uri
     )
     conn.execute("PRAGMA foreign_keys = ON")  # a replaced set's rows go with it (CASCADE)
     return conn
