@@ -171,7 +171,7 @@ def test_legacy_and_graph_sets_of_one_key_are_separate(db: BenchmarkCache) -> No
         Candidate(4, 62, 0.5, 1 << 20, engine="eng62_k2=0_k13=1")
     ]
     assert db.candidates(PROBLEM, "forward", 4, FACTS) == [Candidate(4, 1, 2.0, 0)]
-    assert db.lookup(PROBLEM, "forward", 4, FACTS, "graph/A+FALLBACK/v2") is None  # new search
+    assert db.lookup(PROBLEM, "forward", 4, FACTS, "graph/A+FALLBACK/v3") is None  # new search
     # A store replaces its own source's set only.
     db.store(PROBLEM, "forward", 4, FACTS, [], GRAPH)
     assert db.lookup(PROBLEM, "forward", 4, FACTS, GRAPH) == []
