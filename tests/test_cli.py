@@ -65,9 +65,11 @@ def test_info_reports_bad_settings_as_warnings(capsys, tmp_path, monkeypatch) ->
     monkeypatch.setenv("UCUDNN_DEFAULT_WORKSPACE_LIMIT", "lots")
     monkeypatch.setenv("UCUDNN_CHECK", "maybe")
     monkeypatch.setenv("UCUDNN_DATABASE", "~no-such-user-here/b.sqlite")
+    monkeypatch.setenv("UCUDNN_CACHE_TIMEOUT", "soon")
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     assert main(["info"]) == 0
     out = capsys.readouterr().out
+    assert "warning: UCUDNN_CACHE_TIMEOUT='soon' is not a number" in out
     assert "warning: UCUDNN_BATCH_SIZE_POLICY='sometimes' is not a policy" in out
     assert "warning: UCUDNN_DEFAULT_WORKSPACE_LIMIT='lots' is not a size" in out
     assert "warning: UCUDNN_CHECK='maybe' is not a yes/no value" in out

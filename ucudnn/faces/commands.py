@@ -176,14 +176,18 @@ def _database(args: argparse.Namespace, config: Config) -> Path:
 
 
 def _configuration_problems() -> list[str]:
-    """What is wrong with each UCUDNN_* variable, so that `info` can report them all."""
+    """What is wrong with each UCUDNN_* variable, so that `info` can report them all: the
+    settings' and the cache's own (its lock timeout)."""
+    from ucudnn.planner.cache import timeout_from_env
+
     problems = []
     for name, value in os.environ.items():
         if name.startswith("UCUDNN_"):
-            try:
-                Config.from_env({name: value})
-            except ValueError as exc:
-                problems.append(str(exc))
+            for read in (Config.from_env, timeout_from_env):
+                try:
+                    read({name: value})
+                except ValueError as exc:
+                    problems.append(str(exc))
     return problems
 
 
