@@ -3,14 +3,72 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
+import signal
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from types import FrameType
 
 from ucudnn.core.build import version_text
 from ucudnn.faces import commands, messages
 from ucudnn.planner.cli import add_limit_arguments, add_plan_arguments, add_solver_arguments
 from ucudnn.planner.wd import DEFAULT_TIME_LIMIT_S
+
+# The options that name a file or folder, by their dest. An empty one is refused: unchecked, it
+# would skip the output (`if args.plot`), write to the current folder (--out) or fall back to a
+# default (--database) without a word.
+_PATH_OPTIONS = {
+    "timings": "--timings",
+    "export": "--export",
+    "plot": "--plot",
+    "out": "--out",
+    "database": "--database",
+}
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where Ctrl-C's KeyboardInterrupt would be, so that the same cleanup runs
+    (atomic_write removes its temporary file) before the command exits 143."""
+
+
+def _terminate(signum: int, frame: FrameType | None) -> None:
+    raise Terminated
+
+
+@contextlib.contextmanager
+def _interrupts() -> Iterator[None]:
+    """While a command runs: SIGTERM raises Terminated (unless it is ignored or handled by
+    someone else), and an interrupt that a finalizer dropped is raised again."""
+    previous_hook = sys.unraisablehook
+
+    def raise_again(unraisable: sys.UnraisableHookArgs) -> None:
+        # Python prints and drops an exception raised in a finalizer ("Exception ignored
+        # in ..."), and the command would run on: a Ctrl-C lands in one when the WD solver's
+        # objects are freed. Raised here it would be dropped again, so a one-shot profile
+        # function raises it at the next call or return after this hook, in the code the
+        # finalizer interrupted (Python unsets a profile function that raises).
+        if not isinstance(unraisable.exc_value, KeyboardInterrupt):
+            previous_hook(unraisable)
+            return
+        interrupt = type(unraisable.exc_value)
+
+        def reraise(frame: FrameType, event: str, arg: object) -> None:
+            if frame.f_code is not raise_again.__code__:
+                raise interrupt
+
+        sys.setprofile(reraise)
+
+    terminate = signal.getsignal(signal.SIGTERM) == signal.SIG_DFL
+    if terminate:
+        signal.signal(signal.SIGTERM, _terminate)
+    sys.unraisablehook = raise_again
+    try:
+        yield
+    finally:
+        sys.unraisablehook = previous_hook
+        if terminate:
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
 def _network_arguments(parser: argparse.ArgumentParser, required: bool = True) -> None:
@@ -180,10 +238,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     verbosity = args.verbose + args.verbose_after_command
     if args.quiet and verbosity:
         parser.error("give -q or -v, not both")
-    with messages.shown(messages.QUIET if args.quiet else verbosity):
+    empty = [option for dest, option in _PATH_OPTIONS.items() if getattr(args, dest, None) == ""]
+    if empty:
+        print(
+            f"ucudnn {args.command}: error: {empty[0]} is empty; expected a path", file=sys.stderr
+        )
+        return 2
+    with messages.shown(messages.QUIET if args.quiet else verbosity), _interrupts():
         try:
             command: commands.Command = args.func  # set by the subcommand's parser
             return command(args)
+        except Terminated:
+            return 143  # 128 + SIGTERM, quietly: whoever sent it knows why
         except KeyboardInterrupt:
             print(f"ucudnn {args.command}: interrupted", file=sys.stderr)
             return 130  # 128 + SIGINT, as shells report a process stopped by Ctrl-C

@@ -44,8 +44,13 @@ def write_plots(
 ) -> list[Path]:
     """Write desirable_sets.png (for `layer`, default the layer the plan speeds up most) and
     breakdown.png (planned vs baseline time per kernel); return their paths."""
+    if not os.fspath(out_dir):
+        raise ValueError("the folder to write the plots in is empty")  # Path("") is "."
     out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:
+        raise ValueError(f"{out}: not a folder to write the plots in") from None
     layer = layer or most_improved_layer(plan)
     if layer not in {k.layer for k in plan.kernels}:
         raise ValueError(f"no layer {layer!r} in the timings")

@@ -1,0 +1,107 @@
+"""Ctrl-C and SIGTERM end a command with 130 and 143, whatever it is doing, and leave no
+temporary file behind (issue 27, items 3 and 6)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.test_cli import hard_wd_timings
+
+STATUS = {signal.SIGINT: 130, signal.SIGTERM: 143}
+SIGNALS = pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["int", "term"])
+
+# The command line, with a hook that says on stdout when the part under test has begun and
+# then waits there to be stopped.
+SCRIPT = """
+import sys, time
+from ucudnn.faces.cli import main
+
+def wait_here(*args, **kwargs):
+    print("begun", flush=True)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:  # busy, as Python code is: no sleep to break
+        pass
+
+{hook}
+sys.exit(main(sys.argv[1:]))
+"""
+
+# savefig writes half a PNG into atomic_write's temporary file, then waits.
+SLOW_PLOT = """
+from matplotlib.figure import Figure
+def savefig(self, f, **kwargs):
+    f.write(b"half a png")
+    f.flush()
+    wait_here()
+Figure.savefig = savefig
+"""
+
+# An object freed as planning starts, whose finalizer waits: an interrupt raised there is
+# dropped by Python ("Exception ignored in ..."), as it is where the WD solver's are freed.
+SLOW_FINALIZER = """
+from ucudnn.faces import commands
+class Freed:
+    def __del__(self):
+        wait_here()
+plan_tables = commands.plan_tables
+def planning(*args, **kwargs):
+    Freed()
+    return plan_tables(*args, **kwargs)
+commands.plan_tables = planning
+"""
+
+
+def _stop(hook: str, argv: list[str], signum: int) -> tuple[int, str, str]:
+    """Run the command with `hook`, send `signum` once the hooked part has begun: its exit
+    status, stdout after the mark and stderr."""
+    script = SCRIPT.format(hook=hook)
+    process = subprocess.Popen(
+        [sys.executable, "-c", script, *argv],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert process.stdout is not None
+    assert process.stdout.readline() == "begun\n", process.communicate()
+    process.send_signal(signum)
+    out, err = process.communicate(timeout=20)
+    return process.returncode, out, err
+
+
+@SIGNALS
+def test_a_stopped_plot_leaves_no_temporary_file(tmp_path: Path, signum: int) -> None:
+    pytest.importorskip("matplotlib")
+    argv = ["tune", "alexnet", "--model", "--memory", "4GiB", "-q", "--plot"]
+    status, out, err = _stop(SLOW_PLOT, [*argv, str(tmp_path / "t.png")], signum)
+    assert status == STATUS[signum] and out == ""
+    assert err == ("ucudnn tune: interrupted\n" if signum == signal.SIGINT else "")
+    assert os.listdir(tmp_path) == []
+
+
+@SIGNALS
+def test_an_interrupt_in_a_finalizer_still_stops_the_command(signum: int) -> None:
+    status, out, err = _stop(SLOW_FINALIZER, ["plan", "alexnet", "--model"], signum)
+    assert status == STATUS[signum] and out == ""  # no plan
+    assert err.splitlines()[1:] == (["ucudnn plan: interrupted"] if signum == signal.SIGINT else [])
+
+
+def test_sigterm_during_the_solver_exits_143_at_once(tmp_path: Path) -> None:
+    budget = hard_wd_timings(tmp_path / "hard.csv")
+    argv = [sys.executable, "-m", "ucudnn.faces.cli", "plan", "-q"]
+    argv += ["--mode", "wd", "--total-workspace", str(budget)]
+    argv += ["--timings", str(tmp_path / "hard.csv")]
+    process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(3)  # imports, reading and the bounds take about a second; then HiGHS runs
+    assert process.poll() is None, process.communicate()
+    sent = time.monotonic()
+    process.send_signal(signal.SIGTERM)
+    out, err = process.communicate(timeout=30)
+    assert time.monotonic() - sent < 1.5
+    assert (process.returncode, out, err) == (143, "", "")
