@@ -122,3 +122,15 @@ def test_the_command_line_says_what_it_refuses(capsys, tmp_path: Path) -> None:
     )
     assert main(["plan", "--timings", str(tmp_path)]) == 2
     assert f"error: {tmp_path}: cannot read a directory" in capsys.readouterr().err
+
+
+def test_a_layer_list_is_read_from_a_fifo_and_a_device_is_refused_by_name(
+    capsys, fifo: Path
+) -> None:
+    layers = Path(__file__).parents[1] / "ucudnn" / "planner" / "data" / "alexnet.csv"
+    writer = _feed(fifo, layers.read_bytes())
+    assert main(["plan", str(fifo), "--model", "--json"]) == 0
+    writer.join(5)
+    assert capsys.readouterr().out.count('"layer": "conv') == 5 * 3  # AlexNet's 5 layers, 3 kernels
+    assert main(["plan", "/dev/null", "--model"]) == 2
+    assert "error: /dev/null: cannot read a character device" in capsys.readouterr().err

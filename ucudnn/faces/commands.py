@@ -1,7 +1,8 @@
 """What each `ucudnn` subcommand does; `cli.py` only parses arguments.
 
 Every command returns its exit status: 0 done, 1 could not (no GPU, nothing fits, a device or
-cuDNN failure), 2 bad input or a solver failure; `cli.main` adds 130 for Ctrl-C.
+cuDNN failure), 2 bad input or a solver failure; `cli.main` adds 130 for Ctrl-C and 143
+for SIGTERM.
 """
 
 from __future__ import annotations

@@ -22,7 +22,8 @@ The timings CSV has the header layer,kernel,batch,micro_batch,algo,time_ms,works
 and optionally math_type,deterministic,engine (see ucudnn.planner.tables). Sizes take units:
 64MiB, 512MB, 1.5GiB. The mode is wd when UCUDNN_TOTAL_WORKSPACE_SIZE is set, else wr; a total
 the kernels share (--workspace-sharing shared) is planned as wr at the total.
-Exit status: 0 planned, 1 nothing fits, 2 bad input or a solver failure, 130 interrupted.
+Exit status: 0 planned, 1 nothing fits, 2 bad input or a solver failure, 130 interrupted,
+143 terminated (SIGTERM).
 """
 
 # --time-limit, seconds: from a nanosecond (which stops the solver at once) to a day. The

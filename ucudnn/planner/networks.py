@@ -145,9 +145,11 @@ def builtin_network(
     )
 
 
-def _is_file(path: str | os.PathLike[str]) -> bool:
+def _exists(path: str | os.PathLike[str]) -> bool:
+    """Whether something is at `path`; the reader then says what it cannot read (a directory,
+    a device), and reads a FIFO as it reads a file."""
     try:
-        return Path(path).is_file()
+        return Path(path).exists()
     except (OSError, ValueError):  # a name too long for a path, or with a NUL: no file
         return False
 
@@ -178,7 +180,7 @@ def load_network(
     else:
         if name in _BUNDLED:
             source = resources.files(__package__) / "data" / _BUNDLED[name]
-        elif _is_file(name_or_path):
+        elif _exists(name_or_path):
             source = Path(name_or_path)
         else:
             raise ValueError(
