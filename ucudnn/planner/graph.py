@@ -7,7 +7,7 @@ keeps its own (layer, kernel) schedule slot (`kernel_ids`).
 
 from __future__ import annotations
 
-from collections.abc import Container, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 
 from ucudnn.core.problem import KERNELS, ConvProblem, check_kernel
 from ucudnn.planner.files import Source
@@ -15,17 +15,42 @@ from ucudnn.planner.layerlist import Layer, read_layer_list
 from ucudnn.planner.tables import layer_name
 
 
-def free_name(base: str, taken: Container[str]) -> str:
-    """`base` if it is not in `taken`, else the first of "base#2", "base#3", ... that is not.
+def free_name(base: str, taken: Iterable[str]) -> str:
+    """`base` if it is not in `taken`, else the first of "base#2", "base#3", ... that is not
+    (one name; `FreeNames` hands out many)."""
+    return FreeNames(taken).take(base)
 
-    The one rule for telling apart layers that share a name: repeated rows of a layer list
-    here, and a Handle's layers seen with several problems.
+
+class FreeNames:
+    """Names handed out by one rule: `base` if it is not taken, else the first of "base#2",
+    "base#3", ... that is not. The rule for telling apart layers that share a name: repeated
+    rows of a layer list here, and a Handle's layers seen with several problems.
+
+    The suffix to try next is kept per base, so that naming n rows of one label costs O(n),
+    not O(n^2): the suffixes below it were all taken, and stay so until a name is released.
     """
-    name, copy = base, 1
-    while name in taken:
-        copy += 1
-        name = f"{base}#{copy}"
-    return name
+
+    def __init__(self, taken: Iterable[str] = ()) -> None:
+        self._taken = set(taken)
+        self._next: dict[str, int] = {}  # base -> the first suffix that may be free
+
+    def take(self, base: str) -> str:
+        """The free name for `base` by the rule, now taken."""
+        name, copy = base, self._next.get(base, 2)
+        while name in self._taken:
+            name, copy = f"{base}#{copy}", copy + 1
+        if name != base:
+            self._next[base] = copy
+        self._taken.add(name)
+        return name
+
+    def release(self, name: str) -> None:
+        """Free `name` again: the rule may hand it out anew."""
+        self._taken.discard(name)
+        # Any base it is a suffixed name of may have its hint past it: start those over.
+        base, hash_sign, _ = name.rpartition("#")
+        if hash_sign:
+            self._next.pop(base, None)
 
 
 class LayerGraph:
@@ -67,11 +92,10 @@ class LayerGraph:
         graph = cls()
         # Every row's label is reserved up front, so a generated name never takes a label
         # that a later row brings.
-        taken = {label for label, _ in layers}
+        names = FreeNames(label for label, _ in layers)
         previous: list[str] = []
         for label, problem in layers:
-            name = label if label not in graph else free_name(label, taken)
-            taken.add(name)
+            name = label if label not in graph else names.take(label)
             graph.add_layer(name, problem, after=previous)
             previous = [name]
         return graph

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 
 from ucudnn.core.problem import ConvProblem
-from ucudnn.planner.graph import free_name
+from ucudnn.planner.graph import FreeNames
 from ucudnn.planner.plan import Plan
 from ucudnn.planner.tables import KernelId
 from ucudnn.runtime.work import Work
@@ -37,6 +37,7 @@ class Slots:
 
     def __init__(self) -> None:
         self._names: dict[tuple[str, str], str] = {}  # (layer, problem key) -> planner name
+        self._free = FreeNames()  # the names in self._names, and the next suffix to try
         self._slots: dict[KernelId, Slot] = {}
 
     def get(self, problem: ConvProblem, kernel: str, layer: str | None) -> Slot:
@@ -44,7 +45,7 @@ class Slots:
         identity = (layer or "", problem.key())
         name = self._names.get(identity)
         if name is None:
-            name = free_name(layer or f"conv{len(self._names)}", set(self._names.values()))
+            name = self._free.take(layer or f"conv{len(self._names)}")
             self._names[identity] = name
         return self._slots.setdefault((name, kernel), Slot(name, problem, kernel))
 
@@ -63,3 +64,4 @@ class Slots:
         del self._slots[slot.kernel_id]
         if all(s.name != slot.name for s in self._slots.values()):
             self._names = {k: n for k, n in self._names.items() if n != slot.name}
+            self._free.release(slot.name)
