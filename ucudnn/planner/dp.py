@@ -20,7 +20,9 @@ Two exact solvers find it; which one runs depends only on the sizes offered:
   part beside the chain's best for the rest.
 - **Any other sizes**: T(b) = min(best single candidate at b, min over s <= b/2 of best(s) +
   T(b - s)) for b = 1..N; every split of b has a part of at most b/2, so the cut loses nothing.
-  It costs O(N * sizes), so it is refused beyond MAX_DP_STEPS with an error saying why. Among
+  It costs O(N * sizes), so it is refused beyond MAX_DP_STEPS with an error saying why; the
+  desirable sets solve it again at each workspace size, so a `StepBudget` bounds all their solves
+  together (those of a plan, of an explanation, or of a tune over many batches). Among
   the fastest splits with a given first part, the one whose remainder needs the least workspace
   needs the least in all, as the maximum is monotone: the workspace tie-break stays exact.
 """
@@ -37,8 +39,42 @@ from ucudnn.planner.config import byte_count
 from ucudnn.planner.policies import Policy, sizes_for_policy
 from ucudnn.planner.tables import Candidate, KernelTable, Schedule
 
-# The general program's inner loop runs at most this often per solve (a few seconds).
+# The general program's inner loop runs at most this often per budget (a few seconds).
 MAX_DP_STEPS = 20_000_000
+
+
+class StepBudget:
+    """The steps of the general program left to one computation: one solve, or every solve
+    behind some desirable sets, which solve again at each workspace size (thousands of them
+    under policy "all") and would otherwise run for hours."""
+
+    def __init__(self, steps: int = MAX_DP_STEPS) -> None:
+        self.limit = self.left = steps
+
+    def spend(self, batch: int, small_sizes: list[int], first: int) -> None:
+        """Charge a solve of T(first), ..., T(batch) with `small_sizes` (those <= batch / 2),
+        or refuse it, before it runs."""
+        # The inner loop runs over the sizes s <= b / 2: size s from b = max(first, 2s) on.
+        steps = sum(batch + 1 - max(first, 2 * s) for s in small_sizes)
+        if steps <= self.left:
+            self.left -= steps
+            return
+        spent = self.limit - self.left
+        again = (
+            f" beyond the {spent} already spent (desirable sets solve again at each workspace size)"
+            if spent
+            else ""
+        )
+        # Thousands of sizes under policy "all": the first few say enough.
+        sizes = ", ".join(map(str, small_sizes[:8]))
+        if len(small_sizes) > 8:
+            sizes += f", ..., {small_sizes[-1]} ({len(small_sizes)} sizes)"
+        raise ValueError(
+            f"micro-batch sizes {sizes} do not each divide the next, so "
+            f"planning batch {batch} with them takes {steps} steps{again}, more than the "
+            f"{self.limit} allowed; use sizes that divide each other (such as powers of two) "
+            "or a smaller batch"
+        )
 
 
 def eligible_candidates(
@@ -73,10 +109,12 @@ def _is_divisor_chain(sizes: list[int]) -> bool:
 
 
 class SplitDP:
-    """The fastest schedule of `batch` samples from the candidates offered so far."""
+    """The fastest schedule of `batch` samples from the candidates offered so far; the general
+    program's solves are charged to `budget` (by default, one of its own)."""
 
-    def __init__(self, batch: int) -> None:
+    def __init__(self, batch: int, budget: StepBudget | None = None) -> None:
         self.batch = integer(batch, "batch", minimum=1, maximum=MAX_DIM)
+        self._budget = StepBudget() if budget is None else budget
         self._best: dict[int, Candidate] = {}
         self._general: _GeneralDP | None = None  # made on first need: it holds O(batch) lists
 
@@ -104,9 +142,9 @@ class SplitDP:
         small = sorted(s for s in self._best if 2 * s <= self.batch)
         if _is_divisor_chain(small):
             return self._solve_chain(small)
-        _check_general_cost(self.batch, small)
         if self._general is None:
             self._general = _GeneralDP(self.batch)
+        self._budget.spend(self.batch, small, self._general.stale_from)
         return self._general.solve(self._best)
 
     def _solve_chain(self, chain: list[int]) -> _Way | None:
@@ -165,17 +203,6 @@ class SplitDP:
         return Schedule(tuple(self._best[s] for s in sizes for _ in range(way.counts[s])))
 
 
-def _check_general_cost(batch: int, small_sizes: list[int]) -> None:
-    steps = batch * len(small_sizes)  # the inner loop stops at sizes above b / 2
-    if steps > MAX_DP_STEPS:
-        raise ValueError(
-            f"micro-batch sizes {', '.join(map(str, small_sizes))} do not each divide the "
-            f"next, so planning batch {batch} with them takes {steps} steps, more than the "
-            f"{MAX_DP_STEPS} allowed; use sizes that divide each other (such as powers of "
-            "two) or a smaller batch"
-        )
-
-
 class _GeneralDP:
     """T(b) over b = 1..batch for sizes that are not a divisor chain, recomputed lazily from the
     smallest micro-batch whose best candidate changed (T(b) depends only on sizes <= b)."""
@@ -185,15 +212,15 @@ class _GeneralDP:
         self._time = [0.0] + [math.inf] * batch
         self._workspace = [0] * (batch + 1)  # of the schedule behind _time[b]
         self._split = [0] * (batch + 1)  # b: run b undivided; s < b: run s, then T(b - s)
-        self._stale_from = 1
+        self.stale_from = 1
 
     def changed(self, micro_batch: int) -> None:
-        self._stale_from = min(self._stale_from, micro_batch)
+        self.stale_from = min(self.stale_from, micro_batch)
 
     def solve(self, best: dict[int, Candidate]) -> _Way | None:
         time, workspace, split = self._time, self._workspace, self._split
         parts = [(s, best[s].time_ms, best[s].workspace_bytes) for s in sorted(best)]
-        for b in range(self._stale_from, self.batch + 1):
+        for b in range(self.stale_from, self.batch + 1):
             single = best.get(b)
             t, w, choice = (
                 (single.time_ms, single.workspace_bytes, b) if single else (math.inf, 0, 0)
@@ -211,7 +238,7 @@ class _GeneralDP:
                     if ws < w and rest < w:
                         w, choice = (ws if ws > rest else rest), s
             time[b], workspace[b], split[b] = t, w, choice
-        self._stale_from = self.batch + 1
+        self.stale_from = self.batch + 1
         if math.isinf(time[self.batch]):
             return None
         counts: dict[int, int] = {}

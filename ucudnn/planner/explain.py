@@ -17,9 +17,9 @@ from __future__ import annotations
 import dataclasses
 import math
 
-from ucudnn.planner.pareto import desirable_set
+from ucudnn.planner.pareto import DesirableSets
 from ucudnn.planner.plan import KernelPlan, Plan, schedule_numbers
-from ucudnn.planner.tables import ContentKey, KernelId, Schedule, TimingTables
+from ucudnn.planner.tables import KernelId, Schedule, TimingTables
 from ucudnn.planner.textable import render_table
 from ucudnn.planner.units import format_size
 from ucudnn.planner.wd import aligned
@@ -154,9 +154,15 @@ def _schedule_text(schedule: Schedule) -> str:
     return f"{schedule.micro_batches_text()} algo{'s' if ',' in algos else ''} {algos}"
 
 
-def explain_plan(plan: Plan, tables: TimingTables) -> PlanExplanation:
-    """Why `plan`, made from `tables`, chose what it chose (see the module's docstring)."""
-    fronts = _fronts(plan, tables)
+def explain_plan(
+    plan: Plan, tables: TimingTables, sets: DesirableSets | None = None
+) -> PlanExplanation:
+    """Why `plan`, made from `tables`, chose what it chose (see the module's docstring).
+    `sets`: the desirable sets the plan was made with (`make_plan_wd`'s), so that they are
+    not computed again."""
+    if sets is None:
+        sets = DesirableSets(plan.policy, plan.deterministic_only)
+    fronts = _fronts(plan, tables, sets)
     fastest = [fronts[k.kernel_id][-1] for k in plan.kernels]
     if plan.mode == "wr":
         budget_left, fastest_bytes = None, max((s.workspace_bytes for s in fastest), default=0)
@@ -174,19 +180,17 @@ def explain_plan(plan: Plan, tables: TimingTables) -> PlanExplanation:
     )
 
 
-def _fronts(plan: Plan, tables: TimingTables) -> dict[KernelId, list[Schedule]]:
+def _fronts(
+    plan: Plan, tables: TimingTables, sets: DesirableSets
+) -> dict[KernelId, list[Schedule]]:
     """Each kernel's desirable set at any workspace, under the plan's policy and determinism;
     computed once per distinct table (identical layers share it)."""
-    by_content: dict[ContentKey, list[Schedule]] = {}
+    sets.check_made_for(plan.policy, plan.deterministic_only)
     fronts = {}
     for k in plan.kernels:
         if k.kernel_id not in tables:
             raise ValueError(f"the tables have no timings for {k.place}, which the plan has")
-        table = tables[k.kernel_id]
-        key = table.content_key()
-        if key not in by_content:
-            by_content[key] = desirable_set(table, None, plan.policy, plan.deterministic_only)
-        fronts[k.kernel_id] = by_content[key]
+        fronts[k.kernel_id] = sets.front(tables[k.kernel_id])
     return fronts
 
 

@@ -18,13 +18,13 @@ from __future__ import annotations
 import bisect
 import itertools
 import math
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import TypeVar
 
 from ucudnn.planner.config import micro_batch_policy
-from ucudnn.planner.dp import SplitDP, eligible_candidates
-from ucudnn.planner.policies import DEFAULT_POLICY, Policy
-from ucudnn.planner.tables import ContentKey, KernelTable, Schedule
+from ucudnn.planner.dp import SplitDP, StepBudget, eligible_candidates
+from ucudnn.planner.policies import DEFAULT_POLICY, Policy, policy_text
+from ucudnn.planner.tables import Candidate, ContentKey, KernelTable, Schedule
 
 T = TypeVar("T")
 
@@ -52,12 +52,19 @@ def desirable_set(
     limit_bytes: int | None,
     policy: Policy = DEFAULT_POLICY,
     deterministic_only: bool = False,
+    budget: StepBudget | None = None,
 ) -> list[Schedule]:
-    """The Pareto front of `table`'s schedules within `limit_bytes` (None: no limit)."""
+    """The Pareto front of `table`'s schedules within `limit_bytes` (None: no limit). Sizes
+    that are no divisor chain are solved at each workspace size, within `budget` (by default,
+    one of its own: see `StepBudget`)."""
     candidates = eligible_candidates(table, limit_bytes, policy, deterministic_only)
+    return list(_front(table.batch, candidates, StepBudget() if budget is None else budget))
+
+
+def _front(batch: int, candidates: list[Candidate], budget: StepBudget) -> Iterator[Schedule]:
+    """The front's points, workspace ascending, each found before the next is looked for."""
     candidates.sort(key=lambda c: (c.workspace_bytes, c.speed_key()))
-    dp = SplitDP(table.batch)
-    front: list[Schedule] = []
+    dp = SplitDP(batch, budget)
     front_ms = math.inf
     for _, group in itertools.groupby(candidates, key=lambda c: c.workspace_bytes):
         # Not a short-circuit: every candidate of the group must be offered.
@@ -65,9 +72,8 @@ def desirable_set(
         # A faster schedule must use a new candidate, whose workspace is larger than any
         # before, so the front grows in order: a point joins when it is strictly faster.
         if any(changed) and (way := dp.fastest()) is not None and way.time_ms < front_ms:
-            front.append(dp.schedule(way))
+            yield dp.schedule(way)
             front_ms = way.time_ms
-    return front
 
 
 def smallest_workspace(
@@ -84,22 +90,48 @@ class DesirableSets:
     The set under any limit is a prefix of the unlimited one (a schedule within the limit
     that an unlimited point dominates is dominated by one no larger, so also within the
     limit), so one front per table answers every limit: planning a network again at another
-    budget, or at several batch sizes (`ucudnn.planner.tune`), reuses what was computed.
+    budget, or at several batch sizes (`ucudnn.planner.tune`), reuses what was computed. All
+    of them together are solved within one `StepBudget`.
     """
 
     def __init__(self, policy: Policy = DEFAULT_POLICY, deterministic_only: bool = False) -> None:
         self.policy = micro_batch_policy(policy, "policy")
         self.deterministic_only = bool(deterministic_only)
+        self.budget = StepBudget()
         self._fronts: dict[ContentKey, list[Schedule]] = {}
+        self._smallest: dict[ContentKey, Schedule | None] = {}
+
+    def check_made_for(self, policy: Policy, deterministic_only: bool) -> None:
+        """Refuse to serve a plan of another policy or determinism."""
+        policy = micro_batch_policy(policy, "policy")
+        if (self.policy, self.deterministic_only) == (policy, deterministic_only):
+            return
+        only = ", deterministic only"
+        raise ValueError(
+            f"the desirable sets were made for policy {policy_text(self.policy)}"
+            f"{only if self.deterministic_only else ''}, not for this plan's "
+            f"{policy_text(policy)}{only if deterministic_only else ''}"
+        )
 
     def front(self, table: KernelTable) -> list[Schedule]:
         """The unlimited desirable set of `table`, workspace ascending."""
         key = table.content_key()
         front = self._fronts.get(key)
         if front is None:
-            front = desirable_set(table, None, self.policy, self.deterministic_only)
+            front = desirable_set(table, None, self.policy, self.deterministic_only, self.budget)
             self._fronts[key] = front
         return front
+
+    def smallest(self, table: KernelTable) -> Schedule | None:
+        """The front's first point (None: no schedule at all), found without the rest of the
+        front when that is not known yet: all a batch that is over memory needs."""
+        key = table.content_key()
+        if key in self._fronts:
+            return next(iter(self._fronts[key]), None)
+        if key not in self._smallest:
+            candidates = eligible_candidates(table, None, self.policy, self.deterministic_only)
+            self._smallest[key] = next(_front(table.batch, candidates, self.budget), None)
+        return self._smallest[key]
 
     def within(self, table: KernelTable, limit_bytes: int) -> list[Schedule]:
         """The desirable set of `table` within `limit_bytes`: equal to `desirable_set`'s."""

@@ -576,12 +576,8 @@ def make_plan_wd(
     deadline = time.monotonic() + time_limit_s
     if sets is None:
         sets = DesirableSets(policy, deterministic_only)
-    elif (sets.policy, sets.deterministic_only) != (policy, deterministic_only):
-        raise ValueError(
-            f"the desirable sets were made for policy {policy_text(sets.policy)}"
-            f"{', deterministic only' if sets.deterministic_only else ''}, not for this plan's "
-            f"{policy_text(policy)}{', deterministic only' if deterministic_only else ''}"
-        )
+    else:
+        sets.check_made_for(policy, deterministic_only)
 
     def options(table: KernelTable) -> list[Schedule]:
         # A kernel with nothing under the budget brings its smallest schedule, so that plan_wd

@@ -39,6 +39,12 @@ from ucudnn.planner.textable import render_table
 from ucudnn.planner.units import bytes_text, format_size
 from ucudnn.planner.wd import DEFAULT_TIME_LIMIT_S, aligned
 
+# Each batch size tried is a WD plan of the whole network: a tune plans at most this many.
+MAX_TUNE_BATCHES = 128
+# The default batch sizes' multiples of a step: at most this many (with the powers of two and
+# the tables' batch, at most 96 batch sizes in all).
+_GRID = 64
+
 
 @dataclasses.dataclass(frozen=True)
 class TunePoint:
@@ -127,9 +133,14 @@ def _row(point: TunePoint, best: bool, memory_bytes: int) -> list[str]:
 
 
 def default_batches(table_batch: int) -> list[int]:
-    """Powers of two and multiples of 8 up to `table_batch`, and `table_batch` itself."""
+    """Powers of two and multiples of a step up to `table_batch`, and `table_batch` itself: the
+    step is 8, doubled until it leaves at most _GRID multiples (for a `table_batch` of 520
+    or more), so that there are at most 96 batch sizes, whatever the batch."""
+    step = 8
+    while table_batch // step > _GRID:
+        step *= 2
     powers = {1 << i for i in range(table_batch.bit_length())}
-    return sorted({*powers, *range(8, table_batch + 1, 8), table_batch})
+    return sorted({*powers, *range(step, table_batch + 1, step), table_batch})
 
 
 def tables_batch(graph: LayerGraph, tables: TimingTables) -> int:
@@ -167,8 +178,17 @@ def _numbers(values: Iterable[int]) -> str:
 
 
 def check_batches(batches: Iterable[int], table_batch: int) -> list[int]:
-    """`batches`, checked and sorted: none above `table_batch`, which is never extrapolated."""
-    checked = sorted({check_batch(b) for b in batches})
+    """`batches`, checked and sorted: none above `table_batch`, which is never extrapolated,
+    and at most MAX_TUNE_BATCHES of them (read no further, so a huge range costs nothing)."""
+    distinct: set[int] = set()
+    for b in batches:
+        distinct.add(check_batch(b))
+        if len(distinct) > MAX_TUNE_BATCHES:
+            raise ValueError(
+                f"more than {MAX_TUNE_BATCHES} batch sizes to tune over: each is planned for the "
+                f"whole network, so at most {MAX_TUNE_BATCHES} are tried; give fewer"
+            )
+    checked = sorted(distinct)
     if not checked:
         raise ValueError("no batch sizes to tune over")
     beyond = [b for b in checked if b > table_batch]
@@ -197,11 +217,14 @@ def tune(
     timings_source: str = "",
 ) -> TuneResult:
     """Plan `graph`'s training step at each batch size in `batches` (default: powers of two and
-    multiples of 8 up to the tables' N) within `memory_bytes` of device memory in all (bytes,
-    or text such as "16GiB"), `overhead` ("1GiB+30%") being what the memory model does not see.
+    multiples of 8, or of a larger step from N = 520 on, up to the tables' N: see
+    `default_batches`; at most MAX_TUNE_BATCHES) within `memory_bytes` of device memory in all
+    (bytes, or text such as "16GiB"), `overhead` ("1GiB+30%") being what the memory model does
+    not see.
 
     `tables` must hold every kernel of `graph`, measured at one mini-batch N. Each batch size's
-    WD solve gets up to `time_limit_s`. Raises ValueError for a batch above N, and
+    WD solve gets up to `time_limit_s`. Raises ValueError for a batch above N or too many
+    batches, or when the desirable sets of every batch take more than their `StepBudget`, and
     InfeasibleError, naming the memory the smallest batch needs, when no batch fits.
     """
     memory_bytes = byte_count(memory_bytes, "memory_bytes")
@@ -244,10 +267,10 @@ def _smallest_arena(tables: TimingTables, sets: DesirableSets, alignment: int) -
     """The smallest WD arena of `tables`, or None when a kernel has no schedule at all."""
     total = 0
     for _, table in tables.items():
-        front = sets.front(table)
-        if not front:
+        smallest = sets.smallest(table)  # not the whole front: the batch may be over memory
+        if smallest is None:
             return None
-        total += aligned(front[0].workspace_bytes, alignment)
+        total += aligned(smallest.workspace_bytes, alignment)
     return total
 
 
