@@ -40,3 +40,24 @@ def test_tables_cover_the_policy_and_the_full_batch() -> None:
         [("a", CONV3, ("forward",)), ("b", CONV1_STRIDED, ("forward", "backward_filter"))]
     )
     assert list(tables) == [("a", "forward"), ("b", "forward"), ("b", "backward_filter")]
+
+
+def test_layers_sharing_a_problem_share_its_candidates_made_once(monkeypatch) -> None:
+    """A layer list may repeat one row 40,000 times: the model is asked once per problem and
+    kernel, and every layer still gets its own table, equal to one made for it alone."""
+    from ucudnn.planner import synthetic
+
+    asked = []
+    monkeypatch.setattr(
+        synthetic, "model_table", lambda *args: asked.append(args) or model_table(*args)
+    )
+    other = ConvProblem.create(8, 16, 16, (7, 7), 1)
+    layers = [
+        (f"l{i}", CONV1_STRIDED if i % 3 else other, ["forward", "backward_data"]) for i in range(9)
+    ]
+    tables = model_tables(layers, "all")
+    assert len(asked) == 4  # two problems, two kernels
+    assert len(tables) == 18
+    for name, problem, kernels in layers:
+        for kernel in kernels:
+            assert tables[name, kernel] == model_table(name, kernel, problem, "all")

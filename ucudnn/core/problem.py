@@ -398,7 +398,7 @@ class ConvProblem:
     def rank(self) -> int:
         return len(self.input_size)
 
-    @property
+    @functools.cached_property  # the cost models ask for it per candidate and micro-batch
     def output_size(self) -> tuple[int, ...]:
         return tuple(
             conv_output_size(*args)

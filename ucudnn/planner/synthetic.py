@@ -178,9 +178,17 @@ def model_tables(
     layers: Iterable[tuple[str, ConvProblem, Iterable[str]]],
     policy: Policy = DEFAULT_POLICY,
 ) -> TimingTables:
-    """MODEL tables for (layer name, problem, kernels) triples, e.g. from a LayerGraph."""
-    return TimingTables(
-        model_table(name, kernel, problem, policy)
-        for name, problem, kernels in layers
-        for kernel in kernels
-    )
+    """MODEL tables for (layer name, problem, kernels) triples, e.g. from a LayerGraph. Layers
+    that share a problem share its candidates, which are made once: networks repeat their
+    blocks, and a layer list may repeat one row thousands of times."""
+    made: dict[tuple[str, str], KernelTable] = {}
+    tables = []
+    for name, problem, kernels in layers:
+        for kernel in kernels:
+            same = made.get((problem.key(), kernel))
+            if same is None:
+                same = made[problem.key(), kernel] = model_table(name, kernel, problem, policy)
+                tables.append(same)
+            else:
+                tables.append(KernelTable(name, kernel, problem.batch, same))
+    return TimingTables(tables)
