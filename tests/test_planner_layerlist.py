@@ -294,3 +294,23 @@ def test_write_refuses_what_reading_would_refuse(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="layer 'z': batch must be >= 1"):
         write_layer_list([("z", problem.with_batch(0))], tmp_path / "x.csv")
     assert not list(tmp_path.iterdir())  # nothing half written
+
+
+def test_repeated_rows_are_parsed_once_and_still_named_and_located(monkeypatch) -> None:
+    """Networks repeat their blocks, and a list may repeat one row 40,000 times: each distinct
+    row is parsed once, every layer keeps its own label, and a bad row is still found by line."""
+    from ucudnn.planner import layerlist
+
+    parsed = []
+    original = layerlist._parse_row
+    monkeypatch.setattr(
+        layerlist, "_parse_row", lambda row, *rest: parsed.append(row) or original(row, *rest)
+    )
+    header = "source,W,H,C_in,N,C_out,kernel_w,kernel_h,pad_w,pad_h,stride_w,stride_h\n"
+    rows = "".join(f"l{i},27,27,64,8,{192 if i % 2 else 96},5,5,2,2,1,1\n" for i in range(1000))
+    layers = read_layer_list(io.StringIO(header + rows))
+    assert len(parsed) == 2 and [label for label, _ in layers] == [f"l{i}" for i in range(1000)]
+    assert {p.out_channels for _, p in layers[1::2]} == {192}
+    bad = header + rows + "late,27,27,64,8,0,5,5,2,2,1,1\n"
+    with pytest.raises(ValueError, match=r"line 1002, layer 'late', column 'C_out'"):
+        read_layer_list(io.StringIO(bad))

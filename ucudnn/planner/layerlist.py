@@ -133,11 +133,16 @@ def read_layer_list(
             f"{', '.join(TEXT_FIELDS)}"
         )
     layers = []
+    parsed: dict[tuple[str, ...], ConvProblem] = {}  # rows repeated (blocks of a net) parse once
     for line, row in records:
         try:
             label = _label(row, line)
+            cells = tuple(text for column, text in row.items() if column != "source")
             with field_errors(f"layer {shown(label)}"):
-                layers.append(Layer(label, _parse_row(row, rank, batch, defaults)))
+                problem = parsed.get(cells)
+                if problem is None:
+                    problem = parsed[cells] = _parse_row(row, rank, batch, defaults)
+                layers.append(Layer(label, problem))
         except (TypeError, ValueError) as exc:
             raise located_error(exc, records.name, f"line {line}") from None
     return layers
