@@ -92,7 +92,14 @@ def test_an_interrupt_in_a_finalizer_still_stops_the_command(signum: int) -> Non
     assert err.splitlines()[1:] == (["ucudnn plan: interrupted"] if signum == signal.SIGINT else [])
 
 
-def test_sigterm_during_the_solver_exits_143_at_once(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("sent_signal", "status", "last_line"),
+    [(signal.SIGINT, 130, "ucudnn plan: interrupted"), (signal.SIGTERM, 143, None)],
+)
+def test_a_signal_during_the_solver_ends_the_command_at_once(
+    tmp_path: Path, sent_signal: signal.Signals, status: int, last_line: str | None
+) -> None:
+    """Ctrl-C says so in one line (status 130); SIGTERM ends it silently (143)."""
     budget = hard_wd_timings(tmp_path / "hard.csv")
     argv = [sys.executable, "-m", "ucudnn.faces.cli", "plan", "-q"]
     argv += ["--mode", "wd", "--total-workspace", str(budget)]
@@ -101,7 +108,8 @@ def test_sigterm_during_the_solver_exits_143_at_once(tmp_path: Path) -> None:
     time.sleep(3)  # imports, reading and the bounds take about a second; then HiGHS runs
     assert process.poll() is None, process.communicate()
     sent = time.monotonic()
-    process.send_signal(signal.SIGTERM)
+    process.send_signal(sent_signal)
     out, err = process.communicate(timeout=30)
     assert time.monotonic() - sent < 1.5
-    assert (process.returncode, out, err) == (143, "", "")
+    assert (process.returncode, out) == (status, "") and "Traceback" not in err
+    assert err.splitlines()[-1:] == ([last_line] if last_line else [])

@@ -472,12 +472,25 @@ class Config(State):
     engine: Engine
     facts: EngineFacts
 
+    @functools.cached_property
+    def workspace_bytes(self) -> int:
+        """The configuration's workspace for its graph. One of backward filter that blends into
+        dw (beta != 0) with workspace needs room for dw besides, as on an H100 with cuDNN 9.19:
+        8552480 bytes where beta 0 needed 8028176, for a 1024x256 half-precision filter (the
+        configuration and its plan said the same)."""
+        own = self.facts.workspace_bytes
+        operation = self.engine.graph.operation
+        if own and operation.kernel == "backward_filter" and operation.beta != 0:
+            filter_elements = math.prod(operation.tensors[1].dims)
+            return own + filter_elements * ITEMSIZE[operation.problem.dtype]
+        return own
+
     def readable(self) -> dict[str, Entry]:
         choices = tuple(KnobChoice(k, v) for k, v in self.facts.config.knobs)
         return {
             "ENGINECFG_ENGINE": ("BACKEND_DESCRIPTOR", (self.engine,)),
             "ENGINECFG_KNOB_CHOICES": ("BACKEND_DESCRIPTOR", choices),
-            "ENGINECFG_WORKSPACE_SIZE": ("INT64", (self.facts.workspace_bytes,)),
+            "ENGINECFG_WORKSPACE_SIZE": ("INT64", (self.workspace_bytes,)),
             "ENGINECFG_SHARED_MEMORY_USED": ("INT64", (0,)),  # not modelled
         }
 
@@ -543,17 +556,9 @@ class Plan(State):
     def operation(self) -> Operation:
         return self.config.engine.graph.operation
 
-    @functools.cached_property
+    @property
     def workspace_bytes(self) -> int:
-        """The configuration's workspace; a backward-filter plan that blends into dw (beta != 0)
-        with workspace needs room for dw besides, as cuDNN 9.19's did on an H100 (8552480
-        bytes where beta 0 needed 8028176, for a 1024x256 half-precision filter)."""
-        own = self.config.facts.workspace_bytes
-        if own and self.operation.kernel == "backward_filter" and self.operation.beta != 0:
-            problem = self.operation.problem
-            filter_elements = math.prod(self.operation.tensors[1].dims)
-            return own + filter_elements * ITEMSIZE[problem.dtype]
-        return own
+        return self.config.workspace_bytes
 
     @functools.cached_property
     def problem(self) -> SimProblem:
