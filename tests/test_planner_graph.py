@@ -6,7 +6,7 @@ import networkx as nx
 import pytest
 
 from ucudnn.core.problem import KERNELS, ConvProblem
-from ucudnn.planner.graph import LayerGraph, free_name
+from ucudnn.planner.graph import FreeNames, LayerGraph
 
 A = ConvProblem.create(8, 3, 16, (32, 32), 3, padding=1)
 B = ConvProblem.create(8, 16, 16, (32, 32), 3, padding=1)
@@ -118,14 +118,12 @@ def test_repeated_labels_get_free_names(labels: list[str], names: list[str]) -> 
     ],
 )
 def test_free_name(base: str, taken: set[str], name: str) -> None:
-    assert free_name(base, taken) == name
+    assert FreeNames(taken).take(base) == name
 
 
 def test_free_names_count_up_as_they_are_taken() -> None:
-    taken: set[str] = set()
-    for _ in range(4):
-        taken.add(free_name("conv", taken))
-    assert taken == {"conv", "conv#2", "conv#3", "conv#4"}
+    names = FreeNames()
+    assert [names.take("conv") for _ in range(4)] == ["conv", "conv#2", "conv#3", "conv#4"]
 
 
 def test_from_layers_of_a_list_whose_labels_clash_with_generated_names() -> None:

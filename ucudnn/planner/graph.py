@@ -9,16 +9,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
 
+from ucudnn.core.checks import shown
 from ucudnn.core.problem import KERNELS, ConvProblem, check_kernel
 from ucudnn.planner.files import Source
 from ucudnn.planner.layerlist import Layer, read_layer_list
 from ucudnn.planner.tables import layer_name
-
-
-def free_name(base: str, taken: Iterable[str]) -> str:
-    """`base` if it is not in `taken`, else the first of "base#2", "base#3", ... that is not
-    (one name; `FreeNames` hands out many)."""
-    return FreeNames(taken).take(base)
 
 
 class FreeNames:
@@ -79,7 +74,7 @@ class LayerGraph:
             raise ValueError(f"layer {name!r} follows unknown layer(s) {', '.join(missing)}")
         kernels = tuple(check_kernel(k) for k in kernels)
         if not kernels or len(set(kernels)) != len(kernels):
-            raise ValueError(f"layer {name!r} needs distinct kernels, got {kernels!r}")
+            raise ValueError(f"layer {name!r} needs distinct kernels, got {shown(kernels)}")
         self.graph.add_node(name, problem=problem, kernels=kernels)
         self.graph.add_edges_from((s, name) for s in sources)
 
