@@ -271,6 +271,7 @@ def test_kernel_errors_carry_the_line_of_their_object() -> None:
             "field 'device': device facts lack compute_capability",
         ),
         ({"extra": 1}, "field 'extra': is not one of mode"),
+        ({"x" * 5000: 1}, r"field 'x{60}'\.\.\. \(5000 characters\): is not one of mode"),
     ],
 )
 def test_from_json_checks_the_plan_fields(change: dict, message: str) -> None:

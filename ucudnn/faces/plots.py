@@ -8,6 +8,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING
 
 from ucudnn.core.build import distribution
+from ucudnn.core.checks import shown
 from ucudnn.planner.files import atomic_write
 from ucudnn.planner.pareto import desirable_set
 from ucudnn.planner.plan import Plan
@@ -53,7 +54,7 @@ def write_plots(
         raise ValueError(f"{out}: not a folder to write the plots in") from None
     layer = layer or most_improved_layer(plan)
     if layer not in {k.layer for k in plan.kernels}:
-        raise ValueError(f"no layer {layer!r} in the timings")
+        raise ValueError(f"no layer {shown(layer)} in the timings")
     return [
         _desirable_sets(tables, plan, layer, out / "desirable_sets.png"),
         _breakdown(plan, out / "breakdown.png"),

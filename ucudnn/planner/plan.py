@@ -209,10 +209,10 @@ def _check_fields(data: object, fields: Collection[str], derived: Collection[str
         raise TypeError(f"expected an object, got {shown(data)}")
     missing = [f for f in fields if f not in data]
     if missing:
-        raise FieldError(f"field {missing[0]!r}", "is missing")
+        raise FieldError(f"field {shown(missing[0])}", "is missing")
     unknown = [f for f in data if f not in fields and f not in derived]
     if unknown:
-        raise FieldError(f"field {unknown[0]!r}", f"is not one of {', '.join(fields)}")
+        raise FieldError(f"field {shown(unknown[0])}", f"is not one of {', '.join(fields)}")
 
 
 def _list(value: object) -> list[object]:

@@ -33,7 +33,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from ucudnn.core.arena import CUDNN_ALIGNMENT
-from ucudnn.core.checks import integer
+from ucudnn.core.checks import integer, shown
 from ucudnn.errors import SolverWarning
 from ucudnn.planner.background import Background
 from ucudnn.planner.config import byte_count
@@ -89,9 +89,9 @@ def check_solver(solver: object, time_limit_s: object) -> tuple[str, float]:
     """The solver's name and time limit, checked: a known name and a positive, finite number
     of seconds."""
     if solver not in SOLVERS:
-        raise ValueError(f"unknown solver {solver!r}; expected one of {', '.join(SOLVERS)}")
+        raise ValueError(f"unknown solver {shown(solver)}; expected one of {', '.join(SOLVERS)}")
     if isinstance(time_limit_s, bool) or not isinstance(time_limit_s, numbers.Real):
-        raise TypeError(f"time_limit_s must be a number of seconds, got {time_limit_s!r}")
+        raise TypeError(f"time_limit_s must be a number of seconds, got {shown(time_limit_s)}")
     # Spelled with `<=` and `<`, the comparisons numbers.Real declares; NaN fails the second.
     if time_limit_s <= 0 or not time_limit_s < math.inf:
         raise ValueError(f"time_limit_s must be a positive number of seconds, got {time_limit_s}")
