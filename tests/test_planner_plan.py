@@ -98,7 +98,9 @@ def test_from_json_rejects_other_documents() -> None:
         Plan.from_json('{"format": "ucudnn-plan", "version": 4}')
     with pytest.raises(ValueError, match=r"^p.json, line 1, field 'limit_bytes': is missing"):
         Plan.from_json('{"format": "ucudnn-plan", "version": 2, "mode": "wr"}', "p.json")
-    with pytest.raises(ValueError, match=r"^p.json, line 2, column 1: malformed JSON"):
+    # Where json places a syntax error changed in Python 3.13 (the trailing comma, not the
+    # brace after it): assert on what ucudnn says around json's position and wording.
+    with pytest.raises(ValueError, match=r"^p.json, line \d+, column \d+: malformed JSON: \w"):
         Plan.from_json('{"format": "ucudnn-plan",\n}', "p.json")
     with pytest.raises(ValueError, match="plan mode must be one of wr, wd"):
         Plan(mode="xx", limit_bytes=0, policy="all", kernels=())
