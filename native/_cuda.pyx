@@ -65,7 +65,7 @@ from cuda_runtime cimport (
     cudaSuccess,
 )
 
-from ucudnn.errors import cuda_error_class
+from ucudnn.errors import NoDeviceError, cuda_error_class, no_device_error
 
 
 # --- status checking -------------------------------------------------------------------------
@@ -75,9 +75,28 @@ cdef object _error(cudaError_t err, str call):
     # later, unrelated call does not report this one again.
     cudaGetLastError()
     code = <int>err
-    return cuda_error_class(code)(
-        code, cudaGetErrorName(err).decode(), call, cudaGetErrorString(err).decode()
-    )
+    name, description = cudaGetErrorName(err).decode(), cudaGetErrorString(err).decode()
+    error_class = cuda_error_class(code)
+    if error_class is NoDeviceError:
+        # The versions tell "no driver", "a driver too old" and "no device" apart.
+        return no_device_error(
+            code, name, call, description,
+            _unchecked_driver_version(), _unchecked_runtime_version(),
+        )
+    return error_class(code, name, call, description)
+
+
+cdef int _unchecked_driver_version() noexcept:
+    # Unchecked: called while building an error. 0 when no driver can be loaded.
+    cdef int version = 0
+    cudaDriverGetVersion(&version)
+    return version
+
+
+cdef int _unchecked_runtime_version() noexcept:
+    cdef int version = 0
+    cudaRuntimeGetVersion(&version)
+    return version
 
 
 cdef inline int check(cudaError_t err, str call) except -1:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import subprocess
 import sys
 
 import pytest
@@ -56,7 +57,7 @@ def test_info_reports_versions_and_devices_or_why_not() -> None:
 @pytest.mark.skipif(_has_device(), reason="this machine has a CUDA device")
 def test_without_a_device_lists_nothing_and_facts_raise() -> None:
     assert device.devices() == []
-    with pytest.raises(NoDeviceError, match="no usable CUDA device"):
+    with pytest.raises(NoDeviceError, match=r"NVIDIA driver|CUDA device"):
         device.device_facts()
 
 
@@ -86,30 +87,70 @@ def test_info_names_the_library_files_it_loaded() -> None:
         assert library["found_by"]
 
 
+CODES = {"cudaErrorInsufficientDriver": 35, "cudaErrorNoDevice": 100}
+TEXTS = {
+    "cudaErrorInsufficientDriver": "CUDA driver version is insufficient for CUDA runtime version",
+    "cudaErrorNoDevice": "no CUDA-capable device is detected",
+}
+
+
+SIMULATED_NO_DEVICE = """
+import ucudnn
+from ucudnn._native import _cuda
+print(ucudnn.info()["reason"])
+try:
+    _cuda.device_count()
+except ucudnn.errors.NoDeviceError as exc:
+    print(exc)
+"""
+
+
 @pytest.mark.parametrize(
-    ("code", "name", "driver", "expected"),
+    ("settings", "reason", "name"),
     [
-        (35, "cudaErrorInsufficientDriver", 0, "no NVIDIA driver (cudaErrorInsufficientDriver)"),
         (
-            35,
+            {"UCUDNN_SIM_DRIVER_VERSION": "0"},
+            "no NVIDIA driver is installed or loaded (libcuda.so.1 could not be loaded)",
             "cudaErrorInsufficientDriver",
-            12020,
-            "the NVIDIA driver supports CUDA 12.2, older than the CUDA 13.5 runtime "
-            "(cudaErrorInsufficientDriver)",
         ),
-        (100, "cudaErrorNoDevice", 13050, "no CUDA device (cudaErrorNoDevice)"),
         (
-            46,
-            "cudaErrorDevicesUnavailable",
-            13050,
-            "no usable CUDA device (cudaErrorDevicesUnavailable: busy)",
+            {"UCUDNN_SIM_DRIVER_VERSION": "12020"},
+            "the NVIDIA driver supports CUDA 12.2, older than the CUDA 13.0 runtime ucudnn uses: "
+            "install an NVIDIA driver for CUDA 13 or newer, or ucudnn built for CUDA 12 "
+            "(pip install ucudnn-cu12)",
+            "cudaErrorInsufficientDriver",
+        ),
+        (
+            {"UCUDNN_SIM_DEVICES": "0"},
+            "the NVIDIA driver sees no CUDA device on this machine",
+            "cudaErrorNoDevice",
+        ),
+        (
+            {"UCUDNN_SIM_DEVICES": "0", "CUDA_VISIBLE_DEVICES": "-1"},
+            "no CUDA device is visible: CUDA_VISIBLE_DEVICES='-1' selects none",
+            "cudaErrorNoDevice",
         ),
     ],
+    ids=["no driver", "driver too old", "no device", "none visible"],
 )
-def test_no_device_reasons(code: int, name: str, driver: int, expected: str) -> None:
-    exc = NoDeviceError(code, name, "cudaGetDeviceCount", "busy")
-    numbers = {"cuda_driver": driver, "cuda_runtime": 13050}
-    assert device._no_device_reason(exc, numbers) == expected
+def test_info_and_the_error_say_why_no_device_is_usable(
+    settings: dict[str, str], reason: str, name: str
+) -> None:
+    """Each case on the simulated device, in a process of its own: info() and the error."""
+    env = {**os.environ, "UCUDNN_DEVICE": "sim", **settings}
+    if "CUDA_VISIBLE_DEVICES" not in settings:
+        env.pop("CUDA_VISIBLE_DEVICES", None)
+    done = subprocess.run(
+        [sys.executable, "-c", SIMULATED_NO_DEVICE],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    info_reason, error = done.stdout.splitlines()
+    assert info_reason.startswith(reason) and info_reason.endswith(f" ({name})")
+    assert error.startswith(reason)
+    assert error.endswith(f" (cudaGetDeviceCount failed: {name} ({CODES[name]}): {TEXTS[name]})")
 
 
 @pytest.mark.gpu

@@ -68,10 +68,75 @@ def test_cudnn_error_names_call_status_and_detail() -> None:
     )
 
 
-def test_no_device_error_says_so() -> None:
-    exc = errors.NoDeviceError(35, "cudaErrorInsufficientDriver", "cudaGetDeviceCount", "old")
-    assert str(exc).startswith("no usable CUDA device or driver: cudaGetDeviceCount failed")
-    assert (exc.code, exc.name, exc.description) == (35, "cudaErrorInsufficientDriver", "old")
+def test_no_device_error_says_why_then_what_failed() -> None:
+    exc = errors.NoDeviceError(
+        35, "cudaErrorInsufficientDriver", "cudaGetDeviceCount", "insufficient", 0, 13000
+    )
+    assert str(exc) == (
+        f"{exc.reason} (cudaGetDeviceCount failed: cudaErrorInsufficientDriver (35): insufficient)"
+    )
+    assert exc.reason.startswith("no NVIDIA driver is installed or loaded")
+    assert (exc.code, exc.name, exc.description) == (
+        35,
+        "cudaErrorInsufficientDriver",
+        "insufficient",
+    )
+    assert (exc.driver_version, exc.runtime_version, exc.visible_devices) == (0, 13000, None)
+
+
+OLD_DRIVER = "the NVIDIA driver supports CUDA 12.2, older than the CUDA 13.0 runtime ucudnn uses"
+HIDDEN = "no CUDA device is visible: CUDA_VISIBLE_DEVICES={} selects none of this machine's devices"
+
+
+@pytest.mark.parametrize(
+    ("code", "driver", "runtime", "visible", "expected"),
+    [
+        # No driver: cudaDriverGetVersion reports 0, and the runtime says "insufficient".
+        (35, 0, 13000, None, "no NVIDIA driver is installed or loaded (libcuda.so.1 could not"),
+        (3, 0, 13000, None, "no NVIDIA driver is installed or loaded"),
+        (35, 12020, 13000, None, OLD_DRIVER),
+        (100, 13000, 13000, None, "the NVIDIA driver sees no CUDA device on this machine"),
+        (100, 13000, 13000, "", HIDDEN.format("''")),
+        (100, 13000, 13000, "-1", HIDDEN.format("'-1'")),
+        (34, 13000, 13000, None, "the CUDA driver stub library was loaded"),
+        (46, 13000, 13000, None, "every CUDA device is busy or unavailable"),
+        (803, 13000, 13000, None, "the NVIDIA driver library does not match the loaded kernel"),
+        (35, None, None, None, "no usable CUDA device or driver"),  # versions unknown
+    ],
+)
+def test_no_device_reason_tells_the_cases_apart(
+    code: int, driver: int | None, runtime: int | None, visible: str | None, expected: str
+) -> None:
+    assert errors.no_device_reason(code, driver, runtime, visible).startswith(expected)
+
+
+@pytest.mark.parametrize(
+    ("driver", "runtime", "fix"),
+    [
+        (
+            12020,
+            13000,
+            "install an NVIDIA driver for CUDA 13 or newer, or ucudnn built for CUDA 12 "
+            "(pip install ucudnn-cu12)",
+        ),
+        (11080, 12040, "install an NVIDIA driver for CUDA 12 or newer"),  # no ucudnn-cu11
+    ],
+)
+def test_a_driver_too_old_names_both_versions_and_the_fixes(
+    driver: int, runtime: int, fix: str
+) -> None:
+    reason = errors.no_device_reason(35, driver, runtime, None)
+    assert reason.endswith(f"runtime ucudnn uses: {fix}")
+
+
+def test_no_device_error_takes_cuda_visible_devices_from_the_environment(monkeypatch) -> None:
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
+    exc = errors.no_device_error(100, "cudaErrorNoDevice", "cudaGetDeviceCount", "", 13000, 13000)
+    assert exc.visible_devices == ""
+    assert str(exc).startswith(HIDDEN.format("''"))
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES")
+    exc = errors.no_device_error(100, "cudaErrorNoDevice", "cudaGetDeviceCount", "", 13000, 13000)
+    assert exc.visible_devices is None
 
 
 @pytest.mark.parametrize(
@@ -80,6 +145,8 @@ def test_no_device_error_says_so() -> None:
         errors.CudnnBadParamError(2000, "CUDNN_STATUS_BAD_PARAM", "cudnnSetX", "why"),
         errors.CudaOutOfMemoryError(2, "cudaErrorMemoryAllocation", "cudaMalloc", "oom"),
         errors.NoDeviceError(100, "cudaErrorNoDevice", "cudaGetDeviceCount"),
+        errors.NoDeviceError(35, "cudaErrorInsufficientDriver", "cudaGetDevice", "", 12020, 13000),
+        errors.NoDeviceError(100, "cudaErrorNoDevice", "cudaGetDevice", "", 13000, 13000, "-1"),
     ],
 )
 def test_errors_survive_pickling(exc: errors.UcudnnError) -> None:

@@ -51,9 +51,14 @@ def test_without_a_device_calls_raise_no_device_error() -> None:
     exc = _no_device_error()
     assert exc.call == "cudaGetDeviceCount"
     assert exc.code in (35, 100)
-    assert str(exc).startswith("no usable CUDA device or driver")
-    if exc.code == 35:  # insufficient driver: none at all, or one older than the runtime
-        assert _cuda.driver_version() < _cuda.runtime_version()
+    assert (exc.driver_version, exc.runtime_version) == (
+        _cuda.driver_version(),
+        _cuda.runtime_version(),
+    )
+    if exc.driver_version == 0:  # no driver at all: not "a driver too old"
+        assert str(exc).startswith("no NVIDIA driver is installed or loaded")
+    elif exc.code == 35:  # insufficient driver: one older than the runtime
+        assert str(exc).startswith("the NVIDIA driver supports CUDA ")
     for call in (lambda: _cuda.DeviceBuffer(16), _cuda.Stream, _cuda.Event, _cuda.mem_get_info):
         with pytest.raises(errors.NoDeviceError):
             call()

@@ -274,9 +274,14 @@ def test_no_device_paths(tmp_path) -> None:
         "    print(type(exc).__name__, exc.code)\n"
     )  # fmt: skip
     env = {**os.environ, "UCUDNN_DEVICE": "sim", "UCUDNN_SIM_DEVICES": "0"}
+    env.pop("CUDA_VISIBLE_DEVICES", None)  # which the reason would mention
     done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
                           check=True)  # fmt: skip
-    assert done.stdout.splitlines() == ["no CUDA device (cudaErrorNoDevice)", "NoDeviceError 100"]
+    assert done.stdout.splitlines() == [
+        "the NVIDIA driver sees no CUDA device on this machine; nvidia-smi -L lists the GPUs it "
+        "sees (cudaErrorNoDevice)",
+        "NoDeviceError 100",
+    ]
 
 
 def test_the_numpy_api_falls_back_when_memory_is_short(sim) -> None:

@@ -13,6 +13,8 @@ import sys
 import warnings
 from typing import Self
 
+from ucudnn.core.checks import shown
+
 
 class UcudnnError(Exception):
     """Base class of every error ucudnn raises on purpose."""
@@ -33,15 +35,144 @@ class CudaError(UcudnnError):
         return f"{text}: {self.description}" if self.description else text
 
     # The default would call __init__ with the message only.
-    def __reduce__(self) -> tuple[type[Self], tuple[int, str, str, str]]:
+    def __reduce__(self) -> tuple[type[Self], tuple[object, ...]]:
         return type(self), (self.code, self.name, self.call, self.description)
 
 
 class NoDeviceError(CudaError):
-    """No usable CUDA device: no driver, a driver too old, or no GPU."""
+    """No usable CUDA device: no driver, a driver too old for the runtime, or no device visible.
+
+    `reason` tells these apart, from the driver's and the runtime's CUDA versions (as
+    cudaDriverGetVersion and cudaRuntimeGetVersion report them; None when unknown) and from
+    CUDA_VISIBLE_DEVICES as the process had it (None when unset).
+    """
+
+    def __init__(
+        self,
+        code: int,
+        name: str,
+        call: str,
+        description: str = "",
+        driver_version: int | None = None,
+        runtime_version: int | None = None,
+        visible_devices: str | None = None,
+    ) -> None:
+        self.driver_version = driver_version
+        self.runtime_version = runtime_version
+        self.visible_devices = visible_devices
+        super().__init__(code, name, call, description)
+
+    @property
+    def reason(self) -> str:
+        """Why no device is usable, and what would fix it."""
+        return no_device_reason(
+            self.code, self.driver_version, self.runtime_version, self.visible_devices
+        )
 
     def _message(self) -> str:
-        return f"no usable CUDA device or driver: {super()._message()}"
+        return f"{self.reason} ({super()._message()})"
+
+    def __reduce__(self) -> tuple[type[Self], tuple[object, ...]]:
+        return type(self), (
+            self.code,
+            self.name,
+            self.call,
+            self.description,
+            self.driver_version,
+            self.runtime_version,
+            self.visible_devices,
+        )
+
+
+VISIBLE_DEVICES = "CUDA_VISIBLE_DEVICES"
+
+
+def no_device_error(
+    code: int, name: str, call: str, description: str, driver_version: int, runtime_version: int
+) -> NoDeviceError:
+    """The NoDeviceError for a failed call, with CUDA_VISIBLE_DEVICES as this process has it."""
+    return NoDeviceError(
+        code,
+        name,
+        call,
+        description,
+        driver_version,
+        runtime_version,
+        os.environ.get(VISIBLE_DEVICES),
+    )
+
+
+def no_device_reason(
+    code: int,
+    driver_version: int | None,
+    runtime_version: int | None,
+    visible_devices: str | None,
+) -> str:
+    """Why a call that failed with cudaError_t `code` found no usable device, and the fix.
+
+    A driver version of 0 means that no driver could be loaded (cudaDriverGetVersion reports
+    0 when libcuda.so.1 is missing); None means it is not known.
+    """
+    if code in _FIXED_REASONS:
+        return _FIXED_REASONS[code]
+    if driver_version == 0:
+        return (
+            "no NVIDIA driver is installed or loaded (libcuda.so.1 could not be loaded): "
+            "install the NVIDIA driver, or run on a machine with an NVIDIA GPU"
+        )
+    if code == 35 and driver_version is not None and runtime_version is not None:
+        return _old_driver_reason(driver_version, runtime_version)
+    if code == 100:  # cudaErrorNoDevice
+        return _no_device_visible_reason(visible_devices)
+    return "no usable CUDA device or driver"
+
+
+# Codes whose cause the code alone says.
+_FIXED_REASONS = {
+    34: (  # cudaErrorStubLibrary
+        "the CUDA driver stub library was loaded instead of the NVIDIA driver: remove the CUDA "
+        "toolkit's stubs directory from LD_LIBRARY_PATH"
+    ),
+    46: (  # cudaErrorDevicesUnavailable
+        "every CUDA device is busy or unavailable (in exclusive-process compute mode, another "
+        "process may hold it)"
+    ),
+    803: (  # cudaErrorSystemDriverMismatch
+        "the NVIDIA driver library does not match the loaded kernel module (a driver update "
+        "without a reboot): reboot, or reinstall the driver"
+    ),
+    804: (  # cudaErrorCompatNotSupportedOnDevice
+        "the CUDA forward-compatibility package is loaded, and this GPU does not support it: "
+        "install an NVIDIA driver for the CUDA runtime instead"
+    ),
+}
+
+
+def _old_driver_reason(driver_version: int, runtime_version: int) -> str:
+    # Imported here: ucudnn.core.device imports this module.
+    from ucudnn.core.device import cuda_version_string
+
+    driver, runtime = cuda_version_string(driver_version), cuda_version_string(runtime_version)
+    fix = f"install an NVIDIA driver for CUDA {runtime_version // 1000} or newer"
+    driver_major = driver_version // 1000
+    if 12 <= driver_major < runtime_version // 1000:  # ucudnn is built for CUDA 12 and 13
+        fix += f", or ucudnn built for CUDA {driver_major} (pip install ucudnn-cu{driver_major})"
+    return (
+        f"the NVIDIA driver supports CUDA {driver}, older than the CUDA {runtime} runtime "
+        f"ucudnn uses: {fix}"
+    )
+
+
+def _no_device_visible_reason(visible_devices: str | None) -> str:
+    if visible_devices is None:
+        return (
+            "the NVIDIA driver sees no CUDA device on this machine; nvidia-smi -L lists the "
+            "GPUs it sees"
+        )
+    return (
+        f"no CUDA device is visible: {VISIBLE_DEVICES}={shown(visible_devices)} selects none "
+        "of this machine's devices; unset it, or name a device that nvidia-smi -L lists"
+    )
 
 
 class CudaOutOfMemoryError(CudaError, MemoryError):

@@ -94,20 +94,6 @@ def device_facts(device: int | None = None) -> DeviceFacts:
     )
 
 
-def _no_device_reason(exc: NoDeviceError, numbers: dict[str, int]) -> str:
-    if exc.code == 35 and numbers["cuda_driver"] == 0:  # cudaErrorInsufficientDriver
-        return f"no NVIDIA driver ({exc.name})"
-    if exc.code == 35:
-        return (
-            f"the NVIDIA driver supports CUDA {cuda_version_string(numbers['cuda_driver'])}, "
-            f"older than the CUDA {cuda_version_string(numbers['cuda_runtime'])} runtime "
-            f"({exc.name})"
-        )
-    if exc.code == 100:  # cudaErrorNoDevice
-        return f"no CUDA device ({exc.name})"
-    return f"no usable CUDA device ({exc.name}: {exc.description})"
-
-
 class InfoReport(TypedDict, total=False):
     """What `info()` returns; the versions and libraries only when the native modules load."""
 
@@ -152,7 +138,7 @@ def info() -> InfoReport:
         count = _cuda.device_count()
         report["devices"] = [dataclasses.asdict(_device(index)) for index in range(count)]
     except NoDeviceError as exc:
-        report["reason"] = _no_device_reason(exc, numbers)
+        report["reason"] = f"{exc.reason} ({exc.name})"
     except UcudnnError as exc:
         report["reason"] = str(exc)
     return report

@@ -12,10 +12,12 @@ from typing import Any
 
 import numpy as np
 
+from ucudnn.errors import NoDeviceError, no_device_error
 from ucudnn.testing.simulator import statuses
 from ucudnn.testing.simulator.convert import cuda_error, to_address, to_c_int, to_int, to_size
 from ucudnn.testing.simulator.device import (
     DEVICE,
+    RUNTIME_VERSION as _RUNTIME_VERSION,  # private: the module offers only _cuda.pyi's names
     Destroyable,
     EventState,
     SimDevice,
@@ -24,9 +26,9 @@ from ucudnn.testing.simulator.device import (
 from ucudnn.testing.simulator.faults import Context
 from ucudnn.testing.simulator.memory import IllegalAddressError, Span
 
-_RUNTIME_VERSION = 13000  # the CUDA the H100 tables were measured with
 _INVALID_VALUE = 1
 _MEMORY_ALLOCATION = 2
+_INSUFFICIENT_DRIVER = 35
 _NO_DEVICE = 100
 _INVALID_DEVICE = 101
 _INVALID_RESOURCE_HANDLE = 400
@@ -44,12 +46,26 @@ def runtime_version() -> int:
 
 
 def driver_version() -> int:
-    return _RUNTIME_VERSION
+    return DEVICE.driver_version
 
 
 def _check_devices(call: str) -> None:
+    if not DEVICE.driver_runs_runtime():  # no driver (version 0), or one for an older CUDA
+        raise _no_device(_INSUFFICIENT_DRIVER, call)
     if not DEVICE.memories:
-        raise cuda_error(_NO_DEVICE, call)
+        raise _no_device(_NO_DEVICE, call)
+
+
+def _no_device(code: int, call: str) -> NoDeviceError:
+    """The error the binding raises: with the versions that tell its cases apart."""
+    return no_device_error(
+        code,
+        statuses.cuda_error_name(code),
+        call,
+        statuses.cuda_error_string(code),
+        DEVICE.driver_version,
+        _RUNTIME_VERSION,
+    )
 
 
 def device_count() -> int:

@@ -8,7 +8,10 @@ environment when first imported:
   like NCHW) or "fuzz:<seed>" (what was never measured is randomised);
 - UCUDNN_SIM_MEMORY_GIB: the capacity of each device (default: the H100's 81,559 MiB);
 - UCUDNN_SIM_DEVICES: how many devices (default 1; 0 behaves as a machine with a driver and
-  no GPU).
+  no GPU);
+- UCUDNN_SIM_DRIVER_VERSION: the CUDA version the driver supports, as cudaDriverGetVersion
+  reports it (default: the simulated runtime's, 13000; 0 behaves as a machine without a
+  driver, and one for an older CUDA, e.g. 12020, as a driver too old: no device either way).
 
 Work runs in program order when it is enqueued, which is one of the orders the real device
 could have chosen. Each stream keeps a clock of modelled milliseconds, so events time work
@@ -34,6 +37,8 @@ H100_MEMORY = 81_559 << 20  # nvidia-smi's memory.total on the H100 the tables c
 # What UCUDNN_SIM_MEMORY_GIB and UCUDNN_SIM_DEVICES may ask for: beyond any real machine.
 MAX_MEMORY_GIB = 1 << 20
 MAX_DEVICES = 64
+RUNTIME_VERSION = 13000  # the simulated CUDA runtime: the CUDA the H100 tables were measured with
+MAX_DRIVER_VERSION = 99_990  # CUDA 99.99
 CONTEXT_RESERVE = 512 << 20  # what a CUDA context keeps for itself, never free for users
 # The streams every CUDA program has: the legacy default, cudaStreamLegacy, cudaStreamPerThread.
 BUILTIN_STREAMS = (0, 1, 2)
@@ -45,16 +50,23 @@ class SimConfig:
     caps: str = "log"
     memory: int = H100_MEMORY
     devices: int = 1
+    driver_version: int = RUNTIME_VERSION
 
     @classmethod
     def from_environment(cls) -> SimConfig:
         memory = os.environ.get("UCUDNN_SIM_MEMORY_GIB", "").strip()
         devices = os.environ.get("UCUDNN_SIM_DEVICES", "").strip()
+        driver = os.environ.get("UCUDNN_SIM_DRIVER_VERSION", "").strip()
         gib = parse_float(memory, "UCUDNN_SIM_MEMORY_GIB", 0, MAX_MEMORY_GIB) if memory else None
         return cls(
             caps=os.environ.get("UCUDNN_SIM_CAPS", "").strip() or "log",
             memory=H100_MEMORY if gib is None else int(gib * (1 << 30)),
             devices=parse_int(devices, "UCUDNN_SIM_DEVICES", 0, MAX_DEVICES) if devices else 1,
+            driver_version=(
+                parse_int(driver, "UCUDNN_SIM_DRIVER_VERSION", 0, MAX_DRIVER_VERSION)
+                if driver
+                else RUNTIME_VERSION
+            ),
         )
 
 
@@ -121,8 +133,11 @@ class SimDevice:
     def __init__(self, config: SimConfig) -> None:
         self.config = config
         self.caps: Capabilities = load(config.caps)
+        self.driver_version = config.driver_version
+        # Without a driver that runs this runtime, no device is visible, as on a real machine.
+        visible = config.devices if self.driver_runs_runtime() else 0
         self.memories = [
-            Memory(device, config.memory, CONTEXT_RESERVE) for device in range(config.devices)
+            Memory(device, config.memory, CONTEXT_RESERVE) for device in range(visible)
         ]
         self.current = 0
         self.streams: dict[int, StreamState] = {s: StreamState(True) for s in BUILTIN_STREAMS}
@@ -135,6 +150,11 @@ class SimDevice:
         self._serial = 0  # counts everything tracked, so tests can ask "since when"
 
     # -- identity -----------------------------------------------------------------------------
+    def driver_runs_runtime(self) -> bool:
+        """Whether the simulated driver exists and supports the simulated runtime's CUDA major
+        (newer minor versions of a major run on its older drivers)."""
+        return self.driver_version // 1000 >= RUNTIME_VERSION // 1000
+
     @property
     def name(self) -> str:
         """The device name, which fingerprints the simulator and its data: measurements made
