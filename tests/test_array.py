@@ -2,17 +2,12 @@
 
 from __future__ import annotations
 
+import ml_dtypes
 import numpy as np
 import pytest
 
-from ucudnn.core.array import (
-    DTYPES,
-    DeviceArray,
-    bfloat16_bits,
-    bfloat16_values,
-    host_dtype,
-    itemsize,
-)
+from ucudnn.core import array as array_module
+from ucudnn.core.array import DTYPES, DeviceArray, host_dtype, itemsize
 from ucudnn.errors import NoDeviceError
 
 
@@ -48,37 +43,16 @@ def _has_device() -> bool:
 def test_dtype_tables() -> None:
     assert set(DTYPES) >= {"float16", "bfloat16", "float32", "float64"}
     assert [itemsize(d) for d in ("float16", "bfloat16", "float32", "float64")] == [2, 2, 4, 8]
-    assert host_dtype("bfloat16") == np.uint16
+    assert host_dtype("bfloat16") == ml_dtypes.bfloat16
     assert host_dtype("float16") == np.float16
     with pytest.raises(ValueError, match="unsupported dtype 'complex64'"):
         itemsize("complex64")
 
 
-@pytest.mark.parametrize(
-    ("value", "bits"),
-    [
-        (1.0, 0x3F80),
-        (-2.0, 0xC000),
-        (1.00390625, 0x3F80),  # halfway between 0x3F80 and 0x3F81: ties to even
-        (1.01171875, 0x3F82),  # halfway between 0x3F81 and 0x3F82: ties to even
-        (1.00390625 + 2**-23, 0x3F81),  # just above the halfway point
-        (np.inf, 0x7F80),
-        (-np.inf, 0xFF80),
-        (3.4028235e38, 0x7F80),  # float32 max rounds up to infinity
-        (np.nan, 0x7FC0),
-        (0.0, 0x0000),
-    ],
-)
-def test_bfloat16_bits_round_to_nearest_even(value: float, bits: int) -> None:
-    assert bfloat16_bits(np.array([value], np.float32))[0] == bits
-
-
-def test_bfloat16_round_trip_is_exact_for_bfloat16_values() -> None:
-    bits = np.arange(0, 0x7F80, 7, dtype=np.uint16)  # finite, non-negative patterns
-    values = bfloat16_values(bits)
-    assert values.dtype == np.float32
-    np.testing.assert_array_equal(bfloat16_bits(values), bits)
-    np.testing.assert_array_equal(bfloat16_bits(-values), bits | 0x8000)
+def test_bfloat16_is_converted_by_ml_dtypes_only() -> None:
+    """The hand-written float32 <-> bit pattern conversions are gone: `astype` does both."""
+    assert not hasattr(array_module, "bfloat16_bits")
+    assert not hasattr(array_module, "bfloat16_values")
 
 
 # --- construction and views ------------------------------------------------------------------
@@ -206,7 +180,9 @@ def test_zero_size_host_copies_need_no_device() -> None:
     assert (array.shape, array.dtype, array.ptr, array.device) == ((0, 3), "float16", 0, None)
     assert array.to_numpy().dtype == np.float16
     bits = DeviceArray.from_numpy(np.zeros((0,), np.uint16), dtype="bfloat16")
-    assert bits.dtype == "bfloat16" and bits.to_numpy().dtype == np.uint16
+    assert bits.dtype == "bfloat16" and bits.to_numpy().dtype == ml_dtypes.bfloat16
+    values = DeviceArray.from_numpy(np.zeros((0, 2), ml_dtypes.bfloat16))
+    assert values.dtype == "bfloat16" and values.to_numpy().dtype == ml_dtypes.bfloat16
 
 
 @pytest.mark.parametrize(
@@ -223,6 +199,18 @@ def test_zero_size_host_copies_need_no_device() -> None:
             lambda: DeviceArray.from_numpy(np.zeros(0, np.int16), dtype="bfloat16"),
             TypeError,
             "a int16 array cannot be copied as bfloat16",
+        ),
+        (  # float values are converted by the caller, never reinterpreted as bit patterns
+            lambda: DeviceArray.from_numpy(np.zeros(0, np.float32), dtype="bfloat16"),
+            TypeError,
+            r"a float32 array cannot be copied as bfloat16; convert it first with "
+            r"\.astype\(ml_dtypes\.bfloat16\)",
+        ),
+        (
+            lambda: DeviceArray.from_numpy(np.zeros(0, ml_dtypes.bfloat16), dtype="float16"),
+            TypeError,
+            r"a bfloat16 array cannot be copied as float16; convert it first with "
+            r"\.astype\(numpy\.float16\)",
         ),
         (
             lambda: DeviceArray(0, (0, 2), "float32").copy_from_numpy(np.zeros((2, 0))),
@@ -271,9 +259,22 @@ def test_numpy_round_trip(dtype: str) -> None:
 
 @pytest.mark.gpu
 def test_bfloat16_round_trip() -> None:
-    bits = bfloat16_bits(np.linspace(-3, 3, 20, dtype=np.float32))
+    host = np.linspace(-3, 3, 20, dtype=np.float32).reshape(4, 5).astype(ml_dtypes.bfloat16)
+    back = DeviceArray.from_numpy(host).to_numpy()
+    assert back.dtype == ml_dtypes.bfloat16
+    np.testing.assert_array_equal(back, host)
+
+
+@pytest.mark.gpu
+def test_bfloat16_bit_patterns_are_taken_when_named() -> None:
+    """uint16 bit patterns with dtype="bfloat16" are copied as they are (not converted from
+    integers), and come back as the bfloat16 values they encode."""
+    bits = np.array([0x3F80, 0xC000, 0x7F80, 0x3F81], np.uint16)  # 1, -2, inf, 1 + 2**-7
     array = DeviceArray.from_numpy(bits, dtype="bfloat16")
-    np.testing.assert_array_equal(array.to_numpy(), bits)
+    back = array.to_numpy()
+    assert back.dtype == ml_dtypes.bfloat16
+    np.testing.assert_array_equal(back.view(np.uint16), bits)
+    np.testing.assert_array_equal(back.astype(np.float32), [1.0, -2.0, np.inf, 1 + 2**-7])
 
 
 @pytest.mark.gpu

@@ -9,6 +9,7 @@ import gc
 import sys
 import weakref
 
+import ml_dtypes
 import numpy as np
 import pytest
 
@@ -343,6 +344,22 @@ def test_cuda_tensors_round_trip_through_dlpack() -> None:
         np.testing.assert_array_equal(array.to_numpy(), host, err_msg=name)
         view = DeviceArray.from_dlpack(tensor[:, 1:])
         assert (view.ptr, view.shape, view.strides) == (array.ptr + 4, (4, 5), (24, 4)), name
+
+
+@pytest.mark.gpu
+@pytest.mark.hardware("PyTorch allocates on a real GPU, not on the simulated one")
+def test_torch_bfloat16_tensors_come_back_as_ml_dtypes_arrays() -> None:
+    """DLPack's bfloat16 (type code 4) is the device's bfloat16, and the host copy is the
+    numpy bfloat16 of ml_dtypes holding the same values (CuPy has no bfloat16)."""
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("PyTorch has no CUDA device")
+    values = np.linspace(-3, 3, 12, dtype=np.float32).reshape(3, 4)
+    tensor = torch.tensor(values, device="cuda").to(torch.bfloat16)
+    array = DeviceArray.from_dlpack(tensor)
+    host = array.to_numpy()
+    assert array.dtype == "bfloat16" and host.dtype == ml_dtypes.bfloat16
+    np.testing.assert_array_equal(host.astype(np.float32), tensor.float().cpu().numpy())
 
 
 @pytest.mark.gpu

@@ -15,7 +15,6 @@ import pytest
 
 from tests import reference_conv as ref
 from tests.conftest import gpu_available
-from ucudnn.core.array import bfloat16_values
 from ucudnn.core.problem import ConvProblem, to_physical
 from ucudnn.errors import CudaOutOfMemoryError, UcudnnError, WorkspaceFallbackWarning
 from ucudnn.planner.tables import Candidate
@@ -100,8 +99,6 @@ def _upload(problem: ConvProblem, rng: np.random.Generator):
 def _logical(array, problem: ConvProblem, tensor: str) -> np.ndarray:
     layout = problem.filter_layout if tensor == "w" else problem.layout
     values = array.to_numpy()
-    if problem.dtype == "bfloat16":  # to_numpy gives bfloat16's bit patterns
-        values = bfloat16_values(values)
     return np.moveaxis(values, -1, 1) if layout[-1] == "C" else values
 
 

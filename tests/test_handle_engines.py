@@ -84,8 +84,6 @@ def test_engine_parts_equal_the_reference(kernel, beta, dtype, rank, channels_la
     from ucudnn.runtime import backend, executor
     from ucudnn.runtime.engine_calls import EngineRuns
 
-    if dtype == "bfloat16":
-        pytest.importorskip("ml_dtypes", reason="bfloat16 arrays need ml_dtypes")
     problem = _problem(rank, dtype, channels_last)
     output = ROLES[kernel][2]
     host, device = _upload(problem, np.random.default_rng(11))

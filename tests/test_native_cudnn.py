@@ -11,7 +11,7 @@ import pytest
 from tests import reference_conv
 from ucudnn import errors
 from ucudnn._native import _cudnn
-from ucudnn.core.array import DeviceArray, bfloat16_bits, bfloat16_values
+from ucudnn.core.array import DeviceArray, host_dtype
 from ucudnn.core.problem import ConvProblem
 
 # --- versions and status names ---------------------------------------------------------------
@@ -276,7 +276,7 @@ _CASES = [
 def _stored(logical: np.ndarray, dtype: str, layout: str) -> np.ndarray:
     """The host array holding `logical` (float64) as the device stores it in `layout`."""
     stored = np.ascontiguousarray(logical.transpose(_PERMUTATIONS[layout]))
-    return bfloat16_bits(stored) if dtype == "bfloat16" else stored.astype(dtype)
+    return stored.astype(host_dtype(dtype))
 
 
 def _to_device(logical: np.ndarray, dtype: str, layout: str) -> tuple[DeviceArray, tuple]:
@@ -288,17 +288,12 @@ def _to_device(logical: np.ndarray, dtype: str, layout: str) -> tuple[DeviceArra
 
 
 def _from_device(array: DeviceArray, layout: str) -> np.ndarray:
-    stored = array.to_numpy()
-    if array.dtype == "bfloat16":
-        stored = bfloat16_values(stored)
-    return stored.astype(np.float64).transpose(np.argsort(_PERMUTATIONS[layout]))
+    return array.to_numpy().astype(np.float64).transpose(np.argsort(_PERMUTATIONS[layout]))
 
 
 def _rounded(values: np.ndarray, dtype: str) -> np.ndarray:
     """values as the device sees them after conversion to dtype."""
-    if dtype == "bfloat16":
-        return bfloat16_values(bfloat16_bits(values)).astype(np.float64)
-    return values.astype(dtype).astype(np.float64)
+    return values.astype(host_dtype(dtype)).astype(np.float64)
 
 
 @pytest.mark.gpu

@@ -331,7 +331,7 @@ CASES = [
     ((2, 4, 11, 9), (8, 2, 3, 2), {"stride": (2, 1), "groups": 2, "dilation": (1, 2)}),
     ((2, 3, 6, 5, 7), (4, 3, 3, 3, 3), {"padding": 1}),
 ]
-DTYPES = ["float32", "float16", "float64"]
+DTYPES = ["float32", "float16", "bfloat16", "float64"]
 
 
 def _stored(array: np.ndarray, channels_last: bool) -> np.ndarray:

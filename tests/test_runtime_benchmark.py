@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ucudnn.core.array import bfloat16_values
+from ucudnn.core.array import host_dtype
 from ucudnn.core.problem import ConvProblem
 from ucudnn.runtime.benchmark import FILL_BYTES, fill_byte
 
@@ -25,9 +25,7 @@ _MOST_TERMS = {"float16": 2**16, "float32": 2**31, "float64": 2**31}
 def _fill_value(dtype: str, compute_dtype: str) -> float:
     """The value each element of a `dtype` buffer holds after the fill."""
     raw = bytes([fill_byte(dtype, compute_dtype)]) * 8
-    if dtype == "bfloat16":
-        return float(bfloat16_values(np.frombuffer(raw[:2], np.uint16))[0])
-    return float(np.frombuffer(raw, np.dtype(dtype), count=1)[0])
+    return float(np.frombuffer(raw, host_dtype(dtype), count=1)[0])
 
 
 @pytest.mark.parametrize(("dtype", "compute_dtype"), list(FILL_BYTES))

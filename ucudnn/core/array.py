@@ -1,10 +1,11 @@
 """DeviceArray: a typed, strided view of device memory that keeps its owner alive.
 
 dtypes are names, the same vocabulary as ConvProblem ("float32", "float16", "bfloat16",
-"float64", plus a few integer types). numpy has no bfloat16, so a bfloat16 array lives on the
-host as its raw 16-bit patterns in a uint16 array (`to_numpy` returns one; `from_numpy` takes
-one with dtype="bfloat16", or an ml_dtypes bfloat16 array); `bfloat16_bits` and
-`bfloat16_values` convert to and from float32. Strides are in bytes, as in numpy.
+"float64", plus a few integer types). On the host, bfloat16 is `ml_dtypes.bfloat16`, the numpy
+bfloat16 dtype JAX uses: `to_numpy` returns such arrays and `from_numpy` takes them. Raw
+bfloat16 bit patterns in a uint16 array are taken too, but only when dtype="bfloat16" says so;
+float arrays are never reinterpreted (convert them with `.astype(ml_dtypes.bfloat16)`, which
+rounds to nearest even). Strides are in bytes, as in numpy.
 
 Arrays cross to other libraries through `__cuda_array_interface__` (version 3) both ways,
 without copies; DLPack (`__dlpack__`) arrays on a CUDA device can be imported too.
@@ -18,6 +19,7 @@ import operator
 from collections.abc import Sequence
 from typing import Any
 
+import ml_dtypes
 import numpy as np
 
 from ucudnn.core.checks import shown
@@ -56,8 +58,8 @@ def itemsize(dtype: str) -> int:
 
 
 def host_dtype(dtype: str) -> np.dtype:
-    """The numpy dtype that holds this dtype on the host (uint16 bit patterns for bfloat16)."""
-    return np.dtype(np.uint16 if _check_dtype(dtype) == "bfloat16" else dtype)
+    """The numpy dtype that holds this dtype on the host (`ml_dtypes.bfloat16` for bfloat16)."""
+    return np.dtype(ml_dtypes.bfloat16 if _check_dtype(dtype) == "bfloat16" else dtype)
 
 
 def _check_dtype(dtype: object) -> str:
@@ -72,25 +74,25 @@ def _dtype_of(array: np.ndarray, dtype: str | None) -> str:
     if dtype is None:
         return _check_dtype(name)
     _check_dtype(dtype)
-    if dtype == "bfloat16" and name in ("uint16", "bfloat16"):
-        return dtype
+    if dtype == "bfloat16" and name == "uint16":
+        return dtype  # bit patterns, asked for by name: copied as they are
     if name != dtype:
-        raise TypeError(f"a {name} array cannot be copied as {dtype}; convert it first")
+        raise TypeError(
+            f"a {name} array cannot be copied as {dtype}; convert it first with "
+            f".astype({_spelled(dtype)})"
+        )
     return dtype
 
 
-def bfloat16_bits(values: np.ndarray) -> np.ndarray:
-    """float32 values -> bfloat16 bit patterns (uint16), rounding to nearest even."""
-    values = np.ascontiguousarray(values, dtype=np.float32)
-    bits = values.view(np.uint32)
-    rounded = (bits + np.uint32(0x7FFF) + ((bits >> 16) & np.uint32(1))) >> 16
-    quiet_nan = (bits >> 16) | np.uint32(0x0040)  # keep sign; rounding could turn NaN into inf
-    return np.where(np.isnan(values), quiet_nan, rounded).astype(np.uint16)
+def _spelled(dtype: str) -> str:
+    """How numpy code names the host dtype of `dtype`."""
+    return "ml_dtypes.bfloat16" if dtype == "bfloat16" else f"numpy.{dtype}"
 
 
-def bfloat16_values(bits: np.ndarray) -> np.ndarray:
-    """bfloat16 bit patterns (uint16) -> float32 values (exact)."""
-    return (np.asarray(bits, dtype=np.uint16).astype(np.uint32) << 16).view(np.float32)
+def _host_bytes(array: np.ndarray) -> np.ndarray:
+    """A C-contiguous host array's memory as uint8, for the copy functions, which take buffers:
+    an ml_dtypes array exports none (the buffer protocol has no bfloat16 format)."""
+    return array.reshape(-1).view(np.uint8)
 
 
 def _int_tuple(values: object, what: str) -> tuple[int, ...]:
@@ -242,7 +244,8 @@ class DeviceArray:
     def from_numpy(
         cls, array: np.ndarray, *, dtype: str | None = None, stream: int = 0
     ) -> DeviceArray:
-        """Copy a host array to a new device array; dtype="bfloat16" takes uint16 bit patterns."""
+        """Copy a host array to a new device array; dtype="bfloat16" takes `ml_dtypes.bfloat16`
+        arrays, and uint16 arrays of bfloat16 bit patterns."""
         if not isinstance(array, np.ndarray):
             raise TypeError(f"from_numpy needs a numpy array, got {type(array).__name__}")
         result = cls.empty(array.shape, _dtype_of(array, dtype), stream=stream)
@@ -262,16 +265,18 @@ class DeviceArray:
             raise ValueError(f"copy_from_numpy: shape {array.shape} != {self.shape}")
         _dtype_of(array, self.dtype)
         if self.nbytes:
-            _cuda.memcpy_htod(self.ptr, np.ascontiguousarray(array), self.nbytes, stream)
+            _cuda.memcpy_htod(
+                self.ptr, _host_bytes(np.ascontiguousarray(array)), self.nbytes, stream
+            )
 
     def to_numpy(self, *, stream: int = 0) -> np.ndarray:
-        """Copy to a new host array and wait for `stream` (bfloat16 comes back as uint16 bits)."""
+        """Copy to a new host array and wait for `stream` (bfloat16 as `ml_dtypes.bfloat16`)."""
         from ucudnn._native import _cuda
 
         self._check_host_copy("to_numpy")
         out = np.empty(self.shape, dtype=host_dtype(self.dtype))
         if self.nbytes:
-            _cuda.memcpy_dtoh(out, self.ptr, self.nbytes, stream)
+            _cuda.memcpy_dtoh(_host_bytes(out), self.ptr, self.nbytes, stream)
             _cuda.stream_synchronize(stream)
         return out
 

@@ -30,7 +30,7 @@ import logging
 import numpy as np
 
 from ucudnn._native import _cuda
-from ucudnn.core.array import bfloat16_values
+from ucudnn.core.array import host_dtype
 from ucudnn.core.problem import ConvProblem
 
 logger = logging.getLogger(__name__)
@@ -71,9 +71,7 @@ def normalised_l2(result: np.ndarray, reference: np.ndarray) -> float:
 
 def host_values(raw: np.ndarray, dtype: str) -> np.ndarray:
     """Bytes copied from the device as float64 values."""
-    if dtype == "bfloat16":
-        return bfloat16_values(raw.view(np.uint16)).astype(np.float64)
-    return raw.view(np.dtype(dtype)).astype(np.float64)
+    return raw.view(host_dtype(dtype)).astype(np.float64)
 
 
 def download(ptr: int, nbytes: int, stream: int) -> np.ndarray:

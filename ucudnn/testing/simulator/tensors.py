@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from ucudnn.core.array import bfloat16_bits, bfloat16_values
+from ucudnn.core.array import host_dtype
 from ucudnn.testing.simulator.convert import cuda_error, cudnn_error
 from ucudnn.testing.simulator.descriptors import (
     ITEMSIZE,
@@ -23,8 +23,8 @@ from ucudnn.testing.simulator.memory import ConformanceError, Span
 
 Array = np.ndarray[Any, np.dtype[Any]]
 _MISALIGNED_ADDRESS = 716  # cudaErrorMisalignedAddress
-_STORAGE = {"float32": np.float32, "float16": np.float16, "bfloat16": np.uint16,
-            "float64": np.float64}  # fmt: skip
+# The dtype a read gives the arithmetic: bfloat16 computes on float32 values, the rest as stored.
+_COMPUTED_AS = {"bfloat16": np.dtype(np.float32)}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -46,7 +46,7 @@ class Operand:
         itemsize = ITEMSIZE[self.dtype]
         return np.ndarray(
             self.dims,
-            _STORAGE[self.dtype],
+            host_dtype(self.dtype),
             buffer=self.span.allocation.bytes,
             offset=self.span.offset,
             strides=[s * itemsize for s in self.strides],
@@ -56,12 +56,12 @@ class Operand:
         """A copy of the values, in logical order (bfloat16 as float32 values)."""
         DEVICE.before_read(self.span)
         values = self._view()
-        return bfloat16_values(values) if self.dtype == "bfloat16" else values.copy()
+        return values.astype(_COMPUTED_AS.get(self.dtype, values.dtype))
 
     def write(self, values: Array) -> None:
-        """Store values already rounded to the dtype (bfloat16 as float32 values)."""
-        stored = bfloat16_bits(values) if self.dtype == "bfloat16" else values
-        self._view()[...] = stored
+        """Store values already rounded to the dtype (bfloat16 as float32 values), so the
+        assignment's conversion is exact."""
+        self._view()[...] = values
 
 
 def operand(
