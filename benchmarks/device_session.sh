@@ -1,25 +1,30 @@
 #!/usr/bin/env bash
-# One command for the GPU machine: build ucudnn, run the gpu-marked tests, then the comparison
-# benchmark (benchmarks/gpu_compare.py) within what is left of a 10-minute command.
+# One command for a GPU machine: build ucudnn, run the gpu-marked tests, then the comparison
+# benchmark (benchmarks/gpu_compare.py), all within SESSION_SECONDS.
 #
-# Once, on the machine without a GPU, from the repository root (downloads into .whl/):
-#   bash ../shared/device/fetch-wheels.sh 'highspy<1.16'
-# which fetches what the GPU machine lacks: mip, cffi, pycparser (cffi cannot import without
-# it), highspy and nvidia-cudnn-frontend. highspy 1.16 no longer exports the C library that
-# python-mip 2.0 loads, hence the pin (as in pyproject.toml). Then, through the device tool:
-#   run(command="UCUDNN_COMMIT=<git rev-parse HEAD> bash benchmarks/device_session.sh",
-#       carry=[".whl"], timeout_s=600)
-# Arguments after the script replace the benchmark's defaults, for example
-#   ... bash benchmarks/device_session.sh --networks deepbench --limits 8MiB --dtypes float32
+# A GPU machine without a package index gets the wheels it lacks in .whl/, made on a machine
+# that has one, from the repository root:
+#   python3 -m pip list --format=freeze >gpu-machine.txt   # there, once: what it has
+#   python3 benchmarks/fetch_wheels.py --have gpu-machine.txt
+# (benchmarks/fetch_wheels.py --help: another folder, Python or platform; without --have it
+# fetches everything, about a gigabyte). Copy the repository with .whl/ to the GPU machine
+# and run, from the repository root there:
+#   UCUDNN_COMMIT=$(git rev-parse HEAD) OUT=<results folder> bash benchmarks/device_session.sh
+# (UCUDNN_COMMIT names the commit in the results where the copy is no git checkout). Without
+# .whl/ the session installs from the package index. Arguments after the script replace the
+# benchmark's defaults, for example
+#   bash benchmarks/device_session.sh --networks deepbench --limits 8MiB --dtypes float32
 # or, with cuDNN's graph-API engine configurations measured beside the legacy algorithms,
-#   ... bash benchmarks/device_session.sh --engines on --networks resnet50 --dtypes float16
-# SKIP_TESTS=1 skips the test suite (a second call on a warm machine); SESSION_SECONDS (570)
-# is the time the whole script may take, TEST_SECONDS (240) the tests' share, TEST_TIMEOUT
-# (120) the seconds one test may take. Results come back from $OUT: session.log (with the
-# Handle's per-call host time), gpu-tests.log (pytest's whole report: each failure and error
-# in full, then the counts), gpu-suite-<date>.json (the counts, versions and every skip's
-# reason, for benchmarks/results/), capabilities-probe.json and results/<run-id>.{json,md},
-# -tables.zip and -plots.zip (8 files).
+#   bash benchmarks/device_session.sh --engines on --networks resnet50 --dtypes float16
+# (gpu_compare.py --help lists them all). SKIP_TESTS=1 skips the test suite (a second run
+# on the same machine); SESSION_SECONDS (570) is the time the whole script may take,
+# TEST_SECONDS (240) the tests' share, TEST_TIMEOUT (120) the seconds one test may take,
+# PROBE_SECONDS (75) the capability probe's. Results go to $OUT (default
+# benchmarks/results/session): session.log (with the Handle's per-call host time),
+# gpu-tests.log (pytest's whole report: each failure and error in full, then the counts),
+# gpu-suite-<date>.json (the counts, versions and every skip's reason, for
+# benchmarks/results/), capabilities-probe.json and results/<run-id>.{json,md}, -tables.zip
+# and -plots.zip (8 files).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/benchmarks/results/session}
@@ -28,24 +33,44 @@ log="$OUT/session.log"
 budget=${SESSION_SECONDS:-570}
 say() { echo "[device_session ${SECONDS}s] $*" | tee -a "$log"; }
 
-say "installing carried wheels into .site"
-python3 -m pip install -q --no-index --no-deps --target .site .whl/*.whl >>"$log" 2>&1 \
-  || say "WARNING: some carried wheels did not install (see session.log)"
-export PYTHONPATH=$PWD/.site${PYTHONPATH:+:$PYTHONPATH}
+requirements=$(mktemp)
+trap 'rm -f "$requirements"' EXIT
+# What the session needs (fetch_wheels.py --print) and this interpreter lacks. From .whl/
+# without resolving dependencies: the carried wheels are the dependencies, less those the
+# session does without (fetch_wheels.py names them).
+install_requirements() {
+  python3 benchmarks/fetch_wheels.py --print >"$requirements" || return
+  if [ ! -d .whl ]; then
+    python3 -m pip install -q -r "$requirements"
+    return
+  fi
+  local carried=() wheel
+  for wheel in .whl/*.whl; do
+    [ -f "$wheel" ] || continue
+    wheel=${wheel##*/}
+    carried+=("${wheel%%-*}")  # a wheel's file name starts with its distribution's name
+  done
+  python3 -m pip install -q --no-index --find-links .whl --no-deps -r "$requirements" \
+    "${carried[@]}"
+}
+# pip installs into a distribution's own Python ("externally managed") only when told to.
+export PIP_BREAK_SYSTEM_PACKAGES=1
+say "installing the session's requirements from $([ -d .whl ] && echo .whl/ || echo the index)"
+install_requirements >>"$log" 2>&1 \
+  || say "WARNING: some requirements did not install (see session.log)"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1 | tee -a "$log"
 
 # Editable, into the interpreter's own site-packages: ucudnn._native loads cuDNN and the CUDA
 # runtime from the nvidia/ pip packages found through the import system (`ucudnn info` prints
-# which files). No isolation: no package index here.
+# which files). No isolation: the build requirements are installed above.
 say "building ucudnn"
-if ! PIP_BREAK_SYSTEM_PACKAGES=1 python3 -m pip install --no-build-isolation --no-deps -e . \
-  >>"$log" 2>&1; then
+if ! python3 -m pip install --no-build-isolation --no-deps -e . >>"$log" 2>&1; then
   say "BUILD FAILED; last lines:"
   tail -n 30 "$log"
   exit 1
 fi
-# Without these every gpu test would be skipped (or WD could not be solved: CBC is not
-# carried): stop here instead of reporting a run that tested nothing.
+# Without these every gpu test would be skipped (or WD could not be solved: .whl/ leaves CBC
+# out): stop here instead of reporting a run that tested nothing.
 if ! python3 -c "import ucudnn, mip; import ucudnn._native._cudnn; mip.Model(solver_name=mip.HIGHS)" \
   >>"$log" 2>&1; then
   say "SET-UP BROKEN: ucudnn, its native module, mip or its HiGHS does not load; last lines:"
