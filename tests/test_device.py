@@ -85,6 +85,8 @@ def test_info_names_the_library_files_it_loaded() -> None:
     for library in libraries.values():
         assert os.path.isfile(library["path"]), library
         assert library["found_by"]
+    if libraries["libcudnn.so.9"]["found_by"] == "the nvidia.cudnn package":
+        assert libraries["libcudnn.so.9"]["distribution"] == "nvidia-cudnn-cu13"
 
 
 CODES = {"cudaErrorInsufficientDriver": 35, "cudaErrorNoDevice": 100}
@@ -171,3 +173,28 @@ def test_devices_and_facts_on_a_gpu() -> None:
     assert facts.cudnn_version == _cudnn.version()
     assert facts.cuda_version == _cuda.runtime_version()
     assert device.device_facts() == device.device_facts(_cuda.get_device())
+
+
+def test_info_text_says_who_installed_each_library(monkeypatch) -> None:
+    from ucudnn.faces.info import info_text
+
+    report = {
+        "native": True,
+        "simulated": False,
+        "libraries": [
+            {"soname": "libcudnn.so.9", "path": "/site/nvidia/cudnn/lib/libcudnn.so.9",
+             "found_by": "the nvidia.cudnn package", "distribution": "nvidia-cudnn-cu12"},
+            {"soname": "libcudart.so.13", "path": "/usr/lib/libcudart.so.13",
+             "found_by": "system loader", "distribution": None},
+        ],
+        "cudnn": "9.1.0", "cudnn_build": "9.1.0", "cuda_runtime": "13.0", "cuda_driver": "13.0",
+        "devices": [], "reason": "the NVIDIA driver sees no CUDA device on this machine",
+    }  # fmt: skip
+    monkeypatch.setattr(device, "info", lambda: report)
+    lines = info_text().splitlines()
+    assert lines[2:4] == [
+        "libcudnn.so.9: /site/nvidia/cudnn/lib/libcudnn.so.9 (found by the nvidia.cudnn package; "
+        "pip package nvidia-cudnn-cu12)",
+        "libcudart.so.13: /usr/lib/libcudart.so.13 (found by system loader; system library, "
+        "not a pip package)",
+    ]

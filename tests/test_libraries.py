@@ -43,8 +43,8 @@ def test_order_is_packages_then_roots_then_prefix_then_system_loader() -> None:
     packages = found({"nvidia.cudnn": ["/target/nvidia/cudnn", "/site/nvidia/cudnn"]})
     result = candidates(CUDNN, {"CUDNN_ROOT": "/opt/cudnn"}, packages, prefix="/env")
     assert result == [
-        Candidate("/target/nvidia/cudnn/lib/libcudnn.so.9", "the nvidia-cudnn-cu13 package"),
-        Candidate("/site/nvidia/cudnn/lib/libcudnn.so.9", "the nvidia-cudnn-cu13 package"),
+        Candidate("/target/nvidia/cudnn/lib/libcudnn.so.9", "the nvidia.cudnn package"),
+        Candidate("/site/nvidia/cudnn/lib/libcudnn.so.9", "the nvidia.cudnn package"),
         Candidate("/opt/cudnn/lib64/libcudnn.so.9", "CUDNN_ROOT"),
         Candidate("/opt/cudnn/lib/libcudnn.so.9", "CUDNN_ROOT"),
         Candidate("/env/lib/libcudnn.so.9", "the environment prefix"),
@@ -114,7 +114,7 @@ def test_nothing_found_names_every_place_and_why(tmp_path: Path) -> None:
     message = str(caught.value)
     assert message.splitlines() == [
         "cannot load cuDNN (libcudnn.so.9); tried, in order:",
-        "  /site/nvidia/cudnn/lib/libcudnn.so.9 (the nvidia-cudnn-cu13 package): no such file",
+        "  /site/nvidia/cudnn/lib/libcudnn.so.9 (the nvidia.cudnn package): no such file",
         "  /e/lib/libcudnn.so.9 (the environment prefix): no such file",
         "  libcudnn.so.9 (system loader): libcudnn.so.9: cannot open shared object file",
         "Install it with `pip install nvidia-cudnn-cu13` (a dependency of ucudnn), "
@@ -187,8 +187,8 @@ def copy_library(spec: LibrarySpec, directory: Path) -> Path:
 def test_installed_packages_are_found_through_the_import_system() -> None:
     loaded = load_in_fresh_process()
     assert loaded == [
-        ["libcudnn.so.9", str(installed(CUDNN)), "the nvidia-cudnn-cu13 package"],
-        ["libcudart.so.13", str(installed(RUNTIME)), "the nvidia-cuda-runtime package"],
+        ["libcudnn.so.9", str(installed(CUDNN)), "the nvidia.cudnn package"],
+        ["libcudart.so.13", str(installed(RUNTIME)), "the nvidia.cu13 package"],
     ]
 
 
@@ -233,3 +233,50 @@ def test_nothing_installed_is_an_import_error_naming_the_places() -> None:
     assert "libcudnn.so.9 (system loader): libcudnn.so.9: cannot open shared object file" in (
         message
     )
+
+
+# --- which distribution owns a library file ---------------------------------------------
+
+
+def test_the_installed_libraries_belong_to_their_distributions(tmp_path: Path) -> None:
+    assert libraries.owning_distribution(str(installed(CUDNN))) == "nvidia-cudnn-cu13"
+    assert libraries.owning_distribution(str(installed(RUNTIME))) == "nvidia-cuda-runtime"
+    link = tmp_path / "libcudnn.so.9"  # a link outside the import path, to the package's file
+    link.symlink_to(installed(CUDNN))
+    assert libraries.owning_distribution(str(link)) == "nvidia-cudnn-cu13"
+
+
+def fake_site(site: Path, distribution: str, files: list[str]) -> None:
+    """A site directory where `distribution` is installed and its record lists `files`."""
+    info = site / f"{distribution.replace('-', '_')}-1.0.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {distribution}\nVersion: 1.0\n")
+    (info / "RECORD").write_text("".join(f"{file},,\n" for file in files))
+    for file in files:
+        (site / file).parent.mkdir(parents=True, exist_ok=True)
+        (site / file).write_bytes(b"")
+
+
+def test_the_owner_is_the_distribution_that_installed_the_file_not_the_rules_guess(
+    tmp_path: Path,
+) -> None:
+    """nvidia/cudnn/ of the CUDA 12 package, found where the CUDA 13 one is looked for."""
+    site = tmp_path / "site"
+    fake_site(site, "nvidia-cudnn-cu12", ["nvidia/cudnn/lib/libcudnn.so.9"])
+    first = candidates(CUDNN, {}, found({"nvidia.cudnn": [str(site / "nvidia" / "cudnn")]}))[0]
+    assert first.origin == "the nvidia.cudnn package"  # a place searched, not an owner
+    assert libraries.owning_distribution(first.target, [str(site)]) == "nvidia-cudnn-cu12"
+
+
+def test_a_file_no_distribution_lists_is_a_system_library(tmp_path: Path) -> None:
+    system = tmp_path / "usr" / "lib" / "libcudnn.so.9"
+    system.parent.mkdir(parents=True)
+    system.write_bytes(b"")
+    assert libraries.owning_distribution(str(system), [str(tmp_path / "site")]) is None
+    site = tmp_path / "site"
+    fake_site(site, "something-else", ["something/lib/libcudnn.so.9"])
+    stray = site / "nvidia" / "cudnn" / "lib" / "libcudnn.so.9"  # on the path, in no record
+    stray.parent.mkdir(parents=True)
+    stray.write_bytes(b"")
+    assert libraries.owning_distribution(str(stray), [str(site)]) is None
+    assert libraries.owning_distribution("/nowhere/libcudnn.so.9") is None

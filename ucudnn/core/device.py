@@ -10,6 +10,7 @@ import dataclasses
 from typing import Any, Required, TypedDict
 
 from ucudnn.core.facts import DeviceFacts
+from ucudnn.core.libraries import LoadedLibrary, owning_distribution
 from ucudnn.errors import NoDeviceError, UcudnnError
 
 
@@ -101,11 +102,18 @@ class InfoReport(TypedDict, total=False):
     simulated: bool  # the native modules are the simulated device's (UCUDNN_DEVICE=sim)
     devices: Required[list[dict[str, Any]]]  # each a Device as a dict
     reason: Required[str | None]  # why no device is usable; None when one is
-    libraries: list[dict[str, Any]]  # each a LoadedLibrary as a dict
+    # Each a LoadedLibrary as a dict, plus "distribution": the pip distribution that owns the
+    # file, None for a system library (and for the simulated device's).
+    libraries: list[dict[str, Any]]
     cudnn: str
     cudnn_build: str
     cuda_runtime: str
     cuda_driver: str | None  # None without a driver
+
+
+def _library_report(library: LoadedLibrary, simulated: bool) -> dict[str, Any]:
+    owner = None if simulated else owning_distribution(library.path)
+    return {**dataclasses.asdict(library), "distribution": owner}
 
 
 def info() -> InfoReport:
@@ -122,7 +130,7 @@ def info() -> InfoReport:
     report: InfoReport = {
         "native": True,
         "simulated": SIMULATED,
-        "libraries": [dataclasses.asdict(library) for library in LIBRARIES],
+        "libraries": [_library_report(library, SIMULATED) for library in LIBRARIES],
         "cudnn": cudnn_version_string(numbers["cudnn"]),
         "cudnn_build": cudnn_version_string(numbers["cudnn_build"]),
         "cuda_runtime": cuda_version_string(numbers["cuda_runtime"]),

@@ -10,13 +10,16 @@ Places searched, in order (the first that loads wins):
 1. cuDNN only: ``UCUDNN_CUDNN_PATH``, the library file or a directory holding it (directly,
    or in ``lib/`` or ``lib64/``). When set, it is the only place searched: an explicit choice
    that fails is an error, not a silent fallback to another cuDNN.
-2. The NVIDIA pip package (``nvidia-cudnn-cu13``, ``nvidia-cuda-runtime``, ...), found through
-   the import system: every directory of the namespace package is tried, so ``pip install
-   --target`` and split user/system site-packages work.
+2. The NVIDIA pip package's import package (``nvidia.cudnn``, ``nvidia.cu13``, ...), found
+   through the import system: every directory of the namespace package is tried, so ``pip
+   install --target`` and split user/system site-packages work.
 3. An install root named by the usual variables: ``CUDNN_ROOT`` for cuDNN, ``CUDA_HOME`` and
    ``CUDA_PATH`` for the runtime (their ``lib64/`` and ``lib/``).
 4. This environment's own ``lib/`` (``sys.prefix``: a conda environment keeps them there).
 5. The system loader, by soname: ``LD_LIBRARY_PATH``, the ld.so cache, the default directories.
+
+Which rule found a file says nothing certain about who installed it (any distribution may
+provide ``nvidia/cudnn/``): `owning_distribution` asks the installed distributions' records.
 """
 
 from __future__ import annotations
@@ -67,7 +70,7 @@ class LoadedLibrary:
     name: str
     soname: str
     path: str  # as opened (a symbolic link stays one), or as the system loader found it
-    found_by: str
+    found_by: str  # the rule, as Candidate.origin names it
 
 
 def library_specs(cuda_major: int) -> tuple[LibrarySpec, LibrarySpec]:
@@ -115,7 +118,7 @@ def candidates(
     if override:
         return _in_root(spec.soname, override, str(spec.override), ("", "lib", "lib64"))
     found = [
-        Candidate(os.path.join(directory, "lib", spec.soname), f"the {spec.wheel} package")
+        Candidate(os.path.join(directory, "lib", spec.soname), f"the {spec.package} package")
         for directory in find_package(spec.package)
     ]
     for variable in spec.roots:
@@ -186,3 +189,31 @@ def load_libraries() -> tuple[LoadedLibrary, ...]:
         load_library(spec, open_library, find_package=package_dirs)
         for spec in library_specs(CUDA_MAJOR)
     )
+
+
+def owning_distribution(path: str, search_path: Sequence[str] | None = None) -> str | None:
+    """The name of the installed distribution whose record lists the file at `path` (links
+    resolved), or None when none does: a system or conda library, not a pip package.
+
+    Only a file under a directory of the import path (`search_path`, default sys.path) can
+    belong to one, so a system library costs no metadata reads.
+    """
+    directories = sys.path if search_path is None else search_path
+    target = os.path.realpath(path)
+    if not any(_contains(directory, target) for directory in directories):
+        return None
+    # Imported here: it takes tens of milliseconds, and loading the libraries never needs it.
+    import importlib.metadata
+
+    names = {os.path.basename(path), os.path.basename(target)}
+    for distribution in importlib.metadata.distributions(path=list(directories)):
+        for file in distribution.files or ():
+            # The name first: locating every file of every distribution would be slow.
+            if file.name in names and os.path.realpath(str(file.locate())) == target:
+                return str(distribution.metadata["Name"])
+    return None
+
+
+def _contains(directory: str, path: str) -> bool:
+    root = os.path.realpath(directory or os.curdir)  # "" on sys.path is the working directory
+    return os.path.commonpath([root, path]) == root

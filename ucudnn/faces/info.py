@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import ucudnn
 from ucudnn.core import device
 from ucudnn.planner.units import format_size
@@ -17,6 +19,16 @@ def unusable_reason(report: device.InfoReport | None = None) -> str | None:
     if not report["devices"]:
         return "no CUDA device found"
     return None
+
+
+def _library_line(library: dict[str, Any], simulated: bool) -> str:
+    """Which file, which rule found it, and who installed it."""
+    where = f"{library['soname']}: {library['path']} (found by {library['found_by']}"
+    if simulated:
+        return f"{where})"
+    owner = library["distribution"]
+    installer = f"pip package {owner}" if owner else "system library, not a pip package"
+    return f"{where}; {installer})"
 
 
 def info_text() -> str:
@@ -36,8 +48,9 @@ def info_text() -> str:
         f"cuDNN {report['cudnn']} (built against {report['cudnn_build']}), "
         f"CUDA runtime {report['cuda_runtime']}, NVIDIA driver: {driver}"
     )
-    for library in report["libraries"]:
-        lines.append(f"{library['soname']}: {library['path']} (from {library['found_by']})")
+    lines += [
+        _library_line(library, report.get("simulated", False)) for library in report["libraries"]
+    ]
     if report["reason"] or not report["devices"]:
         lines.append(f"devices: none ({report['reason'] or 'no CUDA device found'})")
     for d in report["devices"]:
