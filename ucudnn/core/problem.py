@@ -12,8 +12,9 @@ import json
 import math
 import os
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Literal, TypeGuard, cast
+from typing import Literal, SupportsIndex, TypeGuard, cast
 
+from ucudnn.core.argtypes import Dimensions, PerDimension
 from ucudnn.core.checks import boolean, integer, parse_bool, shown
 from ucudnn.core.padding import padding_word, word_padding
 
@@ -201,14 +202,14 @@ class ConvProblem:
     @classmethod
     def create(
         cls,
-        batch: int,
-        in_channels: int,
-        out_channels: int,
-        input_size: tuple[int, ...] | list[int],
-        filter_size: tuple[int, ...] | list[int] | int,
-        padding: int | Sequence[int] | str = 0,
-        stride: int | Sequence[int] = 1,
-        dilation: int | Sequence[int] = 1,
+        batch: SupportsIndex,
+        in_channels: SupportsIndex,
+        out_channels: SupportsIndex,
+        input_size: Dimensions,
+        filter_size: PerDimension,
+        padding: PerDimension | str = 0,
+        stride: PerDimension = 1,
+        dilation: PerDimension = 1,
         *,
         allow_tf32: bool | None = None,
         **fields: object,
@@ -239,9 +240,9 @@ class ConvProblem:
                 raise ValueError("give allow_tf32 or math_type, not both")
             fields["math_type"] = default_math_type(str(fields.get("dtype", "float32")), allow_tf32)
         return cls(
-            batch=batch,
-            in_channels=in_channels,
-            out_channels=out_channels,
+            batch=_dimension(batch, "batch"),
+            in_channels=_dimension(in_channels, "in_channels"),
+            out_channels=_dimension(out_channels, "out_channels"),
             input_size=input_size,
             filter_size=filter_size,
             padding=padding,
@@ -253,18 +254,18 @@ class ConvProblem:
     @classmethod
     def from_shapes(
         cls,
-        x_shape: tuple[int, ...],
-        w_shape: tuple[int, ...],
+        x_shape: Dimensions,
+        w_shape: Dimensions,
         *,
         layout: str = "",
         filter_layout: str = "",
-        padding: int | Sequence[int] | str = 0,
-        stride: int | Sequence[int] = 1,
-        dilation: int | Sequence[int] = 1,
-        groups: int = 1,
+        padding: PerDimension | str = 0,
+        stride: PerDimension = 1,
+        dilation: PerDimension = 1,
+        groups: SupportsIndex = 1,
         allow_tf32: bool | None = None,
-        x_strides: tuple[int, ...] | None = None,
-        y_strides: tuple[int, ...] | None = None,
+        x_strides: Dimensions | None = None,
+        y_strides: Dimensions | None = None,
         **fields: object,
     ) -> ConvProblem:
         """A problem from array shapes as stored (NHWC arrays are (N, H, W, C)).
@@ -484,9 +485,9 @@ class ConvProblem:
         strides = self.x_strides if tensor == "x" else self.y_strides
         return first_sample * strides[0] * self.itemsize
 
-    def with_batch(self, batch: int) -> ConvProblem:
+    def with_batch(self, batch: SupportsIndex) -> ConvProblem:
         """The same problem on `batch` samples; tensor strides are kept, so slices alias."""
-        return dataclasses.replace(self, batch=batch)
+        return dataclasses.replace(self, batch=_dimension(batch, "batch"))
 
     # -- identity ---------------------------------------------------------------------------
     def to_dict(self) -> dict[str, object]:

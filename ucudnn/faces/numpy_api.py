@@ -29,15 +29,17 @@ from __future__ import annotations
 import dataclasses
 import logging
 import math
+import operator
 import os
 from collections import OrderedDict
-from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Protocol, SupportsIndex, TypeVar
 
 import numpy as np
 import numpy.typing as npt
 
+from ucudnn.core.argtypes import Dimensions, PerDimension, PolicyArgument, Size
 from ucudnn.core.checks import shown
 from ucudnn.core.padding import AsymmetricPaddingError
 from ucudnn.core.problem import LAYOUTS, MAX_DIM, ConvProblem, to_logical, to_physical
@@ -97,18 +99,18 @@ def conv_forward(
     w: npt.NDArray[Any],
     *,
     bias: npt.NDArray[Any] | None = None,
-    padding: int | Sequence[int] | str = 0,
-    stride: int | Sequence[int] = 1,
-    dilation: int | Sequence[int] = 1,
-    groups: int = 1,
+    padding: PerDimension | str = 0,
+    stride: PerDimension = 1,
+    dilation: PerDimension = 1,
+    groups: SupportsIndex = 1,
     layout: str = "",
     mode: str = "cross_correlation",
     allow_tf32: bool | None = None,
     math_type: str | None = None,
-    workspace_limit: int | str | None = None,
-    policy: str | Iterable[int] | None = None,
+    workspace_limit: Size | None = None,
+    policy: PolicyArgument | None = None,
     database: str | os.PathLike[str] | None = None,
-    algo: int | str | None = None,
+    algo: SupportsIndex | str | None = None,
 ) -> npt.NDArray[Any]:
     """y = conv(x, w) (+ bias), as a new array of x's dtype.
 
@@ -129,20 +131,20 @@ def conv_forward(
 def conv_backward_data(
     w: npt.NDArray[Any],
     dy: npt.NDArray[Any],
-    x_shape: tuple[int, ...],
+    x_shape: Dimensions,
     *,
-    padding: int | Sequence[int] | str = 0,
-    stride: int | Sequence[int] = 1,
-    dilation: int | Sequence[int] = 1,
-    groups: int = 1,
+    padding: PerDimension | str = 0,
+    stride: PerDimension = 1,
+    dilation: PerDimension = 1,
+    groups: SupportsIndex = 1,
     layout: str = "",
     mode: str = "cross_correlation",
     allow_tf32: bool | None = None,
     math_type: str | None = None,
-    workspace_limit: int | str | None = None,
-    policy: str | Iterable[int] | None = None,
+    workspace_limit: Size | None = None,
+    policy: PolicyArgument | None = None,
     database: str | os.PathLike[str] | None = None,
-    algo: int | str | None = None,
+    algo: SupportsIndex | str | None = None,
 ) -> npt.NDArray[Any]:
     """dx, the gradient of conv(x, w) with respect to x, as a new array of shape `x_shape`.
 
@@ -161,20 +163,20 @@ def conv_backward_data(
 def conv_backward_filter(
     x: npt.NDArray[Any],
     dy: npt.NDArray[Any],
-    w_shape: tuple[int, ...],
+    w_shape: Dimensions,
     *,
-    padding: int | Sequence[int] | str = 0,
-    stride: int | Sequence[int] = 1,
-    dilation: int | Sequence[int] = 1,
-    groups: int = 1,
+    padding: PerDimension | str = 0,
+    stride: PerDimension = 1,
+    dilation: PerDimension = 1,
+    groups: SupportsIndex = 1,
     layout: str = "",
     mode: str = "cross_correlation",
     allow_tf32: bool | None = None,
     math_type: str | None = None,
-    workspace_limit: int | str | None = None,
-    policy: str | Iterable[int] | None = None,
+    workspace_limit: Size | None = None,
+    policy: PolicyArgument | None = None,
     database: str | os.PathLike[str] | None = None,
-    algo: int | str | None = None,
+    algo: SupportsIndex | str | None = None,
 ) -> npt.NDArray[Any]:
     """dw, the gradient of conv(x, w) with respect to w, as a new array of shape `w_shape`.
 
@@ -214,18 +216,18 @@ def conv_backward_bias(dy: npt.NDArray[Any], *, layout: str = "") -> npt.NDArray
 class _Options:
     """The keyword options of one call, as given: each is checked where it is used."""
 
-    padding: int | Sequence[int] | str
-    stride: int | Sequence[int]
-    dilation: int | Sequence[int]
-    groups: int
+    padding: PerDimension | str
+    stride: PerDimension
+    dilation: PerDimension
+    groups: SupportsIndex
     layout: str
     mode: str
     allow_tf32: bool | None
     math_type: str | None
-    workspace_limit: int | str | None
-    policy: str | Iterable[int] | None
+    workspace_limit: Size | None
+    policy: PolicyArgument | None
     database: str | os.PathLike[str] | None
-    algo: int | str | None
+    algo: SupportsIndex | str | None
 
     @classmethod
     def of_call(cls, arguments: Mapping[str, Any]) -> _Options:
@@ -347,7 +349,7 @@ class _Convolution:
 
 
 def _convolution(
-    x_shape: tuple[int, ...], w_shape: tuple[int, ...], dtype: np.dtype[Any], options: _Options
+    x_shape: Dimensions, w_shape: Dimensions, dtype: np.dtype[Any], options: _Options
 ) -> _Convolution:
     """The problem of a call; checks every option that describes the convolution."""
     try:
@@ -355,18 +357,18 @@ def _convolution(
     except AsymmetricPaddingError as uneven:
         # Raised once the shapes and layout were checked, so they can be taken apart here.
         layout = options.layout or LAYOUTS[len(x_shape) - 2][0]
-        n, c, *spatial = to_logical(tuple(x_shape), layout)
+        n, c, *spatial = to_logical(tuple(map(operator.index, x_shape)), layout)  # checked
         extra = tuple(a - b for a, b in zip(uneven.after, uneven.before, strict=True))
         padded = to_physical((n, c, *(s + e for s, e in zip(spatial, extra, strict=True))), layout)
         return _Convolution(_problem(padded, w_shape, dtype, options, uneven.before), extra)
 
 
 def _problem(
-    x_shape: tuple[int, ...],
-    w_shape: tuple[int, ...],
+    x_shape: Dimensions,
+    w_shape: Dimensions,
     dtype: np.dtype[Any],
     options: _Options,
-    padding: int | Sequence[int] | str,
+    padding: PerDimension | str,
 ) -> ConvProblem:
     return ConvProblem.from_shapes(
         x_shape, w_shape, layout=options.layout, padding=padding, stride=options.stride,

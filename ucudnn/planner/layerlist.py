@@ -22,7 +22,7 @@ import functools
 import io
 import os
 from collections.abc import Iterable
-from typing import IO, Any, NamedTuple
+from typing import IO, Any, NamedTuple, SupportsIndex
 
 from ucudnn.core.checks import integer, shown
 from ucudnn.core.padding import PADDING_WORDS, word_padding
@@ -113,7 +113,7 @@ def _known_columns(rank: int) -> set[str]:
 def read_layer_list(
     source: Source,
     *,
-    batch: int | None = None,
+    batch: SupportsIndex | None = None,
     **defaults: object,
 ) -> list[Layer]:
     """Layers of a CSV file (a path, or an open text or binary file), in file order.

@@ -16,9 +16,9 @@ import os
 from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
-from typing import TypedDict
+from typing import SupportsIndex, TypedDict
 
-from ucudnn.core.checks import shown
+from ucudnn.core.checks import integer, shown
 from ucudnn.core.problem import ConvProblem, conv_output_size
 from ucudnn.planner.graph import LayerGraph
 
@@ -130,11 +130,11 @@ def network_names() -> list[str]:
 
 def builtin_network(
     name: str,
-    batch: int | None = None,
+    batch: SupportsIndex | None = None,
     dtype: str = "float32",
     layout: str | None = None,
     *,
-    image_size: int = DEFAULT_IMAGE_SIZE,
+    image_size: SupportsIndex = DEFAULT_IMAGE_SIZE,
     input_gradient: bool = True,
 ) -> LayerGraph:
     """A built-in network by name; see `load_network` for the options."""
@@ -156,11 +156,11 @@ def _exists(path: str | os.PathLike[str]) -> bool:
 
 def load_network(
     name_or_path: str | os.PathLike[str],
-    batch: int | None = None,
+    batch: SupportsIndex | None = None,
     dtype: str = "float32",
     layout: str | None = None,
     *,
-    image_size: int = DEFAULT_IMAGE_SIZE,
+    image_size: SupportsIndex = DEFAULT_IMAGE_SIZE,
     input_gradient: bool = True,
 ) -> LayerGraph:
     """A built-in network by name, or the layer-list CSV at a path.
@@ -169,6 +169,9 @@ def load_network(
     column). `layout` defaults to channels-first; `image_size` applies to generated networks;
     `input_gradient=False` drops backward_data of the layers that take the network's input.
     """
+    # Plain ints from here on; the problems check their ranges.
+    batch = None if batch is None else integer(batch, "batch")
+    image_size = integer(image_size, "image_size")
     fields: _SharedFields = {"dtype": dtype}
     if layout:
         fields["layout"] = layout

@@ -17,9 +17,10 @@ import math
 import time
 import warnings
 from collections.abc import Callable, Collection, Mapping
-from typing import TypeVar
+from typing import SupportsIndex, TypeVar
 
 from ucudnn.core.arena import CUDNN_ALIGNMENT
+from ucudnn.core.argtypes import PolicyArgument, Size
 from ucudnn.core.checks import integer, shown
 from ucudnn.core.facts import DeviceFacts
 from ucudnn.core.problem import check_kernel
@@ -496,9 +497,11 @@ def _device(data: object) -> DeviceFacts | None:
 
 
 def baseline(
-    table: KernelTable, limit_bytes: int, deterministic_only: bool = False
+    table: KernelTable, limit_bytes: Size, deterministic_only: bool = False
 ) -> Candidate | None:
-    """The fastest single candidate at the full batch within `limit_bytes`, if any."""
+    """The fastest single candidate at the full batch within `limit_bytes` (bytes, or text
+    such as "64MiB"), if any."""
+    limit_bytes = byte_count(limit_bytes, "limit_bytes")
     singles = eligible_candidates(table, limit_bytes, "undivided", deterministic_only)
     return min(singles, key=Candidate.speed_key, default=None)
 
@@ -523,8 +526,8 @@ _UNSOLVED = object()
 
 def make_plan_wr(
     tables: TimingTables,
-    limit_bytes: int,
-    policy: Policy = DEFAULT_POLICY,
+    limit_bytes: Size,
+    policy: PolicyArgument = DEFAULT_POLICY,
     deterministic_only: bool = False,
     device: DeviceFacts | None = None,
     timings_source: str = "",
@@ -550,11 +553,11 @@ def make_plan_wr(
 
 def make_plan_wd(
     tables: TimingTables,
-    budget_bytes: int,
-    policy: Policy = DEFAULT_POLICY,
+    budget_bytes: Size,
+    policy: PolicyArgument = DEFAULT_POLICY,
     deterministic_only: bool = False,
     solver: str = "highs",
-    alignment: int = CUDNN_ALIGNMENT,
+    alignment: SupportsIndex = CUDNN_ALIGNMENT,
     device: DeviceFacts | None = None,
     timings_source: str = "",
     time_limit_s: float = DEFAULT_TIME_LIMIT_S,
@@ -571,6 +574,7 @@ def make_plan_wd(
     fails on is left out rather than failing the plan.
     """
     budget_bytes = byte_count(budget_bytes, "budget_bytes")
+    alignment = integer(alignment, "alignment", minimum=1)
     solver, time_limit_s = check_solver(solver, time_limit_s)
     policy = micro_batch_policy(policy, "policy")
     deadline = time.monotonic() + time_limit_s

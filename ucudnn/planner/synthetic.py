@@ -30,8 +30,10 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 
+from ucudnn.core.argtypes import PolicyArgument
 from ucudnn.core.problem import ConvProblem, check_kernel
-from ucudnn.planner.policies import DEFAULT_POLICY, Policy, sizes_to_measure
+from ucudnn.planner.config import micro_batch_policy
+from ucudnn.planner.policies import DEFAULT_POLICY, sizes_to_measure
 from ucudnn.planner.tables import (
     MAX_TIME_MS,
     MAX_WORKSPACE_BYTES,
@@ -164,9 +166,10 @@ def model_candidates(problem: ConvProblem, kernel: str, micro_batch: int) -> lis
 
 
 def model_table(
-    layer: str, kernel: str, problem: ConvProblem, policy: Policy = DEFAULT_POLICY
+    layer: str, kernel: str, problem: ConvProblem, policy: PolicyArgument = DEFAULT_POLICY
 ) -> KernelTable:
     """A MODEL table of one kernel at the problem's batch, at every size of `policy`."""
+    policy = micro_batch_policy(policy, "policy")
     table = KernelTable(layer, kernel, problem.batch)
     for b in sizes_to_measure(policy, problem.batch):
         for c in model_candidates(problem, kernel, b):
@@ -176,11 +179,12 @@ def model_table(
 
 def model_tables(
     layers: Iterable[tuple[str, ConvProblem, Iterable[str]]],
-    policy: Policy = DEFAULT_POLICY,
+    policy: PolicyArgument = DEFAULT_POLICY,
 ) -> TimingTables:
     """MODEL tables for (layer name, problem, kernels) triples, e.g. from a LayerGraph. Layers
     that share a problem share its candidates, which are made once: networks repeat their
     blocks, and a layer list may repeat one row thousands of times."""
+    policy = micro_batch_policy(policy, "policy")  # checked once, not per layer
     made: dict[tuple[str, str], KernelTable] = {}
     tables = []
     for name, problem, kernels in layers:

@@ -51,7 +51,7 @@ import os
 import re
 import unicodedata
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import IO
+from typing import IO, SupportsIndex
 
 import numpy as np
 
@@ -278,7 +278,7 @@ class KernelTable:
     (cuDNN's Find order when measured, the cache's order when read back)."""
 
     def __init__(
-        self, layer: str, kernel: str, batch: int, candidates: Iterable[Candidate] = ()
+        self, layer: str, kernel: str, batch: SupportsIndex, candidates: Iterable[Candidate] = ()
     ) -> None:
         self.layer = layer_name(layer)
         self.kernel = check_kernel(kernel)
@@ -310,7 +310,7 @@ class KernelTable:
     def micro_batches(self) -> list[int]:
         return sorted(self.candidates)
 
-    def at_batch(self, batch: int) -> KernelTable:
+    def at_batch(self, batch: SupportsIndex) -> KernelTable:
         """The table of this kernel at a smaller mini-batch `batch`, from the rows measured at
         micro-batches up to it: a run on b samples costs the same whatever mini-batch it is a
         slice of. It has the undivided run only if `batch` itself was measured."""
@@ -377,7 +377,7 @@ class TimingTables:
             raise ValueError(f"{table.layer}/{table.kernel} is already in the tables")
         self._tables[table.kernel_id] = table
 
-    def setdefault(self, layer: str, kernel: str, batch: int) -> KernelTable:
+    def setdefault(self, layer: str, kernel: str, batch: SupportsIndex) -> KernelTable:
         """The table of (layer, kernel), created if new; its batch must agree."""
         batch = check_batch(batch)
         table = self._tables.get((layer, kernel))

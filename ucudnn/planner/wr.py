@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from ucudnn.core.argtypes import PolicyArgument, Size
+from ucudnn.planner.config import byte_count, micro_batch_policy
 from ucudnn.planner.dp import SplitDP, eligible_candidates
 from ucudnn.planner.errors import InfeasibleError
 from ucudnn.planner.pareto import smallest_workspace
@@ -12,15 +14,18 @@ from ucudnn.planner.units import bytes_text
 
 def plan_wr(
     table: KernelTable,
-    limit_bytes: int,
-    policy: Policy = DEFAULT_POLICY,
+    limit_bytes: Size,
+    policy: PolicyArgument = DEFAULT_POLICY,
     deterministic_only: bool = False,
 ) -> Schedule:
-    """The fastest schedule whose workspace is at most `limit_bytes`.
+    """The fastest schedule whose workspace is at most `limit_bytes` (bytes, or text such as
+    "64MiB").
 
     Unlike µ-cuDNN, nothing needs to fit at the full batch: smaller micro-batches alone will do.
     Raises InfeasibleError, with the smallest limit that would work, when nothing fits.
     """
+    limit_bytes = byte_count(limit_bytes, "limit_bytes")
+    policy = micro_batch_policy(policy, "policy")
     dp = SplitDP(table.batch)
     for c in eligible_candidates(table, limit_bytes, policy, deterministic_only):
         dp.offer(c)

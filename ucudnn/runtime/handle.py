@@ -11,10 +11,11 @@ import dataclasses
 import logging
 import os
 from collections.abc import Iterable, Sequence
-from typing import NamedTuple
+from typing import NamedTuple, SupportsIndex
 
 from ucudnn._native import _cuda, _cudnn
 from ucudnn.core.arena import GrowingArena
+from ucudnn.core.argtypes import PolicyArgument, Size
 from ucudnn.core.checks import shown
 from ucudnn.core.device import device_facts
 from ucudnn.core.problem import KERNELS, ConvProblem, check_kernel
@@ -79,12 +80,12 @@ class Handle:
     def __init__(
         self,
         *,
-        workspace_limit: int | str | None = None,
-        total_workspace: int | str | None = None,
-        policy: str | Iterable[int] | None = None,
+        workspace_limit: Size | None = None,
+        total_workspace: Size | None = None,
+        policy: PolicyArgument | None = None,
         database: str | os.PathLike[str] | None = None,
         use_cache: bool = True,
-        stream: int = 0,
+        stream: SupportsIndex = 0,
         deterministic: bool = False,
         check: bool | None = None,
         benchmark: BenchmarkSettings | None = None,
@@ -270,8 +271,8 @@ class Handle:
     def replan(
         self,
         *,
-        workspace_limit: int | str | None = None,
-        total_workspace: int | str | None = None,
+        workspace_limit: Size | None = None,
+        total_workspace: Size | None = None,
     ) -> Plan:
         """Change the limit (or budget) and plan again; measurements come from the cache."""
         name = "total_workspace" if self.mode == "wd" else "workspace_limit"
