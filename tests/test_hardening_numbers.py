@@ -4,14 +4,16 @@ say the range and quote a huge value cut short, never Python's own words about i
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from fractions import Fraction
 
 import pytest
 
 from ucudnn.core.checks import MAX_NUMBER_TEXT, parse_float, parse_int
 from ucudnn.faces.cli import main
-from ucudnn.planner.config import MAX_BYTES, Config, parse_size
+from ucudnn.planner.config import MAX_BYTES, Config, byte_count, parse_size
 from ucudnn.planner.memory import FrameworkOverhead, parse_overhead
+from ucudnn.runtime.options import HandleOptions
 
 HUGE = "9" * 5000  # past Python's 4300-digit limit on int()
 LONG = "9" * 400  # within it, but far past any range
@@ -175,3 +177,48 @@ def test_numeric_options_in_range_are_read_as_numbers(monkeypatch) -> None:
     assert main(["plan", "alexnet", "--model", "--batch", " 16 ", "--time-limit", "1e1"]) == 2
     assert (seen["batch"], seen["time_limit"]) == (16, 10.0)
     assert type(seen["batch"]) is int and type(seen["time_limit"]) is float
+
+
+# -- sizes are whole bytes, however they arrive -------------------------------------------------
+def _refusal(read: Callable[[], object]) -> str:
+    with pytest.raises(ValueError) as caught:
+        read()
+    return str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("read", "expected"),
+    [
+        pytest.param(
+            lambda: byte_count("1.5", "workspace_limit"),
+            "workspace_limit='1.5' is not a whole number of bytes",
+            id="byte_count",
+        ),
+        pytest.param(
+            lambda: HandleOptions.resolve(total_workspace="0.0015KB", environ={}),
+            "total_workspace='0.0015KB' is not a whole number of bytes: it is 1.5 bytes",
+            id="Handle",
+        ),
+        pytest.param(
+            lambda: Config.from_env({"UCUDNN_DEFAULT_WORKSPACE_LIMIT": "1.0000001KiB"}),
+            "UCUDNN_DEFAULT_WORKSPACE_LIMIT='1.0000001KiB' is not a whole number of bytes: "
+            "it is 1024.0001024 bytes",
+            id="environment",
+        ),
+        pytest.param(
+            lambda: parse_overhead("1.5+10%", "--framework-overhead"),
+            "--framework-overhead='1.5' is not a whole number of bytes",
+            id="overhead",
+        ),
+    ],
+)
+def test_part_of_a_byte_is_refused_with_the_reason_everywhere(read, expected) -> None:
+    assert _refusal(read) == expected
+
+
+def test_the_command_refuses_part_of_a_byte_in_one_line(capsys) -> None:
+    argv = ["plan", "alexnet", "--model", "--workspace-limit", "1.5", "-q"]
+    assert main(argv) == 2
+    out, err = capsys.readouterr()
+    assert (out, err) == ("", "ucudnn plan: error: --workspace-limit='1.5' is not a whole number "
+                              "of bytes\n")  # fmt: skip

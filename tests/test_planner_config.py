@@ -40,11 +40,37 @@ MiB = 1024**2
         ("1TiB", 1024**4),
         ("1TB", 10**12),
         ("100B", 100),
-        ("1.0001KiB", 1024),  # rounded down: a limit is never exceeded
+        ("1.5KiB", 1536),
+        ("1.0", 1),
+        ("1.50KiB", 1536),
+        ("1.5MB", 1_500_000),
+        ("0.000001MB", 1),
+        ("2.5GB", 2_500_000_000),
+        ("0.5K", 512),
     ],
 )
 def test_parse_size(text: str, expected: int) -> None:
     assert parse_size(text, "X") == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "bytes_named"),
+    [
+        ("1.5", ""),
+        ("0.5B", ""),
+        (".1", ""),
+        ("1.0000001KiB", ": it is 1024.0001024 bytes"),
+        ("1.0001KiB", ": it is 1024.1024 bytes"),
+        ("1.0000001MB", ": it is 1000000.1 bytes"),
+        ("0.0000000001GB", ": it is 0.1 bytes"),
+        ("1." + "0" * 60 + "1KiB", ""),  # too many digits to show
+    ],
+)
+def test_parse_size_refuses_part_of_a_byte(text: str, bytes_named: str) -> None:
+    """A size is a whole number of bytes: rounding either way would change the user's limit."""
+    with pytest.raises(ValueError) as caught:
+        parse_size(text, "LIMIT")
+    assert str(caught.value) == f"LIMIT={text!r} is not a whole number of bytes{bytes_named}"
 
 
 @pytest.mark.parametrize(
@@ -65,7 +91,8 @@ def test_parse_size_rejects(text: str) -> None:
 )  # fmt: skip
 def test_every_bad_size_from_python_gets_the_one_error(value: object, error: type) -> None:
     """Python values and text share parse_size's message, naming the argument and the forms."""
-    with pytest.raises(error, match=r"^limit=.* is not a size; expected a byte count such as"):
+    expected = r"^limit=.* is not a size; expected a whole number of bytes such as"
+    with pytest.raises(error, match=expected):
         byte_count(value, "limit")
 
 
@@ -183,9 +210,9 @@ def test_check_is_a_yes_no_variable(value: str, expected: bool) -> None:
         ("UCUDNN_BATCH_SIZE_POLICY", "1,x", "comma-separated list"),
         ("UCUDNN_BATCH_SIZE_POLICY", "0,4", "positive micro-batch sizes"),
         ("UCUDNN_DEFAULT_WORKSPACE_LIMIT", "64 apples", "64MiB"),
-        ("UCUDNN_DEFAULT_WORKSPACE_LIMIT", "-5", "byte count"),
+        ("UCUDNN_DEFAULT_WORKSPACE_LIMIT", "-5", "whole number of bytes such as"),
         ("UCUDNN_TOTAL_WORKSPACE_SIZE", "lots", "64MiB"),
-        ("UCUDNN_TOTAL_WORKSPACE_SIZE", "1e9", "byte count"),
+        ("UCUDNN_TOTAL_WORKSPACE_SIZE", "1e9", "whole number of bytes such as"),
         # past the bounds
         ("UCUDNN_BATCH_SIZE_POLICY", "1,4294967296", "up to 2147483647"),
         ("UCUDNN_BATCH_SIZE_POLICY", "9" * 5000, "up to 2147483647"),
@@ -203,11 +230,20 @@ def test_bad_values_name_the_variable(variable: str, value: str, accepts: str) -
     assert accepts in str(info.value)
 
 
-def test_parse_size_is_exact_and_never_rounds_up() -> None:
-    # Decimal's default 28 digits would round these up by a byte.
-    assert parse_size("1.99999999999999999999999999999", "X") == 1
-    assert parse_size("1.99999999999999999999999999999KiB", "X") == 2047
-    assert parse_size("9223372036854775807.9", "X") == MAX_BYTES
+@pytest.mark.parametrize(
+    "text",
+    ["1.99999999999999999999999999999", "1.99999999999999999999999999999KiB",
+     "9223372036854775806.9"],
+)  # fmt: skip
+def test_parse_size_is_exact(text: str) -> None:
+    # Decimal's default 28 digits would round these to a whole number of bytes.
+    with pytest.raises(ValueError, match="is not a whole number of bytes"):
+        parse_size(text, "X")
+
+
+def test_parse_size_reads_whole_numbers_written_with_a_fraction() -> None:
+    assert parse_size("1.00000000000000000000000000000", "X") == 1
+    assert parse_size("9223372036854775807.000", "X") == MAX_BYTES
 
 
 @pytest.mark.parametrize(

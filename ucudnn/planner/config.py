@@ -2,8 +2,9 @@
 
 Sizes accept a plain byte count ("67108864") or a number with a unit ("64MiB", "512 MB",
 "1.5GiB", "8M"). Units are case-insensitive. IEC units (KiB, MiB, GiB, TiB) and bare letters
-(K, M, G, T, as in most GPU tools) are binary; SI units (KB, MB, GB, TB) are decimal. A
-fractional result is rounded down to whole bytes, so a limit is never exceeded.
+(K, M, G, T, as in most GPU tools) are binary; SI units (KB, MB, GB, TB) are decimal. A size
+is a whole number of bytes: "1.5KiB" (1536) is one, "1.5" and "0.5B" are refused, as rounding
+either way would give a limit the user did not write.
 
 The same checks serve values passed from Python (`byte_count`, `micro_batch_policy`,
 `file_path`, `boolean`), so a `Config` built directly is held to what the environment is held to.
@@ -19,7 +20,7 @@ from decimal import Decimal, localcontext
 from pathlib import Path
 from typing import cast
 
-from ucudnn.core.checks import boolean, integer, parse_bool, shown
+from ucudnn.core.checks import MAX_NUMBER_TEXT, boolean, integer, parse_bool, shown
 from ucudnn.core.problem import MAX_DIM, tf32_allowed
 
 POLICY_NAMES = ("undivided", "powerOfTwo", "all")
@@ -32,8 +33,8 @@ _UNITS = {
 }
 _SIZE = re.compile(r"\s*([0-9]+(?:\.[0-9]*)?|\.[0-9]+)\s*([a-zA-Z]*)\s*")
 _SIZE_HELP = (
-    "a byte count such as 67108864 or a number with a unit such as 64MiB, 512MB, 1.5GiB "
-    "(K/KiB, M/MiB, G/GiB, T/TiB are binary; KB, MB, GB, TB are decimal)"
+    "a whole number of bytes such as 67108864 or a number with a unit such as 64MiB, 512MB, "
+    "1.5GiB (K/KiB, M/MiB, G/GiB, T/TiB are binary; KB, MB, GB, TB are decimal)"
 )
 
 
@@ -59,7 +60,8 @@ class NotASize(ValueError):
 
 def parse_size(text: str, name: str) -> int:
     """Bytes in `text`; `name` (e.g. the environment variable) is named in the error:
-    NotASize for text that is no size, ValueError for one larger than any memory."""
+    NotASize for text that is no size, ValueError for one that is not a whole number of bytes
+    or is larger than any memory."""
     match = _SIZE.fullmatch(text)
     unit = _UNITS.get(match.group(2).lower()) if match else None
     if match is None or unit is None:
@@ -70,9 +72,21 @@ def parse_size(text: str, name: str) -> int:
     if len(number.partition(".")[0].lstrip("0")) > len(str(MAX_BYTES)):
         raise ValueError(_too_large(name, text))
     # Exact: the product has at most the digits of both factors; Decimal's default precision
-    # (28 digits) would round 1.99999...9 bytes up to 2, past the limit the user gave.
+    # (28 digits) would round 1.99999...9 bytes to 2, which the user did not write.
     with localcontext(prec=len(number) + len(str(unit))):
-        return _within_memory(int(Decimal(number) * unit), name, text)
+        exact = Decimal(number) * unit
+    if exact != exact.to_integral_value():
+        raise ValueError(_not_whole(name, text, exact, unit))
+    return _within_memory(int(exact), name, text)
+
+
+def _not_whole(name: str, text: str, exact: Decimal, unit: int) -> str:
+    """Why `text` is refused; with a unit, also the bytes it names, unless too long to read."""
+    message = f"{name}={shown(text)} is not a whole number of bytes"
+    nbytes = format(exact, "f").rstrip("0")  # a fraction: it has a point and no trailing zero
+    if unit == 1 or len(nbytes) > MAX_NUMBER_TEXT:
+        return message
+    return f"{message}: it is {nbytes} bytes"
 
 
 def byte_count(value: object, name: str) -> int:
