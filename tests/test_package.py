@@ -4,14 +4,20 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import os
 import re
 import subprocess
 import sys
+import tomllib
+from pathlib import Path
 
 import pytest
 
 import ucudnn
 from ucudnn.core.build import distribution, version_text
+
+ROOT = Path(__file__).resolve().parent.parent
+SUPPORTED_PYTHONS = ("3.11", "3.12", "3.13")
 
 
 @pytest.mark.parametrize("package", ["ucudnn", "ucudnn.planner"])
@@ -92,3 +98,79 @@ print(status, "mip.highs" in sys.modules, "mip.cbc" in sys.modules, file=sys.std
     assert result.stderr.splitlines()[-1] == "0 True False", result.stderr
     assert "CBC" not in result.stderr
     assert "solver highs" in result.stdout
+
+
+def pyproject() -> dict[str, object]:
+    with (ROOT / "pyproject.toml").open("rb") as file:
+        return tomllib.load(file)
+
+
+def test_the_test_extra_holds_no_developer_tools_and_dev_holds_them() -> None:
+    project = pyproject()["project"]
+    assert isinstance(project, dict)
+    extras = project["optional-dependencies"]
+    tools = ("ruff", "cython-lint", "mypy", "types-")
+    assert not [r for r in extras["test"] if r.startswith(tools)]
+    assert {t for t in tools for r in extras["dev"] if r.startswith(t)} == set(tools)
+    assert f"{project['name']}[test]" in extras["dev"]  # dev runs the tests too
+
+
+def test_the_classifiers_name_each_supported_python_and_the_urls_exist() -> None:
+    project = pyproject()["project"]
+    assert isinstance(project, dict)
+    for version in SUPPORTED_PYTHONS:
+        assert f"Programming Language :: Python :: {version}" in project["classifiers"]
+    assert project["requires-python"] == f">={SUPPORTED_PYTHONS[0]}"
+    urls = project["urls"]
+    assert set(urls) == {"Homepage", "Documentation", "Issues", "Source"}
+    assert all(url.startswith("https://") for url in urls.values())
+
+
+def fake_program(directory: Path, name: str, output: str) -> None:
+    """An executable `name` in `directory` that prints `output`, whatever it is asked (with
+    the shell's builtin: `directory` is all the PATH there is)."""
+    path = directory / name
+    path.write_text(f"#!/bin/sh\necho '{output}'\n")
+    path.chmod(0o755)
+
+
+def fake_cmake(directory: Path, version: str) -> None:
+    # scikit-build-core reads `cmake -E capabilities`, a JSON document.
+    fake_program(directory, "cmake", f'{{"version": {{"string": "{version}"}}}}')
+
+
+def cmake_minimum() -> str:
+    text = (ROOT / "CMakeLists.txt").read_text()
+    found = re.search(r"cmake_minimum_required\(VERSION ([\d.]+)\)", text)
+    assert found
+    return found[1]
+
+
+def build_requirements(path: Path) -> list[str]:
+    """What .ci/setup installs for the build, with only `path` on PATH."""
+    script = ROOT / ".ci" / "build_requirements.py"
+    result = subprocess.run(
+        [sys.executable, str(script), "backend"],
+        env={**os.environ, "PATH": str(path)},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return result.stdout.split()
+
+
+def test_setup_installs_cmake_and_ninja_when_the_system_cmake_is_too_old(tmp_path: Path) -> None:
+    fake_cmake(tmp_path, "3.22.1")  # Debian 12 has 3.25, Ubuntu 22.04 3.22
+    requirements = build_requirements(tmp_path)
+    assert f"cmake>={cmake_minimum()}" in requirements
+    assert [r for r in requirements if r.startswith("ninja")]  # none on this PATH
+    assert "nvidia-cudnn-cu13>=9.1,<10" in requirements  # what the build compiles against
+
+
+def test_setup_installs_no_cmake_when_the_system_has_a_new_enough_one(tmp_path: Path) -> None:
+    if importlib.util.find_spec("cmake") or importlib.util.find_spec("ninja"):
+        pytest.skip("the cmake or ninja package is installed here, so the build names it")
+    fake_cmake(tmp_path, cmake_minimum() + ".0")
+    fake_program(tmp_path, "ninja", "1.11.1")
+    requirements = build_requirements(tmp_path)
+    assert not [r for r in requirements if r.startswith(("cmake", "ninja"))], requirements
