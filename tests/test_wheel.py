@@ -11,6 +11,7 @@ import re
 import subprocess
 import sys
 import sysconfig
+import tarfile
 import zipfile
 from pathlib import Path
 
@@ -54,6 +55,63 @@ def test_each_cuda_major_is_its_own_distribution(major: str, tmp_path: Path) -> 
         in Path(dist_info, "entry_points.txt").read_text()
     )
     assert Path(dist_info, "licenses", "LICENSE").read_text().startswith("BSD 3-Clause License")
+
+
+def test_missing_tools_are_named_in_one_line_before_anything_is_built(tmp_path: Path) -> None:
+    # A Python without pip, auditwheel or scikit-build-core: a fresh bare environment.
+    subprocess.run(
+        [sys.executable, "-m", "venv", "--without-pip", str(tmp_path / "bare")], check=True
+    )
+    bare = tmp_path / "bare" / "bin" / "python"
+    out = tmp_path / "dist"
+    result = subprocess.run(
+        [str(bare), str(SCRIPT), "--cuda", "13", "--out", str(out)],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert result.returncode == 1
+    (line,) = result.stderr.splitlines()
+    assert line.startswith("build_wheel.py: nothing built; missing ")
+    assert f"auditwheel in {bare} (pip install auditwheel)" in line
+    assert f"pip in {bare} ({bare} -m ensurepip)" in line
+    assert not out.exists()
+
+
+def test_the_sdist_holds_what_a_build_needs(tmp_path: Path) -> None:
+    (sdist,), _ = run_script("--sdist", "--cuda", "13", "--out", str(tmp_path))
+    top = f"ucudnn_cu13-{ucudnn.__version__}"
+    assert Path(sdist).name == f"{top}.tar.gz"
+    with tarfile.open(sdist) as archive:
+        names = set(archive.getnames())
+        member = archive.extractfile(f"{top}/PKG-INFO")
+        assert member is not None
+        pkg_info = read_metadata(member.read().decode())
+    for needed in (
+        "pyproject.toml", "CMakeLists.txt", "README.md", "LICENSE", "native/_cudnn.pyx",
+        "native/_build_info.py.in", "ucudnn/__init__.py", "ucudnn/py.typed",
+    ):  # fmt: skip
+        assert f"{top}/{needed}" in names
+    assert pkg_info["Name"] == "ucudnn-cu13"
+
+
+def test_a_cuda_12_sdist_builds_for_cuda_12_without_being_told(tmp_path: Path) -> None:
+    # An sdist's builder sets no UCUDNN_CUDA_MAJOR: the CUDA 12 settings are the copy's own.
+    (sdist,), _ = run_script("--sdist", "--cuda", "12", "--out", str(tmp_path))
+    top = f"ucudnn_cu12-{ucudnn.__version__}"
+    with tarfile.open(sdist) as archive:
+        archive.extractall(tmp_path, filter="data")
+    code = (
+        "import sys; from scikit_build_core.build import prepare_metadata_for_build_wheel as p;"
+        "print(p(sys.argv[1]))"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "UCUDNN_CUDA_MAJOR"}
+    result = subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path)],
+        cwd=tmp_path / top, env=env, capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    dist_info = tmp_path / result.stdout.split()[-1]
+    requires = read_metadata((dist_info / "METADATA").read_text()).get_all("Requires-Dist")
+    assert "nvidia-cudnn-cu12<10,>=9.1" in requires
+    assert not [r for r in requires if "cu13" in r]
 
 
 def _auditwheel_ready() -> str | None:
