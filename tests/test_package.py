@@ -174,3 +174,31 @@ def test_setup_installs_no_cmake_when_the_system_has_a_new_enough_one(tmp_path: 
     fake_program(tmp_path, "ninja", "1.11.1")
     requirements = build_requirements(tmp_path)
     assert not [r for r in requirements if r.startswith(("cmake", "ninja"))], requirements
+
+
+def newest_python(path: Path, **env: str) -> str:
+    """What .ci/test runs the tests again with, with only `path` on PATH."""
+    script = ROOT / ".ci" / "newest_python.py"
+    environment = {k: v for k, v in os.environ.items() if k != "PYTHON_NEWEST"}
+    result = subprocess.run(
+        [sys.executable, str(script)],
+        env={**environment, "PATH": str(path), **env},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return result.stdout.strip()
+
+
+def test_ci_finds_the_newest_other_python_that_runs(tmp_path: Path) -> None:
+    own = f"3.{sys.version_info.minor}"
+    fake_program(tmp_path, "python3.12", "3.12")
+    fake_program(tmp_path, f"python{own}", own)  # the default's version: not "another"
+    fake_program(tmp_path, "python3.19", "3.13")  # not what its name says
+    (tmp_path / "python3.18").write_text("#!/bin/sh\nexit 127\n")  # a pyenv shim, unselected
+    (tmp_path / "python3.18").chmod(0o755)
+    expected = "python3.12" if own != "3.12" else ""
+    assert newest_python(tmp_path) == (str(tmp_path / expected) if expected else "")
+    fake_program(tmp_path, "python3.17", "3.17")
+    assert newest_python(tmp_path) == str(tmp_path / "python3.17")
+    assert newest_python(tmp_path, PYTHON_NEWEST="/opt/py/bin/python3") == "/opt/py/bin/python3"
