@@ -202,3 +202,18 @@ def test_ci_finds_the_newest_other_python_that_runs(tmp_path: Path) -> None:
     fake_program(tmp_path, "python3.17", "3.17")
     assert newest_python(tmp_path) == str(tmp_path / "python3.17")
     assert newest_python(tmp_path, PYTHON_NEWEST="/opt/py/bin/python3") == "/opt/py/bin/python3"
+
+
+def test_the_build_files_cite_only_files_of_the_repository() -> None:
+    listed = subprocess.run(
+        ["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout.split()
+    names = {Path(f).name for f in listed} | {Path(f).name.removesuffix(".in") for f in listed}
+    build_files = ["CMakeLists.txt", *(f for f in listed if f.startswith(".ci/"))]
+    pattern = r"[\w./-]+\.(?:md|txt|toml|py|sh|in|pyx|json)\b"
+    for build_file in build_files:
+        for cited in re.findall(pattern, (ROOT / build_file).read_text()):
+            if "/" in cited.lstrip("/"):
+                assert (ROOT / cited).exists(), f"{build_file} cites {cited}"
+            else:  # a file's name, as a comment or a CMake output names it
+                assert cited.lstrip("/") in names, f"{build_file} cites {cited}"
