@@ -1,9 +1,11 @@
 from __future__ import annotations
 
 import re
+import sys
 from pathlib import Path
 
 import numpy as np
+import platformdirs
 import pytest
 
 from ucudnn.planner.config import (
@@ -117,8 +119,9 @@ def test_parse_policy_rejects(text: str) -> None:
         parse_policy(text, "P")
 
 
-def test_defaults() -> None:
-    config = Config.from_env({"HOME": "/nonexistent", "XDG_CACHE_HOME": "/cache"})
+def test_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(platformdirs, "user_cache_path", lambda *args, **kw: Path("/cache/ucudnn"))
+    config = Config.from_env({})
     assert config.batch_size_policy == "powerOfTwo"
     assert config.default_workspace_limit == 64 * MiB
     assert config.total_workspace_size is None
@@ -127,11 +130,48 @@ def test_defaults() -> None:
     assert config.check is False
 
 
-def test_default_database_ignores_relative_xdg() -> None:
-    assert default_database({"XDG_CACHE_HOME": "rel"}) == (
-        Path.home() / ".cache" / "ucudnn" / "benchmarks.sqlite"
-    )
-    assert default_database({}) == default_database({"XDG_CACHE_HOME": ""})
+def test_the_cache_lives_where_platformdirs_says(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The platform's convention, whatever the platform: ucudnn computes no directory itself."""
+    asked = []
+
+    def user_cache_path(*args: object, **kwargs: object) -> Path:
+        asked.append((args, kwargs))
+        return Path("/caches/ucudnn")
+
+    monkeypatch.setattr(platformdirs, "user_cache_path", user_cache_path)
+    assert default_database() == Path("/caches/ucudnn/benchmarks.sqlite")
+    assert asked == [(("ucudnn",), {"appauthor": False})]  # no author folder on Windows
+
+
+linux_only = pytest.mark.skipif(sys.platform != "linux", reason="XDG is Linux's convention")
+
+
+@linux_only
+@pytest.mark.parametrize(
+    ("xdg", "cache"), [("/xdg", Path("/xdg")), ("rel", None), ("", None), (None, None)]
+)
+def test_xdg_cache_home_is_honoured_when_absolute(
+    monkeypatch: pytest.MonkeyPatch, xdg: str | None, cache: Path | None
+) -> None:
+    """The XDG spec: a relative $XDG_CACHE_HOME is invalid and ignored, as an empty one."""
+    monkeypatch.setenv("HOME", "/home/someone")
+    if xdg is None:
+        monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
+    else:
+        monkeypatch.setenv("XDG_CACHE_HOME", xdg)
+    expected = (cache or Path("/home/someone/.cache")) / "ucudnn" / "benchmarks.sqlite"
+    assert default_database() == expected
+    assert database_from_env({}) == expected
+    assert expected.parent == platformdirs.user_cache_path("ucudnn", appauthor=False)
+
+
+@linux_only
+def test_a_relative_home_never_puts_the_cache_under_the_working_directory(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
+    monkeypatch.setenv("HOME", "relative/home")
+    assert default_database().is_absolute()
 
 
 def test_from_env_reads_every_variable(tmp_path: Path) -> None:
@@ -174,11 +214,12 @@ def test_database_expands_user() -> None:
     [
         ({"UCUDNN_DATABASE": " /data/b.sqlite "}, Path("/data/b.sqlite")),
         ({"UCUDNN_DATABASE": "~/b.sqlite"}, Path.home() / "b.sqlite"),
-        ({"UCUDNN_DATABASE": "", "XDG_CACHE_HOME": "/xdg"}, Path("/xdg/ucudnn/benchmarks.sqlite")),
-        ({"XDG_CACHE_HOME": "/xdg"}, Path("/xdg/ucudnn/benchmarks.sqlite")),
+        ({"UCUDNN_DATABASE": ""}, Path("/xdg/ucudnn/benchmarks.sqlite")),
+        ({}, Path("/xdg/ucudnn/benchmarks.sqlite")),
     ],
 )
-def test_database_from_env_is_what_config_reads(environ, expected) -> None:
+def test_database_from_env_is_what_config_reads(monkeypatch, environ, expected) -> None:
+    monkeypatch.setattr(platformdirs, "user_cache_path", lambda *args, **kw: Path("/xdg/ucudnn"))
     assert database_from_env(environ) == expected
     assert Config.from_env(environ).database == expected
 

@@ -20,6 +20,8 @@ from decimal import Decimal, localcontext
 from pathlib import Path
 from typing import cast
 
+import platformdirs
+
 from ucudnn.core.checks import MAX_NUMBER_TEXT, boolean, integer, parse_bool, shown
 from ucudnn.core.problem import MAX_DIM, tf32_allowed
 
@@ -185,19 +187,19 @@ def _user_path(text: str, name: str) -> Path:
         ) from None
 
 
-def default_database(environ: Mapping[str, str] = os.environ) -> Path:
-    """The benchmark cache in the user's cache directory (XDG_CACHE_HOME, else ~/.cache)."""
-    base = environ.get("XDG_CACHE_HOME", "")
-    # The XDG spec says relative values are invalid and must be ignored.
-    root = Path(base) if os.path.isabs(base) else Path.home() / ".cache"
-    return root / "ucudnn" / "benchmarks.sqlite"
+def default_database() -> Path:
+    """The benchmark cache in the user's cache directory as the platform has it, found by
+    platformdirs from the process's environment: on Linux $XDG_CACHE_HOME/ucudnn when that is
+    an absolute path (the XDG spec ignores a relative one), else ~/.cache/ucudnn."""
+    return platformdirs.user_cache_path("ucudnn", appauthor=False) / "benchmarks.sqlite"
 
 
 def database_from_env(environ: Mapping[str, str] = os.environ) -> Path:
-    """The benchmark cache's path: UCUDNN_DATABASE (~ expanded) if set and not empty, else
-    `default_database`. Reads no other setting, so a bad one elsewhere cannot hide the cache."""
+    """The benchmark cache's path: UCUDNN_DATABASE in `environ` (~ expanded) if set and not
+    empty, else `default_database`. Reads no other setting, so a bad one elsewhere cannot hide
+    the cache."""
     text = environ.get("UCUDNN_DATABASE", "").strip()
-    return _user_path(text, "UCUDNN_DATABASE") if text else default_database(environ)
+    return _user_path(text, "UCUDNN_DATABASE") if text else default_database()
 
 
 WORKSPACE_SHARING = ("divided", "shared")
@@ -252,7 +254,8 @@ class Config:
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] = os.environ) -> Config:
-        """Read the UCUDNN_* variables; unset or empty ones keep their defaults."""
+        """Read the UCUDNN_* variables in `environ`; unset or empty ones keep their defaults
+        (the cache's default directory comes from the process's environment: `default_database`)."""
 
         def get(name: str) -> str | None:
             value = environ.get(name, "").strip()
