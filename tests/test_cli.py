@@ -142,7 +142,7 @@ def test_plot_without_matplotlib_says_how_to_get_it(capsys, timings, tmp_path, m
     argv = ["plot", "--timings", str(timings), "--out", str(tmp_path / "plots")]
     assert main(argv) == 1
     err = capsys.readouterr().err
-    assert err == "ucudnn plot: plots need matplotlib: pip install 'ucudnn-cu13[plot]'\n"
+    assert err == "ucudnn plot: error: plots need matplotlib: pip install 'ucudnn-cu13[plot]'\n"
 
 
 def test_demo_without_gpu_plans_from_the_model_and_says_so(capsys, no_gpu) -> None:

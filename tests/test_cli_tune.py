@@ -196,7 +196,7 @@ def test_refusals(capsys, extra: list[str], status: int, messages: list[str]) ->
     argv = [*ALEXNET, "--memory", "4GiB", *extra, "-q"]
     got, err = failure(capsys, argv)
     assert got == status
-    assert err.startswith("ucudnn tune: ") and err.count("\n") == 1
+    assert err.startswith("ucudnn tune: error: ") and err.count("\n") == 1
     for message in messages:
         assert message in err
     assert failure(capsys, [*argv, "--json"]) == (status, err)  # the same, and no document
@@ -210,7 +210,7 @@ def test_nothing_fits_names_what_the_smallest_batch_needs(capsys, alexnet) -> No
     status, err = failure(capsys, [*ALEXNET, "--memory", "1MiB", "-q"])
     assert status == 1
     assert err.startswith(
-        f"ucudnn tune: no plan fits: the smallest batch size tried, 1, needs {needed} bytes"
+        f"ucudnn tune: error: no plan fits: the smallest batch size tried, 1, needs {needed} bytes"
     )
     assert "more than the 1048576 bytes (1 MiB) given" in err
 

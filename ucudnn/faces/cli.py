@@ -229,6 +229,8 @@ def build_parser() -> argparse.ArgumentParser:
     demo.set_defaults(func=commands.demo)
     for command in sub.choices.values():
         _verbosity_arguments(command, before_command=False)
+        # Its usage errors, found after parsing, name the command as argparse's own do.
+        command.set_defaults(usage_error=command.error)
     return parser
 
 
@@ -237,21 +239,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     verbosity = args.verbose + args.verbose_after_command
     if args.quiet and verbosity:
-        parser.error("give -q or -v, not both")
+        args.usage_error("give -q or -v, not both")
     empty = [option for dest, option in _PATH_OPTIONS.items() if getattr(args, dest, None) == ""]
     if empty:
-        print(
-            f"ucudnn {args.command}: error: {empty[0]} is empty; expected a path", file=sys.stderr
-        )
+        commands.show_error(args.command, f"{empty[0]} is empty; expected a path")
         return 2
-    with messages.shown(messages.QUIET if args.quiet else verbosity), _interrupts():
+    verbosity = messages.QUIET if args.quiet else verbosity
+    with messages.shown(verbosity, args.command), _interrupts():
         try:
             command: commands.Command = args.func  # set by the subcommand's parser
             return command(args)
         except Terminated:
             return 143  # 128 + SIGTERM, quietly: whoever sent it knows why
         except KeyboardInterrupt:
-            print(f"ucudnn {args.command}: interrupted", file=sys.stderr)
+            commands.show_error(args.command, "interrupted")
             return 130  # 128 + SIGINT, as shells report a process stopped by Ctrl-C
         except BrokenPipeError:
             # The reader went away (`ucudnn plan ... | head`): stop quietly, as Unix tools do,

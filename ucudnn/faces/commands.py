@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 from ucudnn.core.checks import parse_float, parse_int, shown
 from ucudnn.core.problem import MAX_DIM
 from ucudnn.errors import UcudnnError
+from ucudnn.faces import messages
 from ucudnn.faces.info import info_text, unusable_reason
 from ucudnn.faces.outputs import (
     bench_document,
@@ -71,26 +72,31 @@ class CommandError(Exception):
         self.status = status
 
 
+def show_error(command: str, message: str) -> None:
+    """Show `message` on stderr as every error of `command` is: "ucudnn plan: error: ..."."""
+    print(f"{messages.line_prefix(command)}: error: {message}", file=sys.stderr)
+
+
 def _command(func: Command) -> Command:
-    """Turn expected failures into a one-line message and an exit status."""
+    """Turn expected failures into a one-line error (`show_error`) and an exit status."""
 
     def wrapper(args: argparse.Namespace) -> int:
         try:
             _read_numbers(args)
             return func(args)
         except CommandError as exc:
-            print(f"ucudnn {args.command}: {exc}", file=sys.stderr)
+            show_error(args.command, str(exc))
             return exc.status
         except InfeasibleError as exc:
-            print(f"ucudnn {args.command}: no plan fits: {exc}", file=sys.stderr)
+            show_error(args.command, f"no plan fits: {exc}")
             return 1
         except BrokenPipeError:
             raise  # not an error of the command: its reader went away (see cli.main)
         except (ValueError, OSError, SolverError) as exc:
-            print(f"ucudnn {args.command}: error: {_error_text(exc)}", file=sys.stderr)
+            show_error(args.command, _error_text(exc))
             return 2
         except UcudnnError as exc:  # the device or cuDNN failed
-            print(f"ucudnn {args.command}: {type(exc).__name__}: {exc}", file=sys.stderr)
+            show_error(args.command, f"{type(exc).__name__}: {exc}")
             return 1
 
     wrapper.__name__ = func.__name__
@@ -100,7 +106,7 @@ def _command(func: Command) -> Command:
 
 def _error_text(exc: Exception) -> str:
     """The message of `exc`; of an OSError, with its file names cut short (str() of one
-    quotes them whole: a pasted 24 KB --timings would come back)."""
+    quotes them whole: a pasted 24 KiB --timings would come back)."""
     if not isinstance(exc, OSError) or exc.filename is None or not exc.strerror:
         return str(exc)
     names = [exc.filename] if exc.filename2 is None else [exc.filename, exc.filename2]

@@ -1,5 +1,6 @@
 """What the `ucudnn` command shows on stderr besides its own errors: the library's log records
-and UcudnnWarnings, one line each, at the verbosity that -v and -q ask for.
+and UcudnnWarnings, one line each, at the verbosity that -v and -q ask for. Every line starts
+as its errors do (`line_prefix`): "ucudnn plan: warning: ...", "ucudnn plan: error: ...".
 
 The library only logs and warns; the command is the application, so it attaches the handler.
 All of it is undone on exit, as `main` may run more than once in a process (tests, notebooks).
@@ -25,24 +26,33 @@ def _level(verbosity: int) -> int:
     return _LEVELS[max(QUIET, min(verbosity, 2))]
 
 
+def line_prefix(command: str | None) -> str:
+    """What every line on stderr starts with: "ucudnn plan" within a command, else "ucudnn"."""
+    return "ucudnn" if command is None else f"ucudnn {command}"
+
+
 class _LineFormatter(logging.Formatter):
-    """ "ucudnn: message", and from WARNING up "ucudnn: warning: message"."""
+    """ "ucudnn plan: message", and from WARNING up "ucudnn plan: warning: message"."""
+
+    def __init__(self, prefix: str) -> None:
+        super().__init__()
+        self._prefix = prefix
 
     def format(self, record: logging.LogRecord) -> str:
         text = super().format(record)
         if record.levelno >= logging.WARNING:
             text = f"{record.levelname.lower()}: {text}"
-        return f"ucudnn: {text}"
+        return f"{self._prefix}: {text}"
 
 
 @contextlib.contextmanager
-def shown(verbosity: int) -> Iterator[None]:
+def shown(verbosity: int, command: str | None = None) -> Iterator[None]:
     """Within the block, records of the "ucudnn" loggers at `_level(verbosity)` or above, and
-    UcudnnWarnings unless quiet, go to stderr one line each; other warnings as Python shows
-    them."""
+    UcudnnWarnings unless quiet, go to stderr one line each, naming `command` when given;
+    other warnings as Python shows them."""
     logger = logging.getLogger("ucudnn")
     handler = logging.StreamHandler()  # the stderr of now: a test's capture, say
-    handler.setFormatter(_LineFormatter())
+    handler.setFormatter(_LineFormatter(line_prefix(command)))
     saved = logger.level, logger.propagate
     logger.addHandler(handler)
     logger.setLevel(_level(verbosity))
