@@ -139,10 +139,23 @@ def test_plot_writes_pngs(capsys, timings, tmp_path) -> None:
 
 def test_plot_without_matplotlib_says_how_to_get_it(capsys, timings, tmp_path, monkeypatch) -> None:
     monkeypatch.setitem(sys.modules, "matplotlib", None)  # as if it were not installed
-    argv = ["plot", "--timings", str(timings), "--out", str(tmp_path / "plots")]
-    assert main(argv) == 1
+    out = tmp_path / "plots"
+    assert main(["plot", "--timings", str(timings), "--out", str(out)]) == 1
     err = capsys.readouterr().err
     assert err == "ucudnn plot: error: plots need matplotlib: pip install 'ucudnn-cu13[plot]'\n"
+    assert not out.exists()  # checked before anything is created
+
+
+def test_write_plots_without_matplotlib_creates_nothing(timings, tmp_path, monkeypatch) -> None:
+    from ucudnn.faces.plots import PlottingUnavailable, write_plots
+    from ucudnn.planner.plan import make_plan_wr
+
+    tables = TimingTables.read_csv(timings)
+    plan = make_plan_wr(tables, 8 << 20)
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    with pytest.raises(PlottingUnavailable, match=r"\[plot\]"):
+        write_plots(tables, plan, tmp_path / "plots")
+    assert not (tmp_path / "plots").exists()
 
 
 def test_demo_without_gpu_plans_from_the_model_and_says_so(capsys, no_gpu) -> None:

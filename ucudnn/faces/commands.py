@@ -295,6 +295,8 @@ def tune(args: argparse.Namespace) -> int:
     from ucudnn.planner.tune import tune as tune_network
 
     config = Config.from_env()
+    if args.plot:
+        _check_plotting()
     memory = parse_size(args.memory, "--memory")
     overhead = parse_overhead(args.framework_overhead, "--framework-overhead")
     batches = None if args.batches is None else _batch_list(args.batches)
@@ -348,8 +350,15 @@ def _batch_list(text: str) -> list[int]:
 def _tune_plot(result: TuneResult, path: str) -> Path:
     from ucudnn.faces import plots
 
+    return plots.write_tune_plot(result, path)
+
+
+def _check_plotting() -> None:
+    """Whether plots can be drawn, asked before any work is done or anything is created."""
+    from ucudnn.faces import plots
+
     try:
-        return plots.write_tune_plot(result, path)
+        plots.pyplot()
     except plots.PlottingUnavailable as exc:
         raise CommandError(str(exc), status=1) from None
 
@@ -444,13 +453,11 @@ def plot(args: argparse.Namespace) -> int:
     from ucudnn.faces import plots
     from ucudnn.planner.tables import TimingTables
 
+    _check_plotting()
     tables = TimingTables.read_csv(args.timings)
     result = plan_tables(tables, args, f"timings file {args.timings}")
     layer = args.layer or plots.most_improved_layer(result)
-    try:
-        written = plots.write_plots(tables, result, args.out, layer=layer)
-    except plots.PlottingUnavailable as exc:
-        raise CommandError(str(exc), status=1) from None
+    written = plots.write_plots(tables, result, args.out, layer=layer)
     if args.json:
         _emit(plot_document(layer, written))
         return 0

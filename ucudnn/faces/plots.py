@@ -26,8 +26,9 @@ class PlottingUnavailable(RuntimeError):
     """matplotlib, an optional dependency, is not installed."""
 
 
-def _pyplot() -> ModuleType:
-    """The matplotlib.pyplot module; PlottingUnavailable without matplotlib."""
+def pyplot() -> ModuleType:
+    """The matplotlib.pyplot module; PlottingUnavailable without matplotlib, which a command
+    asks first, before it does any work or creates anything."""
     try:
         import matplotlib
     except ImportError:
@@ -44,7 +45,9 @@ def write_plots(
     tables: TimingTables, plan: Plan, out_dir: str | os.PathLike[str], layer: str | None = None
 ) -> list[Path]:
     """Write desirable_sets.png (for `layer`, default the layer the plan speeds up most) and
-    breakdown.png (planned vs baseline time per kernel); return their paths."""
+    breakdown.png (planned vs baseline time per kernel); return their paths. Without
+    matplotlib, PlottingUnavailable, and `out_dir` is not created."""
+    plt = pyplot()
     if not os.fspath(out_dir):
         raise ValueError("the folder to write the plots in is empty")  # Path("") is "."
     out = Path(out_dir)
@@ -56,8 +59,8 @@ def write_plots(
     if layer not in {k.layer for k in plan.kernels}:
         raise ValueError(f"no layer {shown(layer)} in the timings")
     return [
-        _desirable_sets(tables, plan, layer, out / "desirable_sets.png"),
-        _breakdown(plan, out / "breakdown.png"),
+        _desirable_sets(plt, tables, plan, layer, out / "desirable_sets.png"),
+        _breakdown(plt, plan, out / "breakdown.png"),
     ]
 
 
@@ -80,8 +83,9 @@ def most_improved_layer(plan: Plan) -> str:
     return max(plan.kernels, key=lambda k: k.speedup or 0.0).layer
 
 
-def _desirable_sets(tables: TimingTables, plan: Plan, layer: str, path: Path) -> Path:
-    plt = _pyplot()
+def _desirable_sets(
+    plt: ModuleType, tables: TimingTables, plan: Plan, layer: str, path: Path
+) -> Path:
     kernels = [k for k in plan.kernels if k.layer == layer]
     fig, axes = plt.subplots(1, len(kernels), figsize=(5 * len(kernels), 4), squeeze=False)
     for ax, chosen in zip(axes[0], kernels, strict=True):
@@ -105,8 +109,7 @@ def _desirable_sets(tables: TimingTables, plan: Plan, layer: str, path: Path) ->
     return save_png(plt, fig, path, source=plan.timings_source)
 
 
-def _breakdown(plan: Plan, path: Path) -> Path:
-    plt = _pyplot()
+def _breakdown(plt: ModuleType, plan: Plan, path: Path) -> Path:
     labels = [f"{k.layer} {k.kernel}" for k in plan.kernels]
     planned = [k.time_ms for k in plan.kernels]
     baseline = [k.baseline.time_ms if k.baseline else 0.0 for k in plan.kernels]
@@ -124,8 +127,9 @@ def _breakdown(plan: Plan, path: Path) -> Path:
 
 def write_tune_plot(result: TuneResult, path: str | os.PathLike[str]) -> Path:
     """Samples per second and memory against the batch size, with the memory given and the
-    chosen batch; batches planned only from smaller measured micro-batches are hollow."""
-    plt = _pyplot()
+    chosen batch; batches the timings hold only as smaller micro-batches are hollow. The title
+    names where the timings come from (measurements on a device, or the MODEL)."""
+    plt = pyplot()
     fig, (speed, memory) = plt.subplots(2, 1, sharex=True, figsize=(8, 7))
     fitting = [p for p in result.points if p.fits]
     for measured in (True, False):
