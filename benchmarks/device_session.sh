@@ -7,10 +7,10 @@
 #   python3 -m pip list --format=freeze >gpu-machine.txt   # there, once: what it has
 #   python3 benchmarks/fetch_wheels.py --have gpu-machine.txt
 # (benchmarks/fetch_wheels.py --help: another folder, Python or platform; without --have it
-# fetches everything, about a gigabyte). Copy the repository with .whl/ to the GPU machine
+# fetches everything, about 1 GiB). Copy the repository with .whl/ to the GPU machine
 # and run, from the repository root there:
-#   UCUDNN_COMMIT=$(git rev-parse HEAD) OUT=<results folder> bash benchmarks/device_session.sh
-# (UCUDNN_COMMIT names the commit in the results where the copy is no git checkout). Without
+#   UCUDNN_COMMIT=<git rev-parse HEAD> OUT=<results folder> bash benchmarks/device_session.sh
+# (UCUDNN_COMMIT records the commit, which a copy that is no git checkout cannot tell). Without
 # .whl/ the session installs from the package index. Arguments after the script replace the
 # benchmark's defaults, for example
 #   bash benchmarks/device_session.sh --networks deepbench --limits 8MiB --dtypes float32

@@ -16,7 +16,7 @@ carried wheels without resolving dependencies).
 
 --have FREEZE leaves out every distribution already installed on the GPU machine: FREEZE is
 what `python3 -m pip list --format=freeze` prints there. Without it the folder holds
-everything, the NVIDIA libraries included (about a gigabyte). --print prints the
+everything, the NVIDIA libraries included (about 1 GiB). --print prints the
 requirements, one a line, and downloads nothing: device_session.sh installs what it prints.
 """
 
