@@ -13,7 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import gpu_available
 from ucudnn.faces.cli import main
+from ucudnn.faces.commands import MODEL_NOTE
 from ucudnn.faces.schemas import validate
 from ucudnn.planner.errors import InfeasibleError
 from ucudnn.planner.graph import LayerGraph
@@ -26,6 +28,8 @@ from ucudnn.planner.tune import default_batches, tune
 
 GiB = 1 << 30
 ALEXNET = ["tune", "alexnet", "--model", "--batch", "64"]
+# 900 MiB with no headroom: batch 64 fits, yet 32 is faster per sample.
+TIGHT = ["--memory", "900MiB", "--framework-overhead", "0"]
 
 
 @pytest.fixture(autouse=True)
@@ -70,9 +74,10 @@ def test_text_shows_the_curve_the_best_batch_and_its_plan(capsys, alexnet) -> No
     assert err == "tuning from MODEL timings (built-in cost model, NOT measurements)\n"
     expected = tune(*alexnet, 4 * GiB).best
     lines = out.splitlines()
-    assert lines[1] == "timings measured at batch 64"
+    assert lines[1].startswith("headroom 1 GiB+10% (the default) for what the model does not see")
+    assert lines[2] == f"timings: {MODEL_NOTE}, at batch 64"
     header = "batch  fits  step ms  samples/s     memory  workspace  note"
-    assert lines[2].split() == header.split()
+    assert lines[3].split() == header.split()
     rows = [line.split() for line in lines if re.match(r"^\s+\d+\s+(yes|no|—)\b", line)]
     batches = [int(row[0]) for row in rows]
     assert batches == default_batches(64) == [1, 2, 4, 8, 16, 24, 32, 40, 48, 56, 64]
@@ -84,7 +89,8 @@ def test_text_shows_the_curve_the_best_batch_and_its_plan(capsys, alexnet) -> No
     # Batches that are no power of two are planned from smaller micro-batches, and say so.
     composed = {int(row[0]) for row in rows if "composed" in row[-1]}
     assert composed == {24, 40, 48, 56}
-    assert any(line.startswith("composed: not measured undivided") for line in lines)
+    assert any(line.startswith("composed: the timings have no undivided run") for line in lines)
+    assert not re.search(r"\bmeasured\b", out)  # MODEL timings are not measurements
     # The best batch's WD plan follows, in the memory its activations leave.
     report = out.split("\n\n", 1)[1]
     assert report.startswith("WD plan: total budget ")
@@ -92,8 +98,8 @@ def test_text_shows_the_curve_the_best_batch_and_its_plan(capsys, alexnet) -> No
 
 
 def test_json_holds_the_choice_its_plan_and_the_curve(capsys, alexnet) -> None:
-    data, _ = document(capsys, [*ALEXNET, "--memory", "900MiB"])
-    expected = tune(*alexnet, 900 << 20).best
+    data, _ = document(capsys, [*ALEXNET, *TIGHT])
+    expected = tune(*alexnet, 900 << 20, overhead="0").best
     assert data["batch"] == expected.batch and data["time_ms"] == expected.time_ms
     assert (data["memory_bytes"], data["table_batch"], data["plot_path"]) == (900 << 20, 64, None)
     curve = data["curve"]
@@ -125,6 +131,28 @@ def test_a_batch_list_is_tried_as_given_and_composed_batches_say_so(capsys) -> N
     assert curve[16]["measured_undivided"] is curve[64]["measured_undivided"] is True
 
 
+def test_json_names_where_the_timings_come_from(capsys) -> None:
+    data, _ = document(capsys, [*ALEXNET, "--memory", "4GiB", "--batches", "32,64"])
+    assert data["timings_source"] == data["plan"]["timings_source"] == MODEL_NOTE
+
+
+def test_shipped_measurements_are_named_with_their_device(capsys) -> None:
+    """Without a GPU, alexnet at its batch of 256 is tuned from the measurements that ship,
+    and the text and the document say where they were taken."""
+    if gpu_available()[0]:
+        pytest.skip("a GPU is present: it measures instead")
+    argv = ["tune", "alexnet", "--memory", "16GiB", "--batches", "64,256", "-q"]
+    assert main(argv) == 0
+    timings = capsys.readouterr().out.splitlines()[2]
+    assert re.fullmatch(
+        r"timings: measurements on NVIDIA .+, shipped with ucudnn, at batch 256", timings
+    )
+    data, _ = document(capsys, argv)
+    assert data["timings_source"] == timings.removeprefix("timings: ").removesuffix(
+        ", at batch 256"
+    )
+
+
 def test_deterministic_plans_only_deterministic_algorithms(capsys) -> None:
     data, _ = document(capsys, [*ALEXNET, "--memory", "4GiB", "--deterministic"])
     parts = [part for kernel in data["plan"]["kernels"] for part in kernel["parts"]]
@@ -136,16 +164,15 @@ def test_deterministic_plans_only_deterministic_algorithms(capsys) -> None:
 def test_a_timings_file_gives_the_choice_the_model_gives(capsys, tmp_path, alexnet) -> None:
     path = tmp_path / "alexnet.csv"
     alexnet[1].write_csv(path)
-    from_file, err = document(
-        capsys, ["tune", "alexnet", "--timings", str(path), "--memory", "900MiB"]
-    )
+    from_file, err = document(capsys, ["tune", "alexnet", "--timings", str(path), *TIGHT])
     assert err == f"tuning from timings file {path}\n"
-    from_model, _ = document(capsys, [*ALEXNET, "--memory", "900MiB"])
-    assert from_file["batch"] == from_model["batch"] == tune(*alexnet, 900 << 20).best.batch
+    from_model, _ = document(capsys, [*ALEXNET, *TIGHT])
+    expected = tune(*alexnet, 900 << 20, overhead="0").best.batch
+    assert from_file["batch"] == from_model["batch"] == expected
     assert from_file["curve"] == from_model["curve"]
     assert from_file["plan"]["timings_source"] == f"timings file {path}"
     # A timings file has its own batch: a --batch beside it would be silently ignored.
-    argv = ["tune", "alexnet", "--timings", str(path), "--batch", "32", "--memory", "900MiB"]
+    argv = ["tune", "alexnet", "--timings", str(path), "--batch", "32", *TIGHT]
     status, err = failure(capsys, argv)
     assert status == 2 and "a timings file has its own" in err
 
@@ -218,13 +245,14 @@ def test_nothing_fits_names_what_the_smallest_batch_needs(capsys, alexnet) -> No
 def test_layers_at_different_batches_are_refused(capsys) -> None:
     status, err = failure(capsys, ["tune", "deepbench", "--model", "--memory", "16GiB", "-q"])
     assert status == 2
-    assert "measured at different batches" in err and "measure it at one --batch" in err
+    assert "the timings hold the network's layers at different batches" in err
+    assert "measure (or model) it at one --batch" in err
 
 
 # -- the framework overhead ------------------------------------------------------------------
 def test_framework_overhead_is_counted_and_shrinks_the_batch(capsys, alexnet) -> None:
     argv = [*ALEXNET, "--memory", "2GiB"]
-    without, _ = document(capsys, argv)
+    without, _ = document(capsys, [*argv, "--framework-overhead", "0"])
     data, _ = document(capsys, [*argv, "--framework-overhead", "1GiB+30%"])
     model = data["memory_model"]
     assert (model["overhead_bytes"], model["overhead_per_sample_fraction"]) == (GiB, 0.3)
@@ -241,7 +269,27 @@ def test_framework_overhead_is_counted_and_shrinks_the_batch(capsys, alexnet) ->
 
 def test_text_names_the_framework_overhead(capsys) -> None:
     assert main([*ALEXNET, "--memory", "4GiB", "--framework-overhead", "30%", "-q"]) == 0
-    assert "framework overhead 30%" in capsys.readouterr().out.splitlines()[0]
+    assert capsys.readouterr().out.splitlines()[1].startswith("headroom 30% for what the model")
+
+
+def test_the_default_headroom_is_kept_stated_and_can_be_turned_off(capsys, alexnet) -> None:
+    """Without --framework-overhead, 1 GiB and 10 % of the per-sample memory are kept for
+    what the model does not see (CUDA context, library handles, allocator slack)."""
+    argv = [*ALEXNET, "--memory", "2GiB"]
+    data, _ = document(capsys, argv)
+    model = data["memory_model"]
+    assert (model["overhead_bytes"], model["overhead_per_sample_fraction"]) == (GiB, 0.1)
+    best = data["curve"][[p["batch"] for p in data["curve"]].index(data["batch"])]
+    assert best["memory"]["overhead_bytes"] >= GiB
+    assert data["batch"] == tune(*alexnet, 2 * GiB).best.batch
+    assert main([*argv, "-q"]) == 0
+    assert capsys.readouterr().out.splitlines()[1] == (
+        "headroom 1 GiB+10% (the default) for what the model does not see: the CUDA context, "
+        "library handles, allocator slack"
+    )
+    bare, _ = document(capsys, [*argv, "--framework-overhead", "0"])
+    assert bare["memory_model"]["overhead_bytes"] == 0
+    assert bare["memory_model"]["overhead_per_sample_fraction"] == 0
 
 
 # -- the plot ----------------------------------------------------------------------------------
@@ -256,6 +304,28 @@ def test_plot_writes_a_png_the_document_names(capsys, tmp_path) -> None:
     assert main([*ALEXNET, "--memory", "4GiB", "--plot", str(path), "-q"]) == 0
     assert capsys.readouterr().out.splitlines()[-1] == f"plot written to {path}"
     assert path.read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
+
+
+def test_plot_names_where_the_timings_come_from(capsys, tmp_path, monkeypatch) -> None:
+    """MODEL timings are not called measured in the plot: the title names them, the legend
+    says which batches the timings hold undivided."""
+    pytest.importorskip("matplotlib", reason="plots need matplotlib (the [plot] extra)")
+    from ucudnn.faces import plots
+
+    saved = []
+
+    def keep(plt, fig, path, *, source=""):
+        saved.append(fig)
+        return save_png(plt, fig, path, source=source)
+
+    save_png = plots.save_png
+    monkeypatch.setattr(plots, "save_png", keep)
+    assert main([*ALEXNET, "--memory", "4GiB", "--plot", str(tmp_path / "t.png"), "-q"]) == 0
+    (figure,) = saved
+    assert figure.get_suptitle() == f"timings: {MODEL_NOTE}"
+    labels = [text.get_text() for ax in figure.axes for text in ax.get_legend().get_texts()]
+    assert "undivided in the timings" in labels
+    assert not any("measured" in label for label in labels)
 
 
 def test_plot_without_matplotlib_says_how_to_get_it(capsys, tmp_path, monkeypatch) -> None:

@@ -3,12 +3,14 @@ the cost model's tables of real networks."""
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from ucudnn.core.problem import ConvProblem
 from ucudnn.planner.errors import InfeasibleError
 from ucudnn.planner.graph import LayerGraph
-from ucudnn.planner.memory import training_memory
+from ucudnn.planner.memory import DEFAULT_OVERHEAD, NO_OVERHEAD, TrainingMemory, training_memory
 from ucudnn.planner.networks import builtin_network
 from ucudnn.planner.plan import make_plan_wd
 from ucudnn.planner.synthetic import model_tables
@@ -27,6 +29,11 @@ def one_layer() -> LayerGraph:
     return graph
 
 
+def memory_model(graph: LayerGraph) -> TrainingMemory:
+    """The memory model as `tune` applies it: with the default headroom."""
+    return training_memory(graph, DEFAULT_OVERHEAD)
+
+
 def squeezable_table(sizes: tuple[int, ...] = SIZES) -> TimingTables:
     """Algorithm 0: no workspace, 1 ms per sample. Algorithm 1: 100 MiB of workspace per
     sample, 0.25 ms per sample plus 0.5 ms per call, so small micro-batches pay for it."""
@@ -39,7 +46,7 @@ def squeezable_table(sizes: tuple[int, ...] = SIZES) -> TimingTables:
 
 def test_the_largest_batch_that_fits_is_not_the_fastest_when_its_workspace_is_squeezed() -> None:
     graph = one_layer()
-    model = training_memory(graph)
+    model = memory_model(graph)
     memory = model.step(8).total_bytes + 150 * MiB  # batch 8 leaves 150 MiB of workspace
 
     result = tune(graph, squeezable_table(), memory, batches=SIZES)
@@ -65,7 +72,7 @@ def test_the_largest_batch_that_fits_is_not_the_fastest_when_its_workspace_is_sq
 
 def test_with_memory_to_spare_the_largest_batch_wins() -> None:
     graph = one_layer()
-    memory = training_memory(graph).step(8).total_bytes + 800 * MiB  # algorithm 1 undivided
+    memory = memory_model(graph).step(8).total_bytes + 800 * MiB  # algorithm 1 undivided
 
     result = tune(graph, squeezable_table(), memory)
 
@@ -75,7 +82,7 @@ def test_with_memory_to_spare_the_largest_batch_wins() -> None:
 
 def test_a_batch_that_does_not_fit_says_what_it_needs() -> None:
     graph = one_layer()
-    model = training_memory(graph)
+    model = memory_model(graph)
     memory = model.step(4).total_bytes  # batch 4 with no workspace; batch 8 not at all
 
     result = tune(graph, squeezable_table(), memory, batches=SIZES)
@@ -93,7 +100,7 @@ def test_a_batch_that_does_not_fit_says_what_it_needs() -> None:
 
 def test_below_the_smallest_batch_the_error_names_what_it_needs() -> None:
     graph = one_layer()
-    need = training_memory(graph).step(1).total_bytes  # algorithm 0 needs no workspace
+    need = memory_model(graph).step(1).total_bytes  # algorithm 0 needs no workspace
 
     with pytest.raises(
         InfeasibleError, match=f"the smallest batch size tried, 1, needs {need} "
@@ -106,7 +113,7 @@ def test_below_the_smallest_batch_the_error_names_what_it_needs() -> None:
 
 def test_a_batch_not_measured_undivided_is_composed_and_says_so() -> None:
     graph = one_layer()
-    memory = training_memory(graph).step(8).total_bytes + 800 * MiB
+    memory = memory_model(graph).step(8).total_bytes + 800 * MiB
 
     result = tune(graph, squeezable_table(), memory, batches=[6, 8])
 
@@ -120,7 +127,7 @@ def test_a_batch_not_measured_undivided_is_composed_and_says_so() -> None:
 
 def test_sizes_the_measurements_cannot_make_up_are_unplannable() -> None:
     graph = one_layer()
-    memory = training_memory(graph).step(8).total_bytes + 800 * MiB
+    memory = memory_model(graph).step(8).total_bytes + 800 * MiB
     undivided_only = squeezable_table(sizes=(8,))
 
     result = tune(graph, undivided_only, memory, batches=[4, 8])
@@ -178,7 +185,7 @@ def test_each_point_is_the_plan_of_its_batch_made_directly(
 ) -> None:
     graph, tables = resnet18
     memory = 3 << 30
-    model = training_memory(graph)
+    model = memory_model(graph)
 
     result = tune(graph, tables, memory, batches=[16, 24, 64])
 
@@ -197,7 +204,43 @@ def test_more_memory_never_makes_the_best_slower(
     graph, tables = resnet18
     speeds = [
         tune(graph, tables, gib << 30, batches=[8, 16, 32, 64]).best.samples_per_s or 0.0
-        for gib in (1, 2, 4, 8)
+        for gib in (2, 3, 5, 9)  # 1 GiB of each is the default headroom
     ]
     assert speeds == sorted(speeds)
     assert len(set(speeds)) > 1  # the memory sizes do make a difference
+
+
+def test_the_default_headroom_is_kept_and_stated() -> None:
+    graph = one_layer()
+    memory = memory_model(graph).step(8).total_bytes + 800 * MiB
+
+    result = tune(graph, squeezable_table(), memory, batches=[8])
+
+    assert result.model.overhead == DEFAULT_OVERHEAD
+    step = result.best.step
+    assert step is not None
+    ten_percent = math.ceil((step.activations_bytes + step.gradients_bytes) / 10)
+    assert step.overhead_bytes == (1 << 30) + ten_percent
+    assert "headroom 1 GiB+10% (the default) for what the model does not see" in result.report()
+    # None at all is still there to ask for.
+    bare = tune(graph, squeezable_table(), memory, batches=[8], overhead="0")
+    assert bare.model.overhead == NO_OVERHEAD and bare.best.step.overhead_bytes == 0  # type: ignore[union-attr]
+    assert "headroom 0 for what" in bare.report()
+
+
+@pytest.mark.parametrize(
+    ("source", "line"),
+    [
+        ("", "timings at batch 8"),
+        ("MODEL timings (cost model)", "timings: MODEL timings (cost model), at batch 8"),
+        ("measurements on GPU X", "timings: measurements on GPU X, at batch 8"),
+    ],
+)
+def test_the_report_names_where_the_timings_come_from(source: str, line: str) -> None:
+    graph = one_layer()
+    result = tune(graph, squeezable_table(), 1 << 40, batches=[6, 8], timings_source=source)
+
+    assert result.timings_source == source
+    report = result.report()
+    assert line in report.splitlines()
+    assert "measured" not in report  # the source says whether they were

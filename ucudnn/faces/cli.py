@@ -13,6 +13,7 @@ from types import FrameType
 from ucudnn.core.build import version_text
 from ucudnn.faces import commands, messages
 from ucudnn.planner.cli import add_limit_arguments, add_plan_arguments, add_solver_arguments
+from ucudnn.planner.memory import DEFAULT_OVERHEAD_TEXT
 from ucudnn.planner.wd import DEFAULT_TIME_LIMIT_S
 
 # The options that name a file or folder, by their dest. An empty one is refused: unchecked, it
@@ -188,10 +189,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     tune.add_argument(
         "--framework-overhead",
-        default="0",
+        default=DEFAULT_OVERHEAD_TEXT,
         metavar="SIZE|P%",
-        help="memory the model does not see: a size (CUDA context, optimizer state), a "
-        "percentage of the per-sample memory (layers between convolutions), or both: 1GiB+30%%",
+        help="headroom for the memory the model does not see: a size (CUDA context, library "
+        "handles, optimizer state), a percentage of the per-sample memory (allocator slack, "
+        "layers between convolutions), or both: 1GiB+30%%; 0 for none (default: "
+        f"{DEFAULT_OVERHEAD_TEXT.replace('%', '%%')})",
     )
     tune.add_argument("--timings", metavar="FILE.csv", help="timings of NETWORK to plan from")
     tune.add_argument(

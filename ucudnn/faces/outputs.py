@@ -219,6 +219,7 @@ def tune_document(network: Mapping[str, object], result: TuneResult, plot: Path 
         "time_ms": best.time_ms,
         "memory_bytes": result.memory_bytes,
         "table_batch": result.table_batch,
+        "timings_source": result.timings_source,
         "memory_model": {
             "weights_bytes": model.weights_bytes,
             "activations_per_sample_bytes": model.activations_per_sample,

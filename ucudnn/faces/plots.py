@@ -140,11 +140,11 @@ def write_tune_plot(result: TuneResult, path: str | os.PathLike[str]) -> Path:
             "o",
             fillstyle="full" if measured else "none",
             color="C0",
-            label="measured at this batch" if measured else "composed of smaller micro-batches",
+            label="undivided in the timings" if measured else "composed of smaller micro-batches",
         )
     best = result.best
     speed.plot(best.batch, best.samples_per_s or 0.0, "r*", markersize=16, label="chosen")
-    speed.set_ylabel("samples/s (convolutions)")
+    speed.set_ylabel("predicted samples/s (convolutions)")
     speed.legend()
     batches = [p.batch for p in result.points]
     memory.plot(
@@ -163,4 +163,4 @@ def write_tune_plot(result: TuneResult, path: str | os.PathLike[str]) -> Path:
     memory.set_ylabel("memory (GiB)")
     memory.legend()
     assert best.plan is not None  # the best point fits
-    return save_png(plt, fig, Path(path), source=best.plan.timings_source)
+    return save_png(plt, fig, Path(path), source=result.timings_source)

@@ -24,6 +24,7 @@ from ucudnn.core.checks import shown
 from ucudnn.core.problem import KERNELS, MATH_TYPES
 from ucudnn.planner import plan as plan_module, tables as tables_module
 from ucudnn.planner.explain import REASONS
+from ucudnn.planner.memory import DEFAULT_OVERHEAD_TEXT
 from ucudnn.planner.wd import SOLVERS
 
 Schema = dict[str, object]
@@ -549,7 +550,7 @@ _STEP_MEMORY = _object(
         "weight_gradients_bytes": _integer("their gradients"),
         "activations_bytes": _integer("the activations kept for backward"),
         "gradients_bytes": _integer("the activation gradients in flight at the peak"),
-        "overhead_bytes": _integer("the framework overhead given"),
+        "overhead_bytes": _integer("the headroom (--framework-overhead) kept"),
         "arena_bytes": _integer("the workspace arena of the plan"),
         "total_bytes": _integer("all of them"),
     },
@@ -571,17 +572,23 @@ TUNE = _document(
         ),
         "time_ms": _number("its step's predicted convolution time, milliseconds"),
         "memory_bytes": _integer("the device memory given for the whole step"),
-        "table_batch": _integer("the mini-batch the timings were measured at", 1),
+        "table_batch": _integer("the mini-batch the timings were measured or modelled at", 1),
+        "timings_source": _text(
+            "where the timings come from, as the plan's timings_source: measurements on a "
+            "device, MODEL timings, or a timings file"
+        ),
         "memory_model": _object(
             "the parts of the model that do not depend on the plan",
             {
                 "weights_bytes": _integer("every layer's filters (their gradients as much)"),
                 "activations_per_sample_bytes": _integer("activations kept, per sample"),
                 "gradients_per_sample_bytes": _integer("gradients in flight, per sample"),
-                "overhead_bytes": _integer("the fixed framework overhead given"),
+                "overhead_bytes": _integer(
+                    "the fixed part of the headroom applied (--framework-overhead, by default "
+                    f"{DEFAULT_OVERHEAD_TEXT})"
+                ),
                 "overhead_per_sample_fraction": _number(
-                    "the framework overhead per sample, a fraction of the modelled per-sample "
-                    "memory"
+                    "the headroom per sample, a fraction of the modelled per-sample memory"
                 ),
             },
         ),
@@ -592,12 +599,13 @@ TUNE = _document(
                     "batch": _integer("the mini-batch", 1),
                     "status": _text(
                         "fits; over_memory: even the smallest workspace does not fit; "
-                        "unplannable: the measured micro-batches cannot make it up",
+                        "unplannable: the timings' micro-batches cannot make it up",
                         _TUNE_STATUS,
                     ),
                     "measured_undivided": _flag(
-                        "whether every kernel was measured at this batch itself; if not, it "
-                        "is planned from smaller measured micro-batches only"
+                        "whether the timings (measured or modelled: see timings_source) hold "
+                        "every kernel undivided at this batch; if not, it is planned from "
+                        "smaller micro-batches only"
                     ),
                     "time_ms": _or_null(
                         _number("its plan's convolution time, milliseconds"), "does not fit"

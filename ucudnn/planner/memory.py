@@ -19,7 +19,7 @@ A step holds, on the device:
 - **framework overhead**, which the model does not see: the CUDA context and library handles,
   optimizer state, the saved tensors of the layers between convolutions beyond the above,
   allocator slack. It is given as a size ("1GiB"), a percentage of the per-sample memory
-  ("30%"), or both ("1GiB+30%").
+  ("30%"), or both ("1GiB+30%"); `tune` keeps DEFAULT_OVERHEAD unless told otherwise.
 
 All activations are counted as held at the start of the backward pass, where a framework
 that frees them as it goes reaches its peak. Sizes are packed tensors of the problems' data
@@ -92,6 +92,18 @@ def parse_overhead(text: str, name: str) -> FrameworkOverhead:
         parse_float(text, f"{name} percentage", 0, MAX_OVERHEAD_PERCENT)  # bounded first
         percent = Fraction(text) / 100  # exact, as a float is not: 0.1% is 1/1000
     return FrameworkOverhead(fixed, percent)
+
+
+# The headroom `tune` keeps by default for what the model does not see, as the command takes
+# it. 1 GiB for what every process pays once: a CUDA context takes 300-400 MiB since CUDA 11.7
+# loads kernels lazily, and took over 1 GiB when every kernel was loaded at once, as before it
+# (PyTorch's maintainers, pytorch/pytorch#107667 and #109888); cuDNN's and cuBLAS's handles and
+# workspaces come on top. 10 % of the per-sample memory for the allocator's slack, which grows
+# with the tensors: a caching allocator (PyTorch's) carves tensors out of larger segments and
+# keeps freed blocks that later tensors may not fit. No bound holds for that, so 10 % is a
+# margin, not a measurement. "0" turns the headroom off.
+DEFAULT_OVERHEAD_TEXT = "1GiB+10%"
+DEFAULT_OVERHEAD = parse_overhead(DEFAULT_OVERHEAD_TEXT, "DEFAULT_OVERHEAD_TEXT")
 
 
 @dataclasses.dataclass(frozen=True)

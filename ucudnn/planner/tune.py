@@ -1,15 +1,16 @@
 """The fastest mini-batch size, and its plan, that fit a GPU's memory in training.
 
-A table measured at mini-batch N gives the cost of every micro-batch up to N, so the table of
-any batch B <= N follows from it (`KernelTable.at_batch`): the same rows, at sizes up to B.
-For each candidate B, the memory model (`ucudnn.planner.memory`) says what the weights,
-activations, gradients and overhead leave of the memory; the best WD plan whose arena fits in
-that is the step's convolution time; B over that time is the speed in samples per second. The
-chosen B is the fastest per sample, which need not be the largest that fits: a large batch
-leaves little room for workspace, and so may have to run slower algorithms.
+A table measured (or modelled) at mini-batch N gives the cost of every micro-batch up to N, so
+the table of any batch B <= N follows from it (`KernelTable.at_batch`): the same rows, at sizes
+up to B. For each candidate B, the memory model (`ucudnn.planner.memory`) says what the
+weights, activations, gradients and headroom (DEFAULT_OVERHEAD unless given) leave of the
+memory; the best WD plan whose arena fits in that is the step's convolution time; B over that
+time is the speed in samples per second. The chosen B is the fastest per sample, which need not
+be the largest that fits: a large batch leaves little room for workspace, and so may have to
+run slower algorithms.
 
-Nothing is extrapolated: a B above the tables' N is refused, and a B that was not itself
-measured is planned from the measured micro-batches that add up to it (so its undivided run,
+Nothing is extrapolated: a B above the tables' N is refused, and a B that the tables do not
+hold undivided is planned from their micro-batches that add up to it (so its undivided run,
 which may be faster, is not among its choices), and says so.
 """
 
@@ -24,7 +25,7 @@ from ucudnn.planner.config import byte_count
 from ucudnn.planner.errors import InfeasibleError
 from ucudnn.planner.graph import LayerGraph
 from ucudnn.planner.memory import (
-    NO_OVERHEAD,
+    DEFAULT_OVERHEAD,
     FrameworkOverhead,
     StepMemory,
     TrainingMemory,
@@ -51,7 +52,7 @@ class TunePoint:
     """One candidate mini-batch: its plan and memory when it fits, else why not."""
 
     batch: int
-    measured: bool  # whether every kernel was measured undivided at this batch
+    measured: bool  # whether the timings hold every kernel undivided at this batch
     minimum: StepMemory  # with the smallest workspace arena any plan needs
     status: str = "fits"  # or "over_memory", or "unplannable" (no schedule makes it up)
     plan: Plan | None = None  # the best WD plan in the memory left, when it fits
@@ -76,9 +77,15 @@ class TunePoint:
 @dataclasses.dataclass(frozen=True)
 class TuneResult:
     memory_bytes: int
-    table_batch: int  # the N the tables were measured at
+    table_batch: int  # the N the tables were measured (or modelled) at
     model: TrainingMemory
     points: tuple[TunePoint, ...]  # batch ascending; at least one fits
+
+    @property
+    def timings_source(self) -> str:
+        """Where the timings came from, as the plans name it ("" when not given)."""
+        assert self.best.plan is not None  # the best point fits
+        return self.best.plan.timings_source
 
     @property
     def best(self) -> TunePoint:
@@ -93,8 +100,9 @@ class TuneResult:
             f"memory {format_size(self.memory_bytes)}: weights {format_size(m.weights_bytes)} "
             f"and as much for their gradients; per sample, activations "
             f"{format_size(m.activations_per_sample)} and gradients in flight "
-            f"{format_size(m.gradients_per_sample)}; framework overhead {m.overhead.text()}",
-            f"timings measured at batch {self.table_batch}",
+            f"{format_size(m.gradients_per_sample)}",
+            _headroom_text(m.overhead),
+            _timings_text(self.timings_source, self.table_batch),
         ]
         header = ["batch", "fits", "step ms", "samples/s", "memory", "workspace", "note"]
         lines += render_table(
@@ -102,8 +110,9 @@ class TuneResult:
         )
         if any(not p.measured for p in self.points):
             lines.append(
-                "composed: not measured undivided, so planned only from the measured "
-                "micro-batches that add up to it (its undivided run might be faster)"
+                "composed: the timings have no undivided run at this batch, so it is planned "
+                "only from the smaller micro-batches that add up to it (its undivided run "
+                "might be faster)"
             )
         assert best.step is not None and best.time_ms is not None
         lines.append(
@@ -113,6 +122,23 @@ class TuneResult:
             f"with {format_size(best.step.arena_bytes)} of workspace"
         )
         return "\n".join(lines)
+
+
+def _headroom_text(overhead: FrameworkOverhead) -> str:
+    default = " (the default)" if overhead == DEFAULT_OVERHEAD else ""
+    return (
+        f"headroom {overhead.text()}{default} for what the model does not see: the CUDA "
+        "context, library handles, allocator slack"
+    )
+
+
+def _timings_text(source: str, table_batch: int) -> str:
+    """Where the timings come from, as a plan names it (measurements or the MODEL), and N."""
+    return (
+        f"timings: {source}, at batch {table_batch}"
+        if source
+        else f"timings at batch {table_batch}"
+    )
 
 
 def _row(point: TunePoint, best: bool, memory_bytes: int) -> list[str]:
@@ -158,13 +184,14 @@ def tables_batch(graph: LayerGraph, tables: TimingTables) -> int:
     if extra:
         raise ValueError(
             f"the timings have rows for {len(extra)} kernels that are not in the network, "
-            f"such as {_names(extra)}: they were measured for another network"
+            f"such as {_names(extra)}: they are timings of another network"
         )
     batches = sorted({tables[k].batch for k in wanted})
     if len(batches) > 1:
         raise ValueError(
-            f"the network's layers were measured at different batches ({_numbers(batches)}); "
-            "tuning needs one mini-batch for the whole network: measure it at one --batch"
+            f"the timings hold the network's layers at different batches "
+            f"({_numbers(batches)}); tuning needs one mini-batch for the whole network: measure "
+            "(or model) it at one --batch"
         )
     return batches[0]
 
@@ -195,8 +222,8 @@ def check_batches(batches: Iterable[int], table_batch: int) -> list[int]:
     if beyond:
         which = f"batch {beyond[0]} is" if len(beyond) == 1 else f"batches {_numbers(beyond)} are"
         raise ValueError(
-            f"{which} beyond the batch {table_batch} the timings were measured at, and "
-            f"timings are never extrapolated; they must be measured (or modelled) at batch "
+            f"{which} beyond the batch {table_batch} of the timings, and timings are never "
+            f"extrapolated; they must be measured (or modelled) at batch "
             f"{beyond[-1]} or more"
         )
     return checked
@@ -208,7 +235,7 @@ def tune(
     memory_bytes: int | str,
     *,
     batches: Iterable[int] | None = None,
-    overhead: FrameworkOverhead | str = NO_OVERHEAD,
+    overhead: FrameworkOverhead | str = DEFAULT_OVERHEAD,
     policy: Policy = DEFAULT_POLICY,
     deterministic_only: bool = False,
     solver: str = "highs",
@@ -220,7 +247,8 @@ def tune(
     multiples of 8, or of a larger step from N = 520 on, up to the tables' N: see
     `default_batches`; at most MAX_TUNE_BATCHES) within `memory_bytes` of device memory in all
     (bytes, or text such as "16GiB"), `overhead` ("1GiB+30%") being what the memory model does
-    not see.
+    not see: by default DEFAULT_OVERHEAD, a headroom for the CUDA context, library handles and
+    allocator slack (NO_OVERHEAD, or "0", for none).
 
     `tables` must hold every kernel of `graph`, measured at one mini-batch N. Each batch size's
     WD solve gets up to `time_limit_s`. Raises ValueError for a batch above N or too many
@@ -278,7 +306,7 @@ def _nothing_fits(result: TuneResult) -> InfeasibleError:
     plannable = [p for p in result.points if p.status != "unplannable"]
     if not plannable:
         return InfeasibleError(
-            "no batch size can be planned: the measured micro-batch sizes make up none of "
+            "no batch size can be planned: the timings' micro-batch sizes make up none of "
             f"{_numbers(p.batch for p in result.points)}"
         )
     smallest = plannable[0]
