@@ -95,8 +95,34 @@ def test_options_from_the_environment(timings, capsys, monkeypatch) -> None:
     assert plan("--timings", timings, "--mode", "wr", "--json") == 0
     data = json.loads(capsys.readouterr().out)
     assert (data["mode"], data["limit_bytes"], data["totals"]["time_ms"]) == ("wr", 1024, 16.0)
-    assert plan("--timings", timings, "--workspace-limit", "1G") == 2
-    assert "wd is on because UCUDNN_TOTAL_WORKSPACE_SIZE is set" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("argv", "environ", "expected"),
+    [
+        (["--total-workspace", "100MiB"], {}, ("wd", 100 * MiB)),
+        (["--workspace-limit", "1G"], {}, ("wr", 1 << 30)),
+        ([], {"UCUDNN_TOTAL_WORKSPACE_SIZE": "128MiB"}, ("wd", 128 * MiB)),
+        # An option beats the environment, whichever size each names.
+        (["--workspace-limit", "1G"], {"UCUDNN_TOTAL_WORKSPACE_SIZE": "128MiB"}, ("wr", 1 << 30)),
+        (["--total-workspace", "100MiB"], {"UCUDNN_TOTAL_WORKSPACE_SIZE": "1G"}, ("wd", 100 * MiB)),
+        (["--mode", "wr"], {"UCUDNN_TOTAL_WORKSPACE_SIZE": "128MiB"}, ("wr", 64 * MiB)),
+    ],
+)
+def test_the_size_given_selects_the_mode(timings, capsys, monkeypatch, argv, environ, expected):
+    """One rule, as the Handle has it: a total workspace selects wd, a limit per kernel wr."""
+    for name, value in environ.items():
+        monkeypatch.setenv(name, value)
+    assert plan("--timings", timings, *argv, "--json") == 0
+    data = json.loads(capsys.readouterr().out)
+    assert (data["mode"], data["limit_bytes"]) == expected
+
+
+def test_a_total_workspace_alone_plans_resnet50_in_wd(capsys, monkeypatch) -> None:
+    monkeypatch.delenv("UCUDNN_TOTAL_WORKSPACE_SIZE", raising=False)
+    monkeypatch.delenv("UCUDNN_WORKSPACE_SHARING", raising=False)
+    assert plan("resnet50", "--model", "--total-workspace", "64MiB", "-q") == 0
+    assert capsys.readouterr().out.startswith("WD plan: total budget 64 MiB, policy powerOfTwo")
 
 
 def test_policy_and_determinism(timings, capsys) -> None:
@@ -112,7 +138,12 @@ def test_policy_and_determinism(timings, capsys) -> None:
     [
         (["--workspace-limit", "64 apples"], 2, "--workspace-limit='64 apples' is not a size"),
         (["--policy", "some"], 2, "--policy='some' is not a policy"),
-        (["--total-workspace", "1G"], 2, "--total-workspace is for --mode wd"),
+        (["--mode", "wr", "--total-workspace", "1G"], 2, "--total-workspace is for --mode wd"),
+        (
+            ["--workspace-limit", "1G", "--total-workspace", "1G"],
+            2,
+            "give --workspace-limit (wr) or --total-workspace (wd), not both",
+        ),
         (["--mode", "wd"], 2, "--mode wd needs --total-workspace"),
         (["--mode", "wd", "--workspace-limit", "1G"], 2, "--workspace-limit is for --mode wr"),
         (["--mode", "wd", "--total-workspace", "100"], 1, "no plan fits: total workspace budget"),

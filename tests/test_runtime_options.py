@@ -28,13 +28,22 @@ def resolve(environ: dict[str, str] | None = None, **arguments) -> HandleOptions
         ({"total_workspace": "1.5 KiB"}, {}, ("wd", 1536)),
         ({}, {"UCUDNN_TOTAL_WORKSPACE_SIZE": "1GiB"}, ("wd", 1 << 30)),
         ({"workspace_limit": MiB}, {"UCUDNN_TOTAL_WORKSPACE_SIZE": "1GiB"}, ("wr", MiB)),
+        ({"total_workspace": MiB}, {"UCUDNN_TOTAL_WORKSPACE_SIZE": "1GiB"}, ("wd", MiB)),
+        ({"total_workspace": MiB}, {"UCUDNN_DEFAULT_WORKSPACE_LIMIT": "2MiB"}, ("wd", MiB)),
         ({}, {"UCUDNN_DEFAULT_WORKSPACE_LIMIT": "2MiB"}, ("wr", 2 * MiB)),
     ],
 )
 def test_limits_take_any_integer_or_a_size(arguments, environ, expected) -> None:
+    """`ucudnn plan`'s rule: a total workspace selects WD, a limit WR, an argument beats the
+    environment."""
     options = resolve(environ, **arguments)
     assert (options.mode, options.limit) == expected
     assert type(options.limit) is int
+
+
+def test_a_limit_and_a_total_are_refused_together() -> None:
+    with pytest.raises(ValueError, match=r"^give workspace_limit \(WR\) or total_workspace \(WD"):
+        resolve(workspace_limit=MiB, total_workspace=MiB)
 
 
 @pytest.mark.parametrize(

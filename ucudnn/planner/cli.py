@@ -19,9 +19,11 @@ from ucudnn.planner.wd import DEFAULT_TIME_LIMIT_S, SOLVERS
 
 EPILOG = """\
 The timings CSV has the header layer,kernel,batch,micro_batch,algo,time_ms,workspace_bytes
-and optionally math_type,deterministic,engine (see ucudnn.planner.tables). Sizes take units:
-64MiB, 512MB, 1.5GiB. The mode is wd when UCUDNN_TOTAL_WORKSPACE_SIZE is set, else wr; a total
-the kernels share (--workspace-sharing shared) is planned as wr at the total.
+and optionally math_type,deterministic,engine (see ucudnn.planner.tables). Sizes are whole
+bytes and take units: 64MiB, 512MB, 1.5GiB. The mode is --mode; without it, a total workspace
+(--total-workspace, else UCUDNN_TOTAL_WORKSPACE_SIZE) selects wd and --workspace-limit selects
+wr; an option beats the environment; with neither, wr at UCUDNN_DEFAULT_WORKSPACE_LIMIT or
+64MiB. A total the kernels share (--workspace-sharing shared) is planned as wr at the total.
 Exit status: 0 planned, 1 nothing fits, 2 bad input or a solver failure, 130 interrupted,
 143 terminated (SIGTERM).
 """
@@ -36,18 +38,20 @@ def add_limit_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--mode",
         choices=("wr", "wd"),
-        help="wr: a workspace limit per kernel; wd: one budget shared by all "
-        "(default: wd when UCUDNN_TOTAL_WORKSPACE_SIZE is set, else wr)",
+        help="wr: a workspace limit per kernel; wd: one budget shared by all (default: wr if "
+        "--workspace-limit is given, wd if --total-workspace or UCUDNN_TOTAL_WORKSPACE_SIZE "
+        "is, else wr)",
     )
     parser.add_argument(
         "--workspace-limit",
         metavar="SIZE",
-        help="wr: per-kernel limit (default: UCUDNN_DEFAULT_WORKSPACE_LIMIT, else 64MiB)",
+        help="wr: per-kernel limit; selects wr (default: UCUDNN_DEFAULT_WORKSPACE_LIMIT, "
+        "else 64MiB)",
     )
     parser.add_argument(
         "--total-workspace",
         metavar="SIZE",
-        help="wd: total budget (default: UCUDNN_TOTAL_WORKSPACE_SIZE)",
+        help="wd: total budget; selects wd (default: UCUDNN_TOTAL_WORKSPACE_SIZE)",
     )
     parser.add_argument(
         "--workspace-sharing",
@@ -109,11 +113,19 @@ def policy_from_args(args: argparse.Namespace, config: Config) -> Policy:
 
 
 def _size_mode(args: argparse.Namespace, config: Config) -> str:
-    """Which size the options name: --mode, else wd when UCUDNN_TOTAL_WORKSPACE_SIZE is set,
-    else wr."""
+    """Which size the options name: --mode; else the size option given (--total-workspace: wd,
+    --workspace-limit: wr), as an option beats the environment; else wd when
+    UCUDNN_TOTAL_WORKSPACE_SIZE is set, else wr. The Handle follows the same rule
+    (`ucudnn.runtime.options.workspace_option`)."""
+    if args.workspace_limit is not None and args.total_workspace is not None:
+        raise ValueError("give --workspace-limit (wr) or --total-workspace (wd), not both")
     mode: str | None = args.mode
     if mode is not None:
         return mode
+    if args.total_workspace is not None:
+        return "wd"
+    if args.workspace_limit is not None:
+        return "wr"
     return "wd" if config.workspace_division else "wr"
 
 
@@ -132,16 +144,13 @@ def mode_from_args(args: argparse.Namespace, config: Config) -> str:
 def limit_from_args(args: argparse.Namespace, config: Config) -> int:
     """The WR limit or WD budget in bytes that the mode and its size option ask for."""
     if _size_mode(args, config) == "wr":
-        if args.total_workspace is not None:
+        if args.total_workspace is not None:  # only with --mode wr, which says otherwise
             raise ValueError("--total-workspace is for --mode wd; use --workspace-limit")
         if args.workspace_limit is None:
             return config.default_workspace_limit
         return parse_size(args.workspace_limit, "--workspace-limit")
-    if args.workspace_limit is not None:
-        raise ValueError(
-            "--workspace-limit is for --mode wr; use --total-workspace"
-            + ("" if args.mode else " (wd is on because UCUDNN_TOTAL_WORKSPACE_SIZE is set)")
-        )
+    if args.workspace_limit is not None:  # only with --mode wd
+        raise ValueError("--workspace-limit is for --mode wr; use --total-workspace")
     if args.total_workspace is not None:
         return parse_size(args.total_workspace, "--total-workspace")
     if config.total_workspace_size is None:

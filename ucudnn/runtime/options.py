@@ -79,9 +79,11 @@ class HandleOptions:
 def workspace_option(
     workspace_limit: object, total_workspace: object, config: Config, sharing: object = None
 ) -> tuple[str, int]:
-    """(mode, bytes): WR with a limit per kernel, or a budget for the whole network: WD when
-    the kernels divide it ("divided", each its own slice), WR at the budget when they share it
-    (one buffer each kernel uses in turn, as a Handle runs them one at a time)."""
+    """(mode, bytes) by `ucudnn plan`'s rule: `workspace_limit` selects WR with a limit per
+    kernel; `total_workspace`, else UCUDNN_TOTAL_WORKSPACE_SIZE, a budget for the whole network;
+    an argument beats the environment, and both arguments together are an error. A budget is
+    WD when the kernels divide it ("divided", each its own slice), WR at the budget when they
+    share it (one buffer each kernel uses in turn, as a Handle runs them one at a time)."""
     if workspace_limit is not None and total_workspace is not None:
         raise ValueError("give workspace_limit (WR) or total_workspace (WD), not both")
     if sharing is not None:
