@@ -129,21 +129,34 @@ cdef int _host_buffer(object obj, Py_buffer* view, bint writable, str what) exce
 # --- versions and devices --------------------------------------------------------------------
 
 def runtime_version():
-    """cudaRuntimeGetVersion, e.g. 13000 for CUDA 13.0."""
+    """cudaRuntimeGetVersion, e.g. 13000 for CUDA 13.0; needs no driver.
+
+    Raises:
+        CudaError: the runtime could not report its version.
+    """
     cdef int version = 0
     check(cudaRuntimeGetVersion(&version), "cudaRuntimeGetVersion")
     return version
 
 
 def driver_version():
-    """cudaDriverGetVersion: the CUDA version the driver supports, 0 when no driver is loaded."""
+    """cudaDriverGetVersion: the CUDA version the driver supports, 0 when no driver is loaded.
+
+    Raises:
+        CudaError: the runtime could not ask the driver.
+    """
     cdef int version = 0
     check(cudaDriverGetVersion(&version), "cudaDriverGetVersion")
     return version
 
 
 def device_count():
-    """Number of CUDA devices; raises NoDeviceError when there is no driver or no device."""
+    """Number of visible CUDA devices (cudaGetDeviceCount).
+
+    Raises:
+        NoDeviceError: there is no NVIDIA driver, the driver is older than the runtime, or no
+            device is visible (its message says which).
+    """
     cdef int count = 0
     cdef cudaError_t err
     with nogil:
@@ -153,12 +166,25 @@ def device_count():
 
 
 def get_device():
+    """The current device's ordinal (cudaGetDevice).
+
+    Raises:
+        NoDeviceError: there is no NVIDIA driver, the driver is older than the runtime, or no
+            device is visible (its message says which).
+    """
     cdef int device = 0
     check(cudaGetDevice(&device), "cudaGetDevice")
     return device
 
 
 def set_device(int device):
+    """Make `device` the current device of this thread (cudaSetDevice).
+
+    Raises:
+        NoDeviceError: there is no NVIDIA driver, the driver is older than the runtime, or no
+            device is visible (its message says which).
+        CudaError: `device` is not a visible device's ordinal (cudaErrorInvalidDevice).
+    """
     cdef cudaError_t err
     with nogil:
         err = cudaSetDevice(device)
@@ -166,7 +192,13 @@ def set_device(int device):
 
 
 def device_properties(int device):
-    """Name, compute capability, memory, SM count, UUID and PCI bus id of one device."""
+    """Name, compute capability, memory, SM count, UUID and PCI bus id of one device.
+
+    Raises:
+        NoDeviceError: there is no NVIDIA driver, the driver is older than the runtime, or no
+            device is visible (its message says which).
+        CudaError: `device` is not a visible device's ordinal (cudaErrorInvalidDevice).
+    """
     cdef cudaDeviceProp prop
     cdef char bus_id[64]
     check(cudaGetDeviceProperties(&prop, device), "cudaGetDeviceProperties")
@@ -184,7 +216,12 @@ def device_properties(int device):
 
 
 def mem_get_info():
-    """(free, total) bytes of the current device."""
+    """(free, total) bytes of the current device (cudaMemGetInfo).
+
+    Raises:
+        NoDeviceError: there is no NVIDIA driver, the driver is older than the runtime, or no
+            device is visible (its message says which).
+    """
     cdef size_t free_bytes = 0, total_bytes = 0
     cdef cudaError_t err
     with nogil:
@@ -194,6 +231,13 @@ def mem_get_info():
 
 
 def device_synchronize():
+    """Wait until all work on the current device is done (cudaDeviceSynchronize).
+
+    Raises:
+        NoDeviceError: there is no NVIDIA driver, the driver is older than the runtime, or no
+            device is visible (its message says which).
+        CudaError: work enqueued earlier failed (asynchronous errors surface here).
+    """
     cdef cudaError_t err
     with nogil:
         err = cudaDeviceSynchronize()
@@ -239,6 +283,12 @@ cdef class DeviceBuffer:
     """Device memory owned by this object: freed by release() or when it is garbage.
 
     A zero-byte buffer allocates nothing: its ptr is 0 and its device None.
+
+    Raises:
+        TypeError, ValueError: nbytes is not an int, or is negative.
+        NoDeviceError: there is no NVIDIA driver, the driver is older than the runtime, or no
+            device is visible (its message says which).
+        CudaOutOfMemoryError: the device has not that much memory free.
     """
 
     cdef void* _ptr
@@ -296,6 +346,13 @@ def memcpy_htod(dst, src, nbytes, stream=0):
 
     A pageable source has been staged when this returns; a pinned one is read later, so it
     must stay alive and unchanged until the stream reaches the copy.
+
+    Raises:
+        TypeError, ValueError: an address, size or stream is not a non-negative int, or a host
+            buffer is not C-contiguous (writable, for the destination) or shorter than nbytes.
+        NoDeviceError: there is no NVIDIA driver, the driver is older than the runtime, or no
+            device is visible (its message says which).
+        CudaError: an address is not device memory of that extent, or the stream is invalid.
     """
     cdef uintptr_t d = to_address(dst, "dst")
     cdef size_t n = to_size(nbytes, "nbytes")
@@ -314,6 +371,13 @@ def memcpy_dtoh(dst, src, nbytes, stream=0):
     """Enqueue a copy of nbytes from device address src into a writable C-contiguous host buffer.
 
     The host buffer must stay alive and unread until the stream is synchronised.
+
+    Raises:
+        TypeError, ValueError: an address, size or stream is not a non-negative int, or a host
+            buffer is not C-contiguous (writable, for the destination) or shorter than nbytes.
+        NoDeviceError: there is no NVIDIA driver, the driver is older than the runtime, or no
+            device is visible (its message says which).
+        CudaError: an address is not device memory of that extent, or the stream is invalid.
     """
     cdef uintptr_t s_ptr = to_address(src, "src")
     cdef size_t n = to_size(nbytes, "nbytes")
@@ -329,13 +393,27 @@ def memcpy_dtoh(dst, src, nbytes, stream=0):
 
 
 def memcpy_dtod(dst, src, nbytes, stream=0):
-    """Enqueue a device-to-device copy of nbytes."""
+    """Enqueue a device-to-device copy of nbytes.
+
+    Raises:
+        TypeError, ValueError: an address, size or stream is not a non-negative int.
+        NoDeviceError: there is no NVIDIA driver, the driver is older than the runtime, or no
+            device is visible (its message says which).
+        CudaError: an address is not device memory of that extent, or the stream is invalid.
+    """
     _copy(to_address(dst, "dst"), <const void*>to_address(src, "src"), to_size(nbytes, "nbytes"),
           cudaMemcpyDeviceToDevice, _stream(stream))
 
 
 def memset(ptr, value, nbytes, stream=0):
-    """Enqueue setting nbytes at device address ptr to the byte value (0..255)."""
+    """Enqueue setting nbytes at device address ptr to the byte value (0..255).
+
+    Raises:
+        TypeError, ValueError: an argument is not an int, or value is not a byte.
+        NoDeviceError: there is no NVIDIA driver, the driver is older than the runtime, or no
+            device is visible (its message says which).
+        CudaError: ptr is not device memory of nbytes, or the stream is invalid.
+    """
     cdef void* p = <void*>to_address(ptr, "ptr")
     cdef size_t n = to_size(nbytes, "nbytes")
     cdef cudaStream_t s = _stream(stream)
@@ -363,7 +441,12 @@ def pointer_device(ptr):
 # --- streams and events ----------------------------------------------------------------------
 
 def stream_synchronize(stream):
-    """Wait until all work enqueued on the stream (an int handle, 0 = default) is done."""
+    """Wait until all work enqueued on the stream (an int handle, 0 = default) is done.
+
+    Raises:
+        TypeError, ValueError: stream is not a non-negative int.
+        CudaError: the stream is invalid, or work enqueued on it failed.
+    """
     cdef cudaStream_t s = _stream(stream)
     cdef cudaError_t err
     with nogil:
@@ -372,7 +455,14 @@ def stream_synchronize(stream):
 
 
 cdef class Stream:
-    """A CUDA stream owned by this object; non-blocking with respect to the default stream."""
+    """A CUDA stream owned by this object; non-blocking with respect to the default stream.
+
+    Its methods raise ValueError once it was destroyed.
+
+    Raises:
+        NoDeviceError: there is no NVIDIA driver, the driver is older than the runtime, or no
+            device is visible (its message says which).
+    """
 
     cdef cudaStream_t _stream
 
@@ -413,7 +503,15 @@ cdef class Stream:
 
 
 cdef class Event:
-    """A CUDA event owned by this object; timing events measure elapsed_ms between records."""
+    """A CUDA event owned by this object; timing events measure elapsed_ms between records.
+
+    Its methods raise ValueError once it was destroyed, and CudaError when the runtime
+    refuses (elapsed_ms between events that are not both recorded timing events).
+
+    Raises:
+        NoDeviceError: there is no NVIDIA driver, the driver is older than the runtime, or no
+            device is visible (its message says which).
+    """
 
     cdef cudaEvent_t _event
 

@@ -299,7 +299,7 @@ def status_name(int status):
 # --- versions --------------------------------------------------------------------------------
 
 def version():
-    """cudnnGetVersion of the loaded library, e.g. 92800 for 9.28.0."""
+    """cudnnGetVersion of the loaded library, e.g. 92800 for 9.28.0; raises nothing."""
     return cudnnGetVersion()
 
 
@@ -439,7 +439,15 @@ cdef inline const void* _scalar(_Scalar* store, double value, cudnnDataType_t ou
 # --- handle ----------------------------------------------------------------------------------
 
 cdef class Handle:
-    """A cuDNN handle (cudnnCreate); bound to the current device, destroyed when garbage."""
+    """A cuDNN handle (cudnnCreate); bound to the current device, destroyed when garbage.
+
+    Every `ucudnn.Handle` has one, as its `cudnn`, enqueuing on that Handle's stream. Methods
+    raise ValueError once it was destroyed.
+
+    Raises:
+        CudnnNotInitializedError: cuDNN could not start (no usable GPU or driver).
+        CudnnError: cudnnCreate failed otherwise.
+    """
 
     cdef cudnnHandle_t _handle
 
@@ -490,7 +498,12 @@ cdef class Handle:
 # --- descriptors -----------------------------------------------------------------------------
 
 cdef class TensorDescriptor:
-    """An Nd tensor: dtype name, logical dims (N, C, *spatial) and element strides."""
+    """An Nd tensor: dtype name, logical dims (N, C, *spatial) and element strides.
+
+    Raises:
+        TypeError, ValueError: an argument is not of its kind, or names an unknown dtype.
+        CudnnBadParamError: cuDNN rejects the dims or strides (a dim below 1, for instance).
+    """
 
     cdef cudnnTensorDescriptor_t _desc
     cdef cudnnDataType_t _dtype
@@ -701,7 +714,12 @@ cdef class ConvolutionDescriptor:
 
 
 cdef class ActivationDescriptor:
-    """An activation function; coef is the ceiling of clipped_relu or the alpha of elu."""
+    """An activation function; coef is the ceiling of clipped_relu or the alpha of elu.
+
+    Raises:
+        TypeError, ValueError: an argument is not of its kind, or names an unknown mode.
+        CudnnBadParamError: cuDNN rejects the mode and coef.
+    """
 
     cdef cudnnActivationDescriptor_t _desc
 
@@ -738,7 +756,13 @@ cdef class ActivationDescriptor:
 
 
 cdef class PoolingDescriptor:
-    """Pooling over the spatial dims: mode name, window, padding and stride per spatial dim."""
+    """Pooling over the spatial dims: mode name, window, padding and stride per spatial dim.
+
+    Raises:
+        TypeError, ValueError: an argument is not of its kind, names an unknown mode, or the
+            lengths of window, padding and stride differ.
+        CudnnBadParamError: cuDNN rejects a window, padding or stride.
+    """
 
     cdef cudnnPoolingDescriptor_t _desc
 
@@ -1136,7 +1160,15 @@ def convolution_backward_bias(Handle handle not None, double alpha,
 
 def add_tensor(Handle handle not None, double alpha, TensorDescriptor a_desc not None, a,
                double beta, TensorDescriptor c_desc not None, c):
-    """c = alpha * a + beta * c, broadcasting a's size-1 dims (e.g. a bias of shape 1,C,1,1)."""
+    """c = alpha * a + beta * c, broadcasting a's size-1 dims (e.g. a bias of shape 1,C,1,1).
+
+    Raises:
+        TypeError, ValueError: an address is not a non-negative int, or the handle was
+            destroyed.
+        CudnnBadParamError: the descriptors do not fit together (shapes, dtypes).
+        CudnnNotSupportedError: this cuDNN or device cannot run the combination.
+        CudnnExecutionFailedError: the kernel failed on the device.
+    """
     cdef _Scalar s_alpha, s_beta
     cdef const void* alpha_ptr = _scalar(&s_alpha, alpha, c_desc._dtype)
     cdef const void* beta_ptr = _scalar(&s_beta, beta, c_desc._dtype)
@@ -1150,7 +1182,15 @@ def add_tensor(Handle handle not None, double alpha, TensorDescriptor a_desc not
 
 
 def scale_tensor(Handle handle not None, TensorDescriptor y_desc not None, y, double alpha):
-    """y = alpha * y."""
+    """y = alpha * y.
+
+    Raises:
+        TypeError, ValueError: an address is not a non-negative int, or the handle was
+            destroyed.
+        CudnnBadParamError: the descriptors do not fit together (shapes, dtypes).
+        CudnnNotSupportedError: this cuDNN or device cannot run the combination.
+        CudnnExecutionFailedError: the kernel failed on the device.
+    """
     cdef _Scalar s_alpha
     cdef const void* alpha_ptr = _scalar(&s_alpha, alpha, y_desc._dtype)
     cdef cudnnHandle_t h = handle._live()
@@ -1166,6 +1206,15 @@ def scale_tensor(Handle handle not None, TensorDescriptor y_desc not None, y, do
 def activation_forward(Handle handle not None, ActivationDescriptor activation_desc not None,
                        double alpha, TensorDescriptor x_desc not None, x, double beta,
                        TensorDescriptor y_desc not None, y):
+    """y = alpha * activation(x) + beta * y.
+
+    Raises:
+        TypeError, ValueError: an address is not a non-negative int, or the handle was
+            destroyed.
+        CudnnBadParamError: the descriptors do not fit together (shapes, dtypes).
+        CudnnNotSupportedError: this cuDNN or device cannot run the combination.
+        CudnnExecutionFailedError: the kernel failed on the device.
+    """
     cdef _Scalar a, b
     cdef const void* alpha_ptr = _scalar(&a, alpha, y_desc._dtype)
     cdef const void* beta_ptr = _scalar(&b, beta, y_desc._dtype)
@@ -1183,6 +1232,15 @@ def activation_backward(Handle handle not None, ActivationDescriptor activation_
                         double alpha, TensorDescriptor y_desc not None, y,
                         TensorDescriptor dy_desc not None, dy, TensorDescriptor x_desc not None,
                         x, double beta, TensorDescriptor dx_desc not None, dx):
+    """dx = alpha * (the activation's gradient at x, applied to dy) + beta * dx.
+
+    Raises:
+        TypeError, ValueError: an address is not a non-negative int, or the handle was
+            destroyed.
+        CudnnBadParamError: the descriptors do not fit together (shapes, dtypes).
+        CudnnNotSupportedError: this cuDNN or device cannot run the combination.
+        CudnnExecutionFailedError: the kernel failed on the device.
+    """
     cdef _Scalar a, b
     cdef const void* alpha_ptr = _scalar(&a, alpha, dx_desc._dtype)
     cdef const void* beta_ptr = _scalar(&b, beta, dx_desc._dtype)
@@ -1202,6 +1260,15 @@ def activation_backward(Handle handle not None, ActivationDescriptor activation_
 def pooling_forward(Handle handle not None, PoolingDescriptor pooling_desc not None,
                     double alpha, TensorDescriptor x_desc not None, x, double beta,
                     TensorDescriptor y_desc not None, y):
+    """y = alpha * pool(x) + beta * y.
+
+    Raises:
+        TypeError, ValueError: an address is not a non-negative int, or the handle was
+            destroyed.
+        CudnnBadParamError: the descriptors do not fit together (shapes, dtypes).
+        CudnnNotSupportedError: this cuDNN or device cannot run the combination.
+        CudnnExecutionFailedError: the kernel failed on the device.
+    """
     cdef _Scalar a, b
     cdef const void* alpha_ptr = _scalar(&a, alpha, y_desc._dtype)
     cdef const void* beta_ptr = _scalar(&b, beta, y_desc._dtype)
@@ -1219,6 +1286,15 @@ def pooling_backward(Handle handle not None, PoolingDescriptor pooling_desc not 
                      double alpha, TensorDescriptor y_desc not None, y,
                      TensorDescriptor dy_desc not None, dy, TensorDescriptor x_desc not None, x,
                      double beta, TensorDescriptor dx_desc not None, dx):
+    """dx = alpha * (the pooling's gradient, from y, dy and x) + beta * dx.
+
+    Raises:
+        TypeError, ValueError: an address is not a non-negative int, or the handle was
+            destroyed.
+        CudnnBadParamError: the descriptors do not fit together (shapes, dtypes).
+        CudnnNotSupportedError: this cuDNN or device cannot run the combination.
+        CudnnExecutionFailedError: the kernel failed on the device.
+    """
     cdef _Scalar a, b
     cdef const void* alpha_ptr = _scalar(&a, alpha, dx_desc._dtype)
     cdef const void* beta_ptr = _scalar(&b, beta, dx_desc._dtype)
@@ -1238,7 +1314,17 @@ def pooling_backward(Handle handle not None, PoolingDescriptor pooling_desc not 
 def softmax_forward(Handle handle not None, algorithm, mode, double alpha,
                     TensorDescriptor x_desc not None, x, double beta,
                     TensorDescriptor y_desc not None, y):
-    """Softmax over C ("channel", per position) or over C*H*W ("instance", per sample)."""
+    """Softmax over C ("channel", per position) or over C*H*W ("instance", per sample).
+
+    `algorithm` is "fast", "accurate" or "log"; y = alpha * softmax(x) + beta * y.
+
+    Raises:
+        TypeError, ValueError: an address is not a non-negative int, the algorithm or mode is
+            unknown, or the handle was destroyed.
+        CudnnBadParamError: the descriptors do not fit together (shapes, dtypes).
+        CudnnNotSupportedError: this cuDNN or device cannot run the combination.
+        CudnnExecutionFailedError: the kernel failed on the device.
+    """
     cdef _Scalar a, b
     cdef const void* alpha_ptr = _scalar(&a, alpha, y_desc._dtype)
     cdef const void* beta_ptr = _scalar(&b, beta, y_desc._dtype)
@@ -1259,6 +1345,16 @@ def softmax_forward(Handle handle not None, algorithm, mode, double alpha,
 def softmax_backward(Handle handle not None, algorithm, mode, double alpha,
                      TensorDescriptor y_desc not None, y, TensorDescriptor dy_desc not None, dy,
                      double beta, TensorDescriptor dx_desc not None, dx):
+    """dx = alpha * (softmax's gradient, from its output y and dy) + beta * dx; `algorithm`
+    and `mode` as for softmax_forward.
+
+    Raises:
+        TypeError, ValueError: an address is not a non-negative int, the algorithm or mode is
+            unknown, or the handle was destroyed.
+        CudnnBadParamError: the descriptors do not fit together (shapes, dtypes).
+        CudnnNotSupportedError: this cuDNN or device cannot run the combination.
+        CudnnExecutionFailedError: the kernel failed on the device.
+    """
     cdef _Scalar a, b
     cdef const void* alpha_ptr = _scalar(&a, alpha, dx_desc._dtype)
     cdef const void* beta_ptr = _scalar(&b, beta, dx_desc._dtype)

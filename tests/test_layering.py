@@ -98,3 +98,28 @@ def test_an_unknown_device_is_refused_by_name(device, quoted) -> None:
     assert done.returncode == 1
     assert f"UCUDNN_DEVICE={quoted}: expected 'gpu' (the default) or 'sim'" in done.stderr
     assert len(done.stderr) < 2000  # not the whole value back
+
+
+def _imported_modules(tree: ast.AST) -> list[str]:
+    """Every module an import statement names, `from a import b` counting as a.b too (b may
+    be a submodule)."""
+    names = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names += [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            names += [node.module, *(f"{node.module}.{alias.name}" for alias in node.names)]
+    return names
+
+
+def test_the_examples_use_only_public_modules() -> None:
+    """The examples are what users copy: they reach CUDA and cuDNN through ucudnn.cuda and
+    ucudnn.cudnn, never through ucudnn._native or another private module."""
+    examples = Path(__file__).parent.parent / "examples"
+    private = [
+        f"{path.relative_to(examples)}: {name}"
+        for path in sorted(examples.rglob("*.py"))
+        for name in _imported_modules(ast.parse(path.read_text()))
+        if name.split(".")[0] == "ucudnn" and any(p.startswith("_") for p in name.split(".")[1:])
+    ]
+    assert private == []

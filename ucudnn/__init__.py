@@ -5,6 +5,9 @@ NumPy functions need the native modules and, to run, a CUDA device.
 
 Every name below loads on first use: `import ucudnn` itself loads neither numpy, the planner's
 solvers nor the native modules.
+
+`ucudnn.cuda` and `ucudnn.cudnn`, imported by name, offer the CUDA runtime and cuDNN calls a
+framework needs beside the convolutions (device memory, descriptors, activations, pooling).
 """
 
 from __future__ import annotations

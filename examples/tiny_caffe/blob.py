@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ucudnn._native import _cuda, _cudnn
+from ucudnn import cuda, cudnn
 from ucudnn.core.array import DeviceArray
 from ucudnn.core.problem import packed_strides
 
@@ -11,7 +11,7 @@ DTYPE = "float32"
 
 def zeros(shape: tuple[int, ...]) -> DeviceArray:
     array = DeviceArray.empty(shape, DTYPE)
-    _cuda.memset(array.ptr, 0, array.nbytes)
+    cuda.memset(array.ptr, 0, array.nbytes)
     return array
 
 
@@ -20,6 +20,6 @@ class Blob:
 
     def __init__(self, shape: tuple[int, ...]) -> None:
         self.shape = tuple(shape)
-        self.desc = _cudnn.TensorDescriptor(DTYPE, self.shape, packed_strides(self.shape, "NCHW"))
+        self.desc = cudnn.TensorDescriptor(DTYPE, self.shape, packed_strides(self.shape, "NCHW"))
         self.data = zeros(self.shape)
         self.diff = zeros(self.shape)

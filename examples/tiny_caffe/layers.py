@@ -11,8 +11,7 @@ import math
 import numpy as np
 
 from examples.tiny_caffe.blob import DTYPE, Blob
-from ucudnn import Handle
-from ucudnn._native import _cudnn
+from ucudnn import Handle, cudnn
 from ucudnn.core.problem import ConvProblem
 
 
@@ -107,16 +106,16 @@ class InnerProduct(Convolution):
 class ReLU(Layer):
     def __init__(self, name: str) -> None:
         super().__init__(name)
-        self.activation = _cudnn.ActivationDescriptor("relu")
+        self.activation = cudnn.ActivationDescriptor("relu")
 
     def forward(self, bottom: Blob, top: Blob) -> None:
-        _cudnn.activation_forward(
+        cudnn.activation_forward(
             self.handle.cudnn, self.activation, 1.0, bottom.desc, bottom.data.ptr, 0.0,
             top.desc, top.data.ptr,
         )  # fmt: skip
 
     def backward(self, top: Blob, bottom: Blob) -> None:
-        _cudnn.activation_backward(
+        cudnn.activation_backward(
             self.handle.cudnn, self.activation, 1.0, top.desc, top.data.ptr, top.desc,
             top.diff.ptr, bottom.desc, bottom.data.ptr, 0.0, bottom.desc, bottom.diff.ptr,
         )  # fmt: skip
@@ -129,7 +128,7 @@ class Pooling(Layer):
         super().__init__(name)
         self.window = window
         self.stride = stride
-        self.pooling = _cudnn.PoolingDescriptor("max", (window, window), (0, 0), (stride, stride))
+        self.pooling = cudnn.PoolingDescriptor("max", (window, window), (0, 0), (stride, stride))
 
     def setup(self, bottom_shape: tuple[int, ...]) -> tuple[int, ...]:
         n, c, *spatial = bottom_shape
@@ -139,13 +138,13 @@ class Pooling(Layer):
         return (n, c, *((size - self.window) // self.stride + 1 for size in spatial))
 
     def forward(self, bottom: Blob, top: Blob) -> None:
-        _cudnn.pooling_forward(
+        cudnn.pooling_forward(
             self.handle.cudnn, self.pooling, 1.0, bottom.desc, bottom.data.ptr, 0.0,
             top.desc, top.data.ptr,
         )  # fmt: skip
 
     def backward(self, top: Blob, bottom: Blob) -> None:
-        _cudnn.pooling_backward(
+        cudnn.pooling_backward(
             self.handle.cudnn, self.pooling, 1.0, top.desc, top.data.ptr, top.desc,
             top.diff.ptr, bottom.desc, bottom.data.ptr, 0.0, bottom.desc, bottom.diff.ptr,
         )  # fmt: skip
@@ -168,7 +167,7 @@ class SoftmaxWithLoss(Layer):
         return bottom_shape
 
     def forward(self, bottom: Blob, top: Blob) -> None:
-        _cudnn.softmax_forward(
+        cudnn.softmax_forward(
             self.handle.cudnn, "accurate", "channel", 1.0, bottom.desc, bottom.data.ptr, 0.0,
             top.desc, top.data.ptr,
         )  # fmt: skip

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from examples.tiny_caffe.blob import zeros
 from examples.tiny_caffe.net import Net
-from ucudnn._native import _cudnn
+from ucudnn import cudnn
 
 
 class SGD:
@@ -21,9 +21,9 @@ class SGD:
         self.history = [zeros(param.shape) for param in net.params]
 
     def step(self) -> None:
-        cudnn = self.net.handle.cudnn
+        handle = self.net.handle.cudnn
         for param, v in zip(self.net.params, self.history, strict=True):
-            _cudnn.add_tensor(
-                cudnn, -self.lr, param.desc, param.diff.ptr, self.momentum, param.desc, v.ptr
+            cudnn.add_tensor(
+                handle, -self.lr, param.desc, param.diff.ptr, self.momentum, param.desc, v.ptr
             )
-            _cudnn.add_tensor(cudnn, 1.0, param.desc, v.ptr, 1.0, param.desc, param.data.ptr)
+            cudnn.add_tensor(handle, 1.0, param.desc, v.ptr, 1.0, param.desc, param.data.ptr)

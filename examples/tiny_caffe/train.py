@@ -23,8 +23,7 @@ from examples.tiny_caffe.data import CLASSES, SIZE, batches, held_out
 from examples.tiny_caffe.layers import Convolution, InnerProduct, Pooling, ReLU, SoftmaxWithLoss
 from examples.tiny_caffe.net import Net
 from examples.tiny_caffe.solver import SGD
-from ucudnn import Handle
-from ucudnn._native import _cuda
+from ucudnn import Handle, cuda
 from ucudnn.errors import NoDeviceError
 from ucudnn.planner.config import parse_size
 
@@ -160,12 +159,12 @@ def main(argv: list[str] | None = None) -> int:
     default_limit = 256 * 1024 if args.compare else 64 * 1024**2
     limit = default_limit if args.workspace_limit is None else args.workspace_limit
     try:
-        _cuda.device_count()
+        cuda.device_count()
     except NoDeviceError as exc:
         print(f"no GPU: tiny_caffe trains on the device, nothing to run ({exc})")
         return 0
     # "SIMULATED ..." on the simulated device (UCUDNN_DEVICE=sim): nothing then runs on a GPU.
-    print(f"device: {_cuda.device_properties(_cuda.get_device())['name']}")
+    print(f"device: {cuda.device_properties(cuda.get_device())['name']}")
     options = dict(
         iterations=args.iterations, batch=args.batch, workspace_limit=limit, seed=args.seed,
         lr=args.lr, momentum=args.momentum, log_every=args.log_every,

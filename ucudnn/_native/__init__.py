@@ -1,5 +1,7 @@
 """The native modules, built from native/*.pyx: `_cuda`, `_cudnn`, `_dlpack` and `_loader`.
 
+Private: users reach a documented subset through `ucudnn.cuda` and `ucudnn.cudnn`.
+
 Importing this package first loads cuDNN and the CUDA runtime (`ucudnn.core.libraries`), so
 that the modules' links resolve whatever the install layout. `LIBRARIES` says which file of
 each was loaded and which rule found it.

@@ -1,4 +1,5 @@
-"""Type stubs for ucudnn._native._cuda, the thin CUDA runtime binding (native/_cuda.pyx).
+"""Type stubs for ucudnn._native._cuda, the thin CUDA runtime binding (native/_cuda.pyx);
+`ucudnn.cuda` is its public subset.
 
 Device pointers and streams are Python ints (0 = the legacy default stream). Every failure
 raises a ucudnn.errors.CudaError subclass: NoDeviceError without a driver or device,

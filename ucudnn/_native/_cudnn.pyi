@@ -1,4 +1,5 @@
-"""Type stubs for ucudnn._native._cudnn, the thin cuDNN 9 binding (native/_cudnn.pyx).
+"""Type stubs for ucudnn._native._cudnn, the thin cuDNN 9 binding (native/_cudnn.pyx);
+`ucudnn.cudnn` is its public subset.
 
 Functions keep cuDNN's argument order. Device pointers and streams are Python ints; dtypes,
 layouts and modes are strings (see the name tables below). alpha and beta are passed to cuDNN
