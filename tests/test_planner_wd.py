@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import importlib.metadata
 import os
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import numpy as np
@@ -12,12 +14,12 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from tests.planner_oracles import best_wd, kernel_tables
-from ucudnn.planner.errors import InfeasibleError
+from ucudnn.planner.errors import InfeasibleError, SolverError
 from ucudnn.planner.networks import builtin_network
 from ucudnn.planner.pareto import desirable_set
 from ucudnn.planner.synthetic import model_tables
 from ucudnn.planner.tables import Candidate, Schedule
-from ucudnn.planner.wd import aligned, plan_wd
+from ucudnn.planner.wd import CBC_PACKAGE, HIGHS_PACKAGE, aligned, plan_wd
 from ucudnn.planner.wr import plan_wr
 
 MiB = 1 << 20
@@ -221,5 +223,89 @@ def test_without_highs_cbc_solves_and_says_so(tmp_path) -> None:
     )  # fmt: skip
     solved, warned = result.stdout.splitlines()
     assert solved == "cbc 22.0"
-    assert "SolverWarning: the HiGHS solver could not be loaded" in warned
-    assert "solving with CBC" in warned
+    # python-mip's own advice (pip install mip[highs]) would not mend a too new highspy.
+    assert (
+        "SolverWarning: the HiGHS solver cannot be loaded: python-mip loads it from the highspy "
+        "package, which is missing, broken or too new (pip install 'highspy>=1.9,<1.16'); "
+        "solving with CBC instead"
+    ) in warned
+
+
+CBC_MISSING = (
+    "the CBC solver cannot be loaded: python-mip loads it from the cbcbox package, which is "
+    "missing or broken (pip install cbcbox)"
+)
+
+
+def _without_libraries(monkeypatch: pytest.MonkeyPatch, *solvers: str) -> None:
+    """Creating a python-mip model on these solvers fails as python-mip 2.0 fails when their
+    libraries did not load: FileNotFoundError for HiGHS, NameError (of its unset library
+    handle) for CBC."""
+    import mip
+
+    errors = {
+        mip.HIGHS: FileNotFoundError("HiGHS not found. Please install the `highspy` package"),
+        mip.CBC: NameError("name 'cbclib' is not defined"),
+    }
+    failing = {name: errors[name] for name in solvers}
+    model = mip.Model
+
+    def fake_model(*args: object, **kwargs: object) -> object:
+        if kwargs.get("solver_name") in failing:
+            raise failing[kwargs["solver_name"]]
+        return model(*args, **kwargs)
+
+    monkeypatch.setattr(mip, "Model", fake_model)
+
+
+def test_cbc_that_does_not_load_is_one_error_naming_the_package(monkeypatch) -> None:
+    _without_libraries(monkeypatch, "CBC")
+    with pytest.raises(SolverError) as caught:
+        plan_wd(knapsack_the_greedy_gets_wrong(), 4 * 256, solver="cbc")
+    expected = f"{CBC_MISSING}; or plan with HiGHS, the default (--solver highs)"
+    assert str(caught.value) == expected
+
+
+def test_cbc_missing_is_found_before_python_mip_logs_about_it(monkeypatch) -> None:
+    monkeypatch.setitem(sys.modules, "cbcbox", None)  # as if it were not installed
+    monkeypatch.delenv("PMIP_CBC_LIBRARY", raising=False)
+    with pytest.raises(SolverError, match=r"^the CBC solver cannot be loaded: .*cbcbox"):
+        plan_wd(knapsack_the_greedy_gets_wrong(), 4 * 256, solver="cbc")
+
+
+def test_neither_solver_loading_is_one_error_naming_both(monkeypatch) -> None:
+    _without_libraries(monkeypatch, "HiGHS", "CBC")
+    with pytest.raises(SolverError) as caught:
+        plan_wd(knapsack_the_greedy_gets_wrong(), 4 * 256)
+    assert str(caught.value) == (
+        "the HiGHS solver cannot be loaded: python-mip loads it from the highspy package, which "
+        f"is missing, broken or too new (pip install 'highspy>=1.9,<1.16'), and {CBC_MISSING}"
+    )
+
+
+def test_plan_with_cbc_missing_says_so_in_one_line() -> None:
+    code = (
+        "import sys\n"
+        "sys.modules['cbcbox'] = None\n"
+        "from ucudnn.faces.cli import main\n"
+        "sys.exit(main(['plan', 'resnet50', '--model', '--mode', 'wd', '--total-workspace',"
+        " '8MiB', '--solver', 'cbc', '-q']))\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "PMIP_CBC_LIBRARY"}
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env,
+        cwd=Path(__file__).resolve().parents[1],
+    )  # fmt: skip
+    assert (result.returncode, result.stdout) == (2, "")
+    assert result.stderr == (
+        f"ucudnn plan: error: {CBC_MISSING}; or plan with HiGHS, the default (--solver highs)\n"
+    )
+
+
+def test_the_packages_the_solver_errors_name_are_the_ones_depended_on() -> None:
+    """HiGHS's as ucudnn pins it; CBC's as python-mip requires it."""
+    with (Path(__file__).resolve().parents[1] / "pyproject.toml").open("rb") as file:
+        metadata = tomllib.load(file)["tool"]["scikit-build"]["metadata"]
+    assert HIGHS_PACKAGE in metadata["dependencies"]["result"]
+    mip_needs = [r.split(">")[0].split(";")[0].strip() for r in importlib.metadata.requires("mip")]
+    assert CBC_PACKAGE in mip_needs

@@ -23,10 +23,12 @@ to the alignment), so offsets plus sizes always fit in an arena of `budget_bytes
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
 import itertools
 import logging
 import math
 import numbers
+import os
 import time
 import warnings
 from collections.abc import Mapping, Sequence
@@ -272,26 +274,55 @@ def _greedy(
 
 
 # -- the solver ---------------------------------------------------------------------------
+# The packages python-mip 2.0 loads its solvers' libraries from; HiGHS's as pyproject.toml pins
+# it (highspy 1.16 no longer exports the C library python-mip loads, so python-mip's own advice,
+# `pip install mip[highs]`, does not mend it).
+HIGHS_PACKAGE = "highspy>=1.9,<1.16"
+CBC_PACKAGE = "cbcbox"
+_HIGHS_MISSING = (
+    "the HiGHS solver cannot be loaded: python-mip loads it from the highspy package, which is "
+    f"missing, broken or too new (pip install '{HIGHS_PACKAGE}')"
+)
+_CBC_MISSING = (
+    "the CBC solver cannot be loaded: python-mip loads it from the cbcbox package, which is "
+    f"missing or broken (pip install {CBC_PACKAGE})"
+)
+
+
 def _model(solver: str) -> tuple[mip.Model, str]:
-    """A quiet minimisation model, on CBC if HiGHS cannot be loaded."""
+    """A quiet minimisation model, on CBC if HiGHS cannot be loaded; SolverError in one line,
+    saying what to install, if the solver asked for (or both) cannot be."""
     import mip  # here, not at the top: importing the planner must not load the solvers
 
-    names = {"highs": mip.HIGHS, "cbc": mip.CBC}
-    try:
-        model = mip.Model(sense=mip.MINIMIZE, solver_name=names[solver])
-    except Exception as exc:  # python-mip raises plain exceptions when a library is missing
-        if solver == "cbc":
-            raise
-        warnings.warn(
-            f"the HiGHS solver could not be loaded ({exc}); solving with CBC instead",
-            SolverWarning,
-            stacklevel=4,
-        )
-        model, solver = mip.Model(sense=mip.MINIMIZE, solver_name=mip.CBC), "cbc"
+    if solver == "cbc":
+        model = _cbc_model(f"{_CBC_MISSING}; or plan with HiGHS, the default (--solver highs)")
+    else:
+        try:
+            model = mip.Model(sense=mip.MINIMIZE, solver_name=mip.HIGHS)
+        except Exception as exc:  # python-mip raises plain exceptions when a library is missing
+            logger.debug("python-mip could not load HiGHS: %s", exc)
+            model, solver = _cbc_model(f"{_HIGHS_MISSING}, and {_CBC_MISSING}"), "cbc"
+            message = f"{_HIGHS_MISSING}; solving with CBC instead"
+            warnings.warn(message, SolverWarning, stacklevel=4)
     model.verbose = 0
     model.max_mip_gap = 0.0
     model.max_mip_gap_abs = 0.0
     return model, solver
+
+
+def _cbc_model(unavailable: str) -> mip.Model:
+    """A minimisation model on CBC, or SolverError(`unavailable`)."""
+    import mip
+
+    # Without cbcbox, python-mip logs an error of its own and then fails with a NameError:
+    # checking first keeps the message to one line. PMIP_CBC_LIBRARY, python-mip's own
+    # setting, names a CBC library to load instead of cbcbox's.
+    if "PMIP_CBC_LIBRARY" not in os.environ and importlib.util.find_spec(CBC_PACKAGE) is None:
+        raise SolverError(unavailable)
+    try:
+        return mip.Model(sense=mip.MINIMIZE, solver_name=mip.CBC)
+    except Exception as exc:  # a library that is there but does not load
+        raise SolverError(unavailable) from exc
 
 
 def _solve(
