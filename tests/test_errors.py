@@ -102,6 +102,7 @@ HIDDEN = "no CUDA device is visible: CUDA_VISIBLE_DEVICES={} selects none of thi
         (46, 13000, 13000, None, "every CUDA device is busy or unavailable"),
         (803, 13000, 13000, None, "the NVIDIA driver library does not match the loaded kernel"),
         (35, None, None, None, "no usable CUDA device or driver"),  # versions unknown
+        (35, 13050, 13000, None, "no usable CUDA device or driver"),  # the driver is not older
     ],
 )
 def test_no_device_reason_tells_the_cases_apart(

@@ -120,7 +120,7 @@ def no_device_reason(
             "no NVIDIA driver is installed or loaded (libcuda.so.1 could not be loaded): "
             "install the NVIDIA driver, or run on a machine with an NVIDIA GPU"
         )
-    if code == 35 and driver_version is not None and runtime_version is not None:
+    if code == 35 and driver_version and runtime_version and driver_version < runtime_version:
         return _old_driver_reason(driver_version, runtime_version)
     if code == 100:  # cudaErrorNoDevice
         return _no_device_visible_reason(visible_devices)
