@@ -152,7 +152,15 @@ except ImportError as exc:
 else:
     print(json.dumps([[lib.soname, lib.path, lib.found_by] for lib in LIBRARIES]))
 """
-CLEARED = ("UCUDNN_CUDNN_PATH", "CUDNN_ROOT", "CUDA_HOME", "CUDA_PATH", "LD_LIBRARY_PATH")
+# UCUDNN_DEVICE too: under --device=sim the fresh process would load no library at all.
+CLEARED = (
+    "UCUDNN_CUDNN_PATH",
+    "CUDNN_ROOT",
+    "CUDA_HOME",
+    "CUDA_PATH",
+    "LD_LIBRARY_PATH",
+    "UCUDNN_DEVICE",
+)
 
 
 def installed(spec: LibrarySpec) -> Path:
