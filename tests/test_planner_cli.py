@@ -208,3 +208,11 @@ def test_explain_alexnet_from_the_model_in_wd(capsys) -> None:
         "fastest",
     }
     assert why[-2].startswith("Budget 256 MiB: ") and why[-2].endswith(" left.")
+
+
+def test_help_states_the_mode_rule(capsys) -> None:
+    with pytest.raises(SystemExit):
+        plan("--help")
+    text = " ".join(capsys.readouterr().out.split())
+    assert "UCUDNN_TOTAL_WORKSPACE_SIZE) selects wd and --workspace-limit selects wr" in text
+    assert "an option beats the environment" in text and "Sizes are whole bytes" in text

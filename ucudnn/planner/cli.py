@@ -20,10 +20,11 @@ from ucudnn.planner.wd import DEFAULT_TIME_LIMIT_S, SOLVERS
 EPILOG = """\
 The timings CSV has the header layer,kernel,batch,micro_batch,algo,time_ms,workspace_bytes
 and optionally math_type,deterministic,engine (see ucudnn.planner.tables). Sizes are whole
-bytes and take units: 64MiB, 512MB, 1.5GiB. The mode is --mode; without it, a total workspace
-(--total-workspace, else UCUDNN_TOTAL_WORKSPACE_SIZE) selects wd and --workspace-limit selects
-wr; an option beats the environment; with neither, wr at UCUDNN_DEFAULT_WORKSPACE_LIMIT or
-64MiB. A total the kernels share (--workspace-sharing shared) is planned as wr at the total.
+bytes and take units: 64MiB, 1.5GiB (KB, MB, GB, TB are decimal).
+The mode is --mode; without it, a total workspace (--total-workspace, else
+UCUDNN_TOTAL_WORKSPACE_SIZE) selects wd and --workspace-limit selects wr; an option beats the
+environment; with neither, wr at UCUDNN_DEFAULT_WORKSPACE_LIMIT or 64MiB. A total the kernels
+share (--workspace-sharing shared) is planned as wr at the total.
 Exit status: 0 planned, 1 nothing fits, 2 bad input or a solver failure, 130 interrupted,
 143 terminated (SIGTERM).
 """

@@ -35,8 +35,8 @@ _UNITS = {
 }
 _SIZE = re.compile(r"\s*([0-9]+(?:\.[0-9]*)?|\.[0-9]+)\s*([a-zA-Z]*)\s*")
 _SIZE_HELP = (
-    "a whole number of bytes such as 67108864 or a number with a unit such as 64MiB, 512MB, "
-    "1.5GiB (K/KiB, M/MiB, G/GiB, T/TiB are binary; KB, MB, GB, TB are decimal)"
+    "a whole number of bytes such as 67108864 or a number with a unit such as 64MiB or 1.5GiB "
+    "(K/KiB, M/MiB, G/GiB, T/TiB are binary; KB, MB, GB, TB are decimal)"
 )
 
 
