@@ -179,6 +179,15 @@ class ConvProblem:
     Dimensions are logical: `input_size` and `filter_size` are spatial extents in the order
     (D,) H, W whatever the memory layout. Strides of x and y are element strides in logical
     order (N, C, *spatial); packed strides for `layout` are filled in when not given.
+
+    Raises (when made, and from `create` and `from_shapes` alike):
+        TypeError: a field of the wrong type: a bool, a float or text where an integer goes,
+            something other than a sequence where one goes, a text field that is not text.
+        ValueError: a value outside cuDNN's range (a dimension or stride below its least
+            value or above 2**31 - 1), sizes of different ranks, a rank other than 2 or 3,
+            an unknown layout, dtype, math type or mode, groups that do not divide the
+            channels, an empty output, or one sample or the filter too large for one cuDNN
+            descriptor.
     """
 
     batch: int
@@ -219,6 +228,14 @@ class ConvProblem:
         `padding` may also be "same" or "valid" (see `ucudnn.core.padding`). `allow_tf32`
         picks the math type by `default_math_type` (unset: UCUDNN_ALLOW_TF32); give it or a
         `math_type`, not both.
+
+        Raises:
+            TypeError, ValueError: a field as the class refuses it; ValueError also for both
+                allow_tf32 and math_type, an unknown padding word, or a stride above 1 with
+                padding="same".
+            AsymmetricPaddingError: padding="same" needs more padding after than before (an
+                even kernel), which cuDNN cannot do; a ValueError whose `before` and `after`
+                say how to pad x yourself.
         """
         input_size = _dimensions(input_size, "input_size")
         rank = len(input_size)
@@ -272,6 +289,11 @@ class ConvProblem:
 
         `x_strides`/`y_strides` are element strides in the same stored order, if not packed.
         The other arguments are as `create` takes them.
+
+        Raises:
+            TypeError, ValueError, AsymmetricPaddingError: as `create` raises them; ValueError
+                also for shapes of rank other than 4 or 5 or of different ranks, channels of
+                x that do not match w's times groups, or strides of the wrong length.
         """
         x_shape, w_shape = _dimensions(x_shape, "x_shape"), _dimensions(w_shape, "w_shape")
         if len(x_shape) not in (4, 5):

@@ -84,16 +84,38 @@ _OPTIONS_DOC = """
         micro-batches.
 """
 
+# What the three functions raise, alike.
+_RAISES_DOC = """
+    Raises:
+        TypeError: an array that is not a numpy.ndarray (a masked array included), of a dtype
+            not supported or of non-native byte order, arrays of different dtypes, or an
+            option of the wrong type (a bool or a float where an integer goes, a size that is
+            neither an integer nor text).
+        ValueError: an array of the wrong rank or shape, not C-contiguous or with more than
+            2**31 - 1 elements, channels that do not match, or an option out of range
+            (negative padding, groups that do not divide the channels, an unknown layout,
+            mode, math type, policy or algorithm, text that is no size, an `algo` whose
+            workspace exceeds workspace_limit).
+        ImportError: cuDNN or the CUDA runtime cannot be loaded (the message lists every place
+            tried).
+        NoDeviceError: no usable CUDA device (no driver, a driver too old, no device visible).
+        InfeasibleError: no schedule fits workspace_limit; its message names the smallest
+            limit that would. NoAlgorithmError, a subclass, when cuDNN runs none of its
+            algorithms for the problem (for a channels-last problem: channels-first neither).
+        CudaOutOfMemoryError: the arrays do not fit in device memory.
+        CudaError, CudnnError: a CUDA or cuDNN call fails.
+"""
+
 _Function = TypeVar("_Function", bound=Callable[..., Any])
 
 
-def _with_options_doc(function: _Function) -> _Function:
+def _with_shared_doc(function: _Function) -> _Function:
     if function.__doc__ is not None:  # None under python -OO
-        function.__doc__ += _OPTIONS_DOC
+        function.__doc__ += _OPTIONS_DOC + _RAISES_DOC
     return function
 
 
-@_with_options_doc
+@_with_shared_doc
 def conv_forward(
     x: npt.NDArray[Any],
     w: npt.NDArray[Any],
@@ -127,7 +149,7 @@ def conv_forward(
     return _execute("forward", conv.problem, {"x": conv.pad(x), "w": w}, options, bias)
 
 
-@_with_options_doc
+@_with_shared_doc
 def conv_backward_data(
     w: npt.NDArray[Any],
     dy: npt.NDArray[Any],
@@ -159,7 +181,7 @@ def conv_backward_data(
     return conv.crop(_execute("backward_data", conv.problem, {"w": w, "y": dy}, options))
 
 
-@_with_options_doc
+@_with_shared_doc
 def conv_backward_filter(
     x: npt.NDArray[Any],
     dy: npt.NDArray[Any],
@@ -199,6 +221,12 @@ def conv_backward_bias(dy: npt.NDArray[Any], *, layout: str = "") -> npt.NDArray
 
     A reduction, so numpy computes it on the host, as cuDNN would: in float64 for float64, in
     float32 for the other types. No GPU is needed.
+
+    Raises:
+        TypeError: dy is not a numpy.ndarray (a masked array included), or of a dtype not
+            supported or of non-native byte order.
+        ValueError: dy is not of rank 4 or 5, not C-contiguous, has more than 2**31 - 1
+            elements, or `layout` is not one of its rank.
     """
     _check_arrays(dy=dy)
     rank = dy.ndim - 2

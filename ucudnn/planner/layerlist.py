@@ -120,6 +120,13 @@ def read_layer_list(
 
     `batch` replaces the N column (which may then be absent). `defaults` are ConvProblem
     fields such as dtype="float16" or layout="NHWC" for rows whose file has no such column.
+
+    Raises:
+        TypeError: `batch` is not an integer.
+        ValueError: a batch out of range, or a file that is not a layer list: an unknown or
+            missing column, a cell that does not parse, a row that is no convolution (the
+            message names the line and column).
+        OSError: the file cannot be read.
     """
     if batch is not None:
         batch = check_batch(batch)

@@ -137,7 +137,13 @@ def builtin_network(
     image_size: SupportsIndex = DEFAULT_IMAGE_SIZE,
     input_gradient: bool = True,
 ) -> LayerGraph:
-    """A built-in network by name; see `load_network` for the options."""
+    """A built-in network by name; see `load_network` for the options.
+
+    Raises:
+        ValueError: `name` is not a built-in network, or a field out of range (as
+            `load_network` says).
+        TypeError: as `load_network` says.
+    """
     if name not in network_names():
         raise ValueError(f"unknown network {shown(name)}; built-in: {', '.join(network_names())}")
     return load_network(
@@ -168,6 +174,13 @@ def load_network(
     `batch` is the mini-batch (generated networks default to 256, layer lists keep their N
     column). `layout` defaults to channels-first; `image_size` applies to generated networks;
     `input_gradient=False` drops backward_data of the layers that take the network's input.
+
+    Raises:
+        TypeError: `batch` or `image_size` is not an integer, or `dtype` or `layout` not text.
+        ValueError: neither a built-in network nor a file; a layer list that is not one (the
+            message names the line and column); an unknown dtype or layout; a batch or
+            image size for which a layer is out of cuDNN's range or has an empty output.
+        OSError: the layer list cannot be read.
     """
     # Plain ints from here on; the problems check their ranges.
     batch = None if batch is None else integer(batch, "batch")

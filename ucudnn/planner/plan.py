@@ -500,7 +500,12 @@ def baseline(
     table: KernelTable, limit_bytes: Size, deterministic_only: bool = False
 ) -> Candidate | None:
     """The fastest single candidate at the full batch within `limit_bytes` (bytes, or text
-    such as "64MiB"), if any."""
+    such as "64MiB"), if any.
+
+    Raises:
+        TypeError: `limit_bytes` is neither an integer nor text.
+        ValueError: text that is no size, a negative size or one larger than any memory.
+    """
     limit_bytes = byte_count(limit_bytes, "limit_bytes")
     singles = eligible_candidates(table, limit_bytes, "undivided", deterministic_only)
     return min(singles, key=Candidate.speed_key, default=None)
@@ -533,7 +538,16 @@ def make_plan_wr(
     timings_source: str = "",
 ) -> Plan:
     """WR for every kernel in `tables`: each gets the fastest schedule within `limit_bytes`
-    (bytes, or text such as "64MiB")."""
+    (bytes, or text such as "64MiB").
+
+    Raises:
+        TypeError: a size neither an integer nor text, or a micro-batch size that is not an
+            integer.
+        ValueError: text that is no size, a negative size or one larger than any memory, or
+            an unknown or empty policy.
+        InfeasibleError: a kernel has no schedule within the limit; `kernel` names it and
+            `required_bytes` is the smallest limit that would do, if any would.
+    """
     limit_bytes = byte_count(limit_bytes, "limit_bytes")
     policy = micro_batch_policy(policy, "policy")
     schedules = _per_content(tables, lambda t: plan_wr(t, limit_bytes, policy, deterministic_only))
@@ -572,6 +586,18 @@ def make_plan_wd(
     `time_limit_s` bounds the two solves together: the plan's, then its baseline's. The plan's
     solver_status is "optimal" only when both were proven optimal; a baseline the solver
     fails on is left out rather than failing the plan.
+
+    Raises:
+        TypeError: a size neither an integer nor text, a micro-batch size, an alignment or a
+            time limit that is not a number of the right kind.
+        ValueError: text that is no size, a negative size or one larger than any memory, an
+            unknown or empty policy, an unknown solver, a time limit that is not a positive
+            number of seconds, an alignment below 1, or `sets` made for another policy or
+            determinism.
+        InfeasibleError: the kernels' smallest schedules together exceed the budget
+            (`required_bytes` is the smallest budget that would do), or a kernel has no
+            schedule at any workspace size (`kernel` names it).
+        SolverError: the solver fails, or stops at its time limit without a plan.
     """
     budget_bytes = byte_count(budget_bytes, "budget_bytes")
     alignment = integer(alignment, "alignment", minimum=1)

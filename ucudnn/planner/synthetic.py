@@ -168,7 +168,13 @@ def model_candidates(problem: ConvProblem, kernel: str, micro_batch: int) -> lis
 def model_table(
     layer: str, kernel: str, problem: ConvProblem, policy: PolicyArgument = DEFAULT_POLICY
 ) -> KernelTable:
-    """A MODEL table of one kernel at the problem's batch, at every size of `policy`."""
+    """A MODEL table of one kernel at the problem's batch, at every size of `policy`.
+
+    Raises:
+        TypeError: a micro-batch size that is not an integer.
+        ValueError: an unknown kernel, a layer name that cannot be one, an empty batch, or an
+            unknown policy or one that asks for more sizes than can be measured.
+    """
     policy = micro_batch_policy(policy, "policy")
     table = KernelTable(layer, kernel, problem.batch)
     for b in sizes_to_measure(policy, problem.batch):
@@ -183,7 +189,12 @@ def model_tables(
 ) -> TimingTables:
     """MODEL tables for (layer name, problem, kernels) triples, e.g. from a LayerGraph. Layers
     that share a problem share its candidates, which are made once: networks repeat their
-    blocks, and a layer list may repeat one row thousands of times."""
+    blocks, and a layer list may repeat one row thousands of times.
+
+    Raises:
+        TypeError, ValueError: as `model_table` does; ValueError also for a (layer, kernel)
+            given twice.
+    """
     policy = micro_batch_policy(policy, "policy")  # checked once, not per layer
     made: dict[tuple[str, str], KernelTable] = {}
     tables = []

@@ -480,7 +480,14 @@ class TimingTables:
     # -- CSV --------------------------------------------------------------------------------
     @classmethod
     def read_csv(cls, source: Source) -> TimingTables:
-        """Tables from a CSV file: a path, or an open text or binary file."""
+        """Tables from a CSV file: a path, or an open text or binary file.
+
+        Raises:
+            ValueError: a file that is not timing tables: an unknown or missing column, a
+                cell that does not parse, a row repeated or at odds with the layer's batch, a
+                kernel without its undivided run (the message names the line and column).
+            OSError: the file cannot be read.
+        """
         records = CsvRecords(source, "<stream>")
         try:
             _check_columns(records.header)
@@ -514,6 +521,12 @@ class TimingTables:
 
     @classmethod
     def from_json(cls, text: str | bytes, source: str = "<json>") -> TimingTables:
+        """Tables from the document `to_json` writes; `source` names it in errors.
+
+        Raises:
+            ValueError: text that is not such a document, or rows as `read_csv` refuses them
+                (the message names the line and field).
+        """
         data = read_document(text, JSON_FORMAT, JSON_VERSION, source)
         rows = data.get("rows")
         if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):

@@ -22,7 +22,14 @@ def plan_wr(
     "64MiB").
 
     Unlike µ-cuDNN, nothing needs to fit at the full batch: smaller micro-batches alone will do.
-    Raises InfeasibleError, with the smallest limit that would work, when nothing fits.
+
+    Raises:
+        TypeError: a size neither an integer nor text, or a micro-batch size that is not an
+            integer.
+        ValueError: text that is no size, a negative size or one larger than any memory, or
+            an unknown or empty policy.
+        InfeasibleError: nothing fits; `required_bytes` is the smallest limit that would work,
+            if any would.
     """
     limit_bytes = byte_count(limit_bytes, "limit_bytes")
     policy = micro_batch_policy(policy, "policy")

@@ -75,6 +75,15 @@ class Handle:
     before `stream` (DLPack's and __cuda_array_interface__'s stream protocols). The work is
     enqueued on `stream` and nothing here waits for it: keep the arrays alive, and order your
     own stream after it (or synchronise), until it is done.
+
+    Raises (when made):
+        TypeError: an option of the wrong type (a size neither an integer nor text, a bool or
+            a float as the stream, `benchmark` not a BenchmarkSettings).
+        ValueError: both workspace_limit and total_workspace, text that is no size, an unknown
+            policy or workspace_sharing, or a bad UCUDNN_* variable standing for an option.
+        ImportError: cuDNN or the CUDA runtime cannot be loaded.
+        NoDeviceError: no usable CUDA device.
+        CudnnError: cuDNN cannot make its handle.
     """
 
     def __init__(
@@ -137,7 +146,21 @@ class Handle:
         layer: str | None = None,
     ) -> None:
         """y = alpha * conv(x, w) + beta * y, plus `bias` (when given: one value per output
-        channel, shape (K,), added once after all micro-batches)."""
+        channel, shape (K,), added once after all micro-batches).
+
+        Raises:
+            TypeError: `problem` is not a ConvProblem; a tensor is neither a device pointer
+                nor a device array, or has the wrong dtype; alpha or beta is not a number; the
+                layer name is not text.
+            ValueError: a tensor of the wrong shape or strides, on another device, or a null
+                pointer; alpha or beta not finite; a layer name that cannot be one; the
+                Handle is closed.
+            InfeasibleError: no schedule fits the limit or budget (the message names the
+                smallest that would); NoAlgorithmError, a subclass, when cuDNN runs none of
+                its algorithms for the problem. The Handle forgets the kernel and goes on.
+            SolverError: in WD mode, the solver planning the network fails.
+            CudaError, CudnnError: a CUDA or cuDNN call fails.
+        """
         self._run("forward", problem, (x, w, y), alpha, beta, layer, bias)
 
     def backward_data(
@@ -151,7 +174,12 @@ class Handle:
         beta: float = 0.0,
         layer: str | None = None,
     ) -> None:
-        """dx = alpha * conv_transpose(dy, w) + beta * dx."""
+        """dx = alpha * conv_transpose(dy, w) + beta * dx.
+
+        Raises:
+            TypeError, ValueError, InfeasibleError, SolverError, CudaError, CudnnError: as
+                `forward` does, for the same reasons.
+        """
         self._run("backward_data", problem, (w, dy, dx), alpha, beta, layer)
 
     def backward_filter(
@@ -165,14 +193,27 @@ class Handle:
         beta: float = 0.0,
         layer: str | None = None,
     ) -> None:
-        """dw = alpha * (gradient of the filter from x and dy) + beta * dw."""
+        """dw = alpha * (gradient of the filter from x and dy) + beta * dw.
+
+        Raises:
+            TypeError, ValueError, InfeasibleError, SolverError, CudaError, CudnnError: as
+                `forward` does, for the same reasons.
+        """
         self._run("backward_filter", problem, (x, dy, dw), alpha, beta, layer)
 
     def backward_bias(
         self, dy: object, db: object, problem: ConvProblem, *, alpha: float = 1.0, beta: float = 0.0
     ) -> None:
         """db = alpha * (dy summed over the batch and every position) + beta * db: the gradient
-        of `forward`'s bias, of shape (K,). One cuDNN call, not micro-batched."""
+        of `forward`'s bias, of shape (K,). One cuDNN call, not micro-batched.
+
+        Raises:
+            TypeError: `problem` is not a ConvProblem; dy or db is neither a device pointer nor
+                a device array, or has the wrong dtype; alpha or beta is not a number.
+            ValueError: dy or db of the wrong shape, on another device, or a null pointer;
+                alpha or beta not finite; the Handle is closed.
+            CudnnError: the cuDNN call fails.
+        """
         alpha, beta = scalar_option(alpha, "alpha"), scalar_option(beta, "beta")
         self._check_open(problem)
         dy_ptr = self._pointer(dy, problem, "y", "dy")
@@ -198,6 +239,15 @@ class Handle:
 
         `tensors` are in the kernel's argument order (as for `forward` and the others); `bias`
         is forward's.
+
+        Raises:
+            TypeError: not three tensors, or a tensor, `problem`, alpha or beta as `forward`
+                refuses them; an algorithm neither a number nor a name.
+            ValueError: an unknown kernel or algorithm, a bias for a kernel other than
+                forward, an algorithm whose workspace exceeds the limit, or a tensor as
+                `forward` refuses it.
+            CudaError, CudnnError: a CUDA or cuDNN call fails (CudnnNotSupportedError when
+                cuDNN cannot run the algorithm on this problem).
         """
         check_kernel(kernel)
         algo = backend.algorithm_number(kernel, algo)
@@ -227,11 +277,23 @@ class Handle:
 
     # -- queries ----------------------------------------------------------------------------
     def schedule(self, problem: ConvProblem, kernel: str, layer: str | None = None) -> Schedule:
-        """The micro-batches and algorithms this kernel runs with (plans it if needed)."""
+        """The micro-batches and algorithms this kernel runs with (plans it if needed).
+
+        Raises:
+            TypeError: `problem` is not a ConvProblem, or the layer name is not text.
+            ValueError: an unknown kernel, or a layer name that cannot be one.
+            InfeasibleError, SolverError, CudaError, CudnnError: planning fails, as for
+                `forward`.
+        """
         return self._kernel_plan(self._slot(problem, kernel, layer)).schedule
 
     def workspace_size(self, problem: ConvProblem, kernel: str, layer: str | None = None) -> int:
-        """Workspace bytes the kernel's schedule uses (the handle owns and provides them)."""
+        """Workspace bytes the kernel's schedule uses (the handle owns and provides them).
+
+        Raises:
+            TypeError, ValueError, InfeasibleError, SolverError, CudaError, CudnnError: as
+                `schedule` does.
+        """
         return self.schedule(problem, kernel, layer).workspace_bytes
 
     @property
@@ -243,7 +305,12 @@ class Handle:
     def register(
         self, problem: ConvProblem, kernels: Iterable[str] = KERNELS, layer: str | None = None
     ) -> None:
-        """Declare kernels that will run, so WD can plan the network as a whole."""
+        """Declare kernels that will run, so WD can plan the network as a whole.
+
+        Raises:
+            TypeError: `problem` is not a ConvProblem, or the layer name is not text.
+            ValueError: an unknown kernel, or a layer name that cannot be one.
+        """
         for kernel in [kernels] if isinstance(kernels, str) else kernels:
             self._slot(problem, kernel, layer)
 
@@ -255,6 +322,12 @@ class Handle:
         A kernel that cannot be planned (InfeasibleError, or NoAlgorithmError when cuDNN runs
         none of its algorithms) is forgotten and named in the error; the others are planned
         without it, and those planned before keep their schedules in WR.
+
+        Raises:
+            InfeasibleError: a kernel has no schedule within the limit or budget;
+                NoAlgorithmError, a subclass, when cuDNN runs none of its algorithms.
+            SolverError: in WD mode, the solver fails.
+            CudaError, CudnnError: a CUDA or cuDNN call fails while measuring or building.
         """
         self._plan_kernels()
         assert self.plan is not None
@@ -274,7 +347,15 @@ class Handle:
         workspace_limit: Size | None = None,
         total_workspace: Size | None = None,
     ) -> Plan:
-        """Change the limit (or budget) and plan again; measurements come from the cache."""
+        """Change the limit (or budget) and plan again; measurements come from the cache.
+
+        Raises:
+            TypeError: a size neither an integer nor text.
+            ValueError: the limit of the other mode (workspace_limit in WD mode,
+                total_workspace in WR mode), or text that is no size.
+            InfeasibleError, SolverError, CudaError, CudnnError: planning fails, as for
+                `finalize`; the previous plan and limit are kept.
+        """
         name = "total_workspace" if self.mode == "wd" else "workspace_limit"
         new = total_workspace if self.mode == "wd" else workspace_limit
         wrong = workspace_limit if self.mode == "wd" else total_workspace
@@ -300,6 +381,12 @@ class Handle:
         knows them by (their layer names), at their problems' batch; it must be a plan of this
         handle's mode within its limit or budget, and deterministic if the handle is. Kernels it
         leaves out are planned when first used, as before (in WD mode, with the whole network).
+
+        Raises:
+            TypeError: `plan` is not a Plan.
+            ValueError: the plan is of the other mode, needs more workspace than the limit or
+                budget, names a kernel the Handle has not seen or another batch, or runs an
+                algorithm that is not deterministic on a deterministic Handle.
         """
         if not isinstance(plan, Plan):
             raise TypeError(f"plan must be a Plan, got {shown(plan)}")
