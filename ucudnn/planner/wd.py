@@ -113,7 +113,9 @@ def plan_wd(
     Determinism filters belong to the sets (see `desirable_set`): filtering a front afterwards
     would lose deterministic schedules that a faster non-deterministic one dominated.
     Raises InfeasibleError with the minimum feasible budget when even the smallest schedules
-    do not fit, and SolverError when the solver fails. A solver stopped by `time_limit_s`
+    do not fit, and SolverError when the solver fails or cannot be loaded (naming the package to
+    install; HiGHS that cannot be loaded falls back to CBC, with a SolverWarning). A solver
+    stopped by `time_limit_s`
     returns its best plan with status "feasible" (it starts from a known one). Ctrl-C stops the
     wait at once, but the solver thread runs on, in the background, until its time limit.
     """
