@@ -115,9 +115,9 @@ def plan_wd(
     Raises InfeasibleError with the minimum feasible budget when even the smallest schedules
     do not fit, and SolverError when the solver fails or cannot be loaded (naming the package to
     install; HiGHS that cannot be loaded falls back to CBC, with a SolverWarning). A solver
-    stopped by `time_limit_s`
-    returns its best plan with status "feasible" (it starts from a known one). Ctrl-C stops the
-    wait at once, but the solver thread runs on, in the background, until its time limit.
+    stopped by `time_limit_s` returns its best plan with status "feasible" (it starts from a
+    known one). Ctrl-C stops the wait at once, but the solver thread runs on, in the
+    background, until its time limit.
     """
     budget_bytes = byte_count(budget_bytes, "budget_bytes")
     alignment = integer(alignment, "alignment", minimum=1)
