@@ -81,7 +81,7 @@ def test_a_stopped_plot_leaves_no_temporary_file(tmp_path: Path, signum: int) ->
     argv = ["tune", "alexnet", "--model", "--memory", "4GiB", "-q", "--plot"]
     status, out, err = _stop(SLOW_PLOT, [*argv, str(tmp_path / "t.png")], signum)
     assert status == STATUS[signum] and out == ""
-    assert err == ("ucudnn tune: interrupted\n" if signum == signal.SIGINT else "")
+    assert err == ("ucudnn tune: error: interrupted\n" if signum == signal.SIGINT else "")
     assert os.listdir(tmp_path) == []
 
 
@@ -89,12 +89,14 @@ def test_a_stopped_plot_leaves_no_temporary_file(tmp_path: Path, signum: int) ->
 def test_an_interrupt_in_a_finalizer_still_stops_the_command(signum: int) -> None:
     status, out, err = _stop(SLOW_FINALIZER, ["plan", "alexnet", "--model"], signum)
     assert status == STATUS[signum] and out == ""  # no plan
-    assert err.splitlines()[1:] == (["ucudnn plan: interrupted"] if signum == signal.SIGINT else [])
+    assert err.splitlines()[1:] == (
+        ["ucudnn plan: error: interrupted"] if signum == signal.SIGINT else []
+    )
 
 
 @pytest.mark.parametrize(
     ("sent_signal", "status", "last_line"),
-    [(signal.SIGINT, 130, "ucudnn plan: interrupted"), (signal.SIGTERM, 143, None)],
+    [(signal.SIGINT, 130, "ucudnn plan: error: interrupted"), (signal.SIGTERM, 143, None)],
 )
 def test_a_signal_during_the_solver_ends_the_command_at_once(
     tmp_path: Path, sent_signal: signal.Signals, status: int, last_line: str | None

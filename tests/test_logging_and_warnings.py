@@ -233,7 +233,7 @@ def test_the_library_files_tried_and_loaded_are_logged_at_debug(tmp_path: Path, 
     cudnn = library_specs(13)[0]
     load_library(cudnn, open_library, {"CUDNN_ROOT": str(good)}, packages.get, "/e")
     assert [r.getMessage() for r in caplog.records] == [
-        f"could not load cuDNN from {broken}/lib/libcudnn.so.9 (the nvidia-cudnn-cu13 package): "
+        f"could not load cuDNN from {broken}/lib/libcudnn.so.9 (the nvidia.cudnn package): "
         "invalid ELF header",
         f"loaded cuDNN from {good}/lib/libcudnn.so.9 (found by CUDNN_ROOT)",
     ]
@@ -300,7 +300,7 @@ def test_a_kernel_slower_than_its_own_baseline_is_a_fair_trade_in_wd() -> None:
 
 # -- the command line: -v and -q ----------------------------------------------------------
 PLAN = ["plan", "--model", "alexnet", "--batch", "32"]
-SUMMARY = "ucudnn: WR plan of 15 kernels, per-kernel limit 64 MiB"
+SUMMARY = "ucudnn plan: WR plan of 15 kernels, per-kernel limit 64 MiB"
 
 
 def stderr_lines(capsys) -> list[str]:
@@ -324,7 +324,7 @@ def test_vv_shows_each_kernel_and_the_counts_add_up(capsys, argv) -> None:
     assert main(argv) == 0
     lines = stderr_lines(capsys)
     assert lines[1].startswith(SUMMARY) and len(lines) == 2 + 15
-    assert lines[2].startswith("ucudnn: kernel conv1/forward: micro-batches ")
+    assert lines[2].startswith("ucudnn plan: kernel conv1/forward: micro-batches ")
 
 
 @pytest.fixture(scope="module")
@@ -347,7 +347,7 @@ def test_a_warning_is_one_line_on_stderr_and_the_report_is_untouched(capsys, tra
     assert out.startswith("WD plan: total budget") and "ucudnn" not in out
     planning, warning = err.splitlines()
     assert planning.startswith("planning from timings file")
-    assert warning.startswith("ucudnn: warning: the WD plan is predicted slower than its ")
+    assert warning.startswith("ucudnn plan: warning: the WD plan is predicted slower than its ")
     assert warning.endswith("give it more time (time_limit_s, or ucudnn plan --time-limit)")
 
 

@@ -161,7 +161,7 @@ def test_anything_else_is_planned_from_model_saying_why(
     data, err = run_json(capsys, ["plan", *argv, "-v"])
     assert data["timings_source"] == commands.MODEL_NOTE
     reason, source = err.splitlines()[:2]  # -v shows the log record, INFO
-    assert reason.startswith("ucudnn: ") and why in reason
+    assert reason.startswith("ucudnn plan: ") and why in reason
     assert source == f"planning from {commands.MODEL_NOTE}"
 
 
