@@ -80,7 +80,8 @@ def test_info(capsys, tmp_path, monkeypatch) -> None:
         "path": str(tmp_path / "none"), "state": "absent", "problem": None,
         "measured_problem_sizes": None, "rows": None, "file_bytes": None,
     }  # fmt: skip
-    assert {library["soname"] for library in data["libraries"]} >= {"libcudnn.so.9"}
+    cudnn = next(lib for lib in data["libraries"] if lib["soname"] == "libcudnn.so.9")
+    assert cudnn["distribution"].startswith("nvidia-cudnn-cu")  # the pip package installed here
     assert err == ""
 
 

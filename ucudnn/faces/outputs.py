@@ -49,7 +49,10 @@ def info_document(report: InfoReport, problems: Sequence[str], cache: CacheRepor
         "cuda_runtime_version": report.get("cuda_runtime"),
         "cuda_driver_version": report.get("cuda_driver"),
         "libraries": [
-            {field: library[field] for field in ("name", "soname", "path", "found_by")}
+            {
+                field: library[field]
+                for field in ("name", "soname", "path", "found_by", "distribution")
+            }
             for library in report.get("libraries", [])
         ],
         "devices": [

@@ -335,6 +335,10 @@ INFO = _document(
                     "soname": _text('its soname, e.g. "libcudnn.so.9"'),
                     "path": _text("the file loaded"),
                     "found_by": _text("the rule that found it, in words"),
+                    "distribution": _or_null(
+                        _text("the pip distribution whose installed files hold it"),
+                        "no distribution does (a system library)",
+                    ),
                 },
             ),
             "the libraries the native modules loaded",
