@@ -1,6 +1,7 @@
-"""The README's commands and names work as written: each command line parses, each script
-and file it runs exists, each `ucudnn.…` name it mentions resolves, and each link inside it
-points at a section that exists."""
+"""The README's commands, names and code work as written: each command line parses, each
+script and file it runs exists, each `ucudnn.…` name it mentions resolves, each link inside it
+points at a section that exists, and each Python block passes mypy --strict and runs as printed
+(on the simulated device)."""
 
 from __future__ import annotations
 
@@ -8,10 +9,13 @@ import importlib
 import importlib.util
 import re
 import shlex
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
+from tests.mypy_strict import strict_errors
 from ucudnn.faces.cli import build_parser
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -24,6 +28,11 @@ SHELL_LINES = [
 ]
 DOTTED_NAMES = sorted(set(re.findall(r"`(ucudnn(?:\.\w+)+)(?:\(\))?`", README)))
 PYTHON_IMPORTS = re.findall(r"^from (ucudnn\S*) import (.+)$", README, flags=re.M)
+# Each ```python block, keyed by the README line its code starts on.
+PYTHON_BLOCKS = {
+    README.count("\n", 0, match.start(1)) + 1: match.group(1)
+    for match in re.finditer(r"```python\n(.*?)```", README, flags=re.S)
+}
 
 
 def test_the_readme_has_commands_to_check() -> None:
@@ -91,9 +100,7 @@ def test_each_link_inside_the_readme_points_at_a_section() -> None:
 def test_the_tune_example_runs_and_says_what_it_finds(capsys) -> None:
     """The `tune` example runs on the CPU from MODEL tables, and its comment is true."""
     (block,) = [
-        block
-        for block in re.findall(r"```python\n(.*?)```", README, flags=re.S)
-        if "from ucudnn.planner.tune import tune" in block
+        block for block in PYTHON_BLOCKS.values() if "from ucudnn.planner.tune import tune" in block
     ]
     namespace: dict[str, object] = {}
     exec(compile(block, "README.md", "exec"), namespace)
@@ -105,3 +112,46 @@ def test_the_tune_example_runs_and_says_what_it_finds(capsys) -> None:
     out = capsys.readouterr().out
     assert out.startswith(f"32 {points[32].samples_per_s:.0f} samples/s\n")
     assert "WD plan: total budget" in out
+
+
+def _as_script(folder: Path, line: int) -> Path:
+    """The block at `line` as a script whose line numbers are the README's (blank lines come
+    first), so that mypy's errors and tracebacks point into the README."""
+    script = folder / f"readme_line_{line}.py"
+    script.write_text("\n" * (line - 1) + PYTHON_BLOCKS[line])
+    return script
+
+
+@pytest.fixture(scope="module")
+def mypy_errors_by_block(tmp_path_factory: pytest.TempPathFactory) -> dict[int, list[str]]:
+    """mypy --strict's errors in each Python block, from one run over all of them."""
+    folder = tmp_path_factory.mktemp("readme")
+    scripts = {line: _as_script(folder, line) for line in PYTHON_BLOCKS}
+    errors = strict_errors(list(scripts.values()))
+    return {
+        line: [e.replace(str(script), "README.md") for e in errors if e.startswith(f"{script}:")]
+        for line, script in scripts.items()
+    }
+
+
+def test_the_readme_has_python_blocks() -> None:
+    assert len(PYTHON_BLOCKS) >= 4
+
+
+@pytest.mark.parametrize("line", PYTHON_BLOCKS)
+def test_each_python_block_passes_mypy_strict(
+    line: int, mypy_errors_by_block: dict[int, list[str]]
+) -> None:
+    assert mypy_errors_by_block[line] == []
+
+
+@pytest.mark.simulator
+@pytest.mark.parametrize("line", PYTHON_BLOCKS)
+def test_each_python_block_runs_as_printed(line: int, tmp_path: Path) -> None:
+    """In a fresh interpreter, as a reader runs it (a block may configure logging and warnings
+    for the whole process), in an empty directory (whatever it writes stays out of the tree)."""
+    script = _as_script(tmp_path, line)
+    done = subprocess.run(
+        [sys.executable, script.name], capture_output=True, text=True, timeout=600, cwd=tmp_path
+    )
+    assert done.returncode == 0, f"README.md, the block at line {line}:\n{done.stderr}"
