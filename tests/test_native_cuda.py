@@ -7,6 +7,7 @@ import importlib
 import inspect
 from pathlib import Path
 
+import ml_dtypes
 import numpy as np
 import pytest
 
@@ -202,6 +203,18 @@ def test_copies_and_memset_round_trip() -> None:
     assert (a.ptr, a.nbytes) == (0, 0)
     ptr = _cuda.malloc(64)
     _cuda.free(ptr)
+
+
+@pytest.mark.gpu
+def test_copies_take_arrays_of_any_dtype_as_bytes() -> None:
+    # cudart's binding asks for bytes without a format; bfloat16 (ml_dtypes) has none.
+    host = np.linspace(-2, 2, 64).astype(ml_dtypes.bfloat16)
+    buffer = _cuda.DeviceBuffer(host.nbytes)
+    _cuda.memcpy_htod(buffer.ptr, host, host.nbytes)
+    out = np.zeros_like(host)
+    _cuda.memcpy_dtoh(out, buffer.ptr, host.nbytes)
+    _cuda.stream_synchronize(0)
+    np.testing.assert_array_equal(out.view(np.uint16), host.view(np.uint16))
 
 
 @pytest.mark.gpu

@@ -181,6 +181,10 @@ class DeviceBuffer:
 
 
 def _host_view(obj: object, writable: bool, what: str) -> memoryview:
+    if isinstance(obj, np.ndarray) and obj.flags.c_contiguous:
+        # cudart's binding asks for bytes without a format, which numpy gives for any dtype;
+        # memoryview asks for one, which ml_dtypes' bfloat16 has not. Bytes it is, then.
+        obj = obj.reshape(-1).view(np.uint8)
     view = memoryview(obj)  # type: ignore[arg-type]  # TypeError "a bytes-like object ..."
     if not view.c_contiguous or (writable and view.readonly):
         kind = "writable, C-contiguous" if writable else "C-contiguous"
