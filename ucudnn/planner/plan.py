@@ -597,7 +597,8 @@ def make_plan_wd(
         InfeasibleError: the kernels' smallest schedules together exceed the budget
             (`required_bytes` is the smallest budget that would do), or a kernel has no
             schedule at any workspace size (`kernel` names it).
-        SolverError: the solver fails, or stops at its time limit without a plan.
+        SolverError: no solver can be loaded, or the solver fails or stops at its time limit
+            without a plan.
     """
     budget_bytes = byte_count(budget_bytes, "budget_bytes")
     alignment = integer(alignment, "alignment", minimum=1)
