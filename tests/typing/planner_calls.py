@@ -9,6 +9,7 @@ from ucudnn import ConvProblem
 from ucudnn.planner import baseline, builtin_network, make_plan_wd, make_plan_wr, plan_wr
 from ucudnn.planner.networks import load_network
 from ucudnn.planner.synthetic import model_table, model_tables
+from ucudnn.planner.tune import tune
 
 batch = np.int64(16)
 
@@ -31,3 +32,7 @@ wr = make_plan_wr(tables, "64MiB", policy=(np.int64(1), np.int64(4), np.int64(16
 wd = make_plan_wd(tables, "512MiB", alignment=np.int64(256))
 assert wr.workspace_bytes <= 64 << 20 and wd.workspace_bytes <= 512 << 20
 assert make_plan_wr(tables, np.int64(64 << 20)).workspace_bytes == wr.workspace_bytes
+
+tuned = tune(graph, tables, "2GiB", batches=[np.int64(8), np.int64(16)], policy=[np.int64(1), 4])
+assert tuned.best.batch in (8, 16)
+assert tune(graph, tables, np.int64(2 << 30), alignment=np.int64(256), overhead="0").best.plan

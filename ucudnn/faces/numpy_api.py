@@ -79,7 +79,7 @@ _OPTIONS_DOC = """
     database: the SQLite file that keeps benchmarks between runs; None (the default):
         UCUDNN_DATABASE, else ucudnn/benchmarks.sqlite in the user's cache directory.
     algo: run this one cuDNN algorithm on the whole batch, within workspace_limit: its
-        number, or its name (ucudnn._native._cudnn.ALGORITHMS lists them by kernel:
+        number, or its name (ucudnn.cudnn.ALGORITHMS lists them by kernel:
         "forward", "backward_data", "backward_filter"); None (the default): plan
         micro-batches.
 """

@@ -18,10 +18,12 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterable, Sequence
+from typing import SupportsIndex
 
 from ucudnn.core.arena import CUDNN_ALIGNMENT
+from ucudnn.core.argtypes import PolicyArgument, Size
 from ucudnn.core.checks import integer
-from ucudnn.planner.config import byte_count
+from ucudnn.planner.config import byte_count, micro_batch_policy
 from ucudnn.planner.errors import InfeasibleError
 from ucudnn.planner.graph import LayerGraph
 from ucudnn.planner.memory import (
@@ -34,7 +36,7 @@ from ucudnn.planner.memory import (
 )
 from ucudnn.planner.pareto import DesirableSets
 from ucudnn.planner.plan import Plan, make_plan_wd
-from ucudnn.planner.policies import DEFAULT_POLICY, Policy
+from ucudnn.planner.policies import DEFAULT_POLICY
 from ucudnn.planner.tables import KernelId, TimingTables, check_batch
 from ucudnn.planner.textable import render_table
 from ucudnn.planner.units import bytes_text, format_size
@@ -204,7 +206,7 @@ def _numbers(values: Iterable[int]) -> str:
     return ", ".join(map(str, values))
 
 
-def check_batches(batches: Iterable[int], table_batch: int) -> list[int]:
+def check_batches(batches: Iterable[SupportsIndex], table_batch: int) -> list[int]:
     """`batches`, checked and sorted: none above `table_batch`, which is never extrapolated,
     and at most MAX_TUNE_BATCHES of them (read no further, so a huge range costs nothing)."""
     distinct: set[int] = set()
@@ -232,15 +234,15 @@ def check_batches(batches: Iterable[int], table_batch: int) -> list[int]:
 def tune(
     graph: LayerGraph,
     tables: TimingTables,
-    memory_bytes: int | str,
+    memory_bytes: Size,
     *,
-    batches: Iterable[int] | None = None,
+    batches: Iterable[SupportsIndex] | None = None,
     overhead: FrameworkOverhead | str = DEFAULT_OVERHEAD,
-    policy: Policy = DEFAULT_POLICY,
+    policy: PolicyArgument = DEFAULT_POLICY,
     deterministic_only: bool = False,
     solver: str = "highs",
     time_limit_s: float = DEFAULT_TIME_LIMIT_S,
-    alignment: int = CUDNN_ALIGNMENT,
+    alignment: SupportsIndex = CUDNN_ALIGNMENT,
     timings_source: str = "",
 ) -> TuneResult:
     """Plan `graph`'s training step at each batch size in `batches` (default: powers of two and
@@ -262,6 +264,7 @@ def tune(
     table_batch = tables_batch(graph, tables)
     sizes = default_batches(table_batch) if batches is None else check_batches(batches, table_batch)
     model = training_memory(graph, overhead)
+    policy = micro_batch_policy(policy, "policy")
     sets = DesirableSets(policy, deterministic_only)
     points = []
     for batch in sizes:

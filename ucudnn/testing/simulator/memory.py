@@ -44,7 +44,7 @@ class IllegalAddressError(CudaError):
     def __init__(self, call: str, description: str) -> None:
         super().__init__(700, "cudaErrorIllegalAddress", call, description)
 
-    def __reduce__(self) -> tuple[type[IllegalAddressError], tuple[str, str]]:  # type: ignore[override]
+    def __reduce__(self) -> tuple[type[IllegalAddressError], tuple[str, str]]:
         return type(self), (self.call, self.description)
 
 
