@@ -64,23 +64,26 @@ class Handle:
 
     Give `workspace_limit` (bytes per kernel, WR) or `total_workspace` (bytes for the whole
     network), as integers or text such as "64MiB"; unset values come from UCUDNN_* variables
-    (see `ucudnn.planner.config`). `workspace_sharing` says how a total serves the kernels:
-    "divided" (the default: each kernel its own slice, their sizes adding up to the total, WD,
-    for frameworks that keep one workspace per layer) or "shared" (one buffer of the total that
-    each kernel uses in turn, as this Handle runs them one at a time: WR at the total, often
-    much faster). `engines` also measures cuDNN's graph-API engine configurations (cuDNN >= 9.2;
-    None: UCUDNN_ENGINES, off by default). `policy` is a policy name or micro-batch sizes;
-    `stream` is a cudaStream_t as an int (0: the legacy default stream). Every argument is
-    checked before any device work. Arrays' pending work on their own streams is ordered
-    before `stream` (DLPack's and __cuda_array_interface__'s stream protocols). The work is
-    enqueued on `stream` and nothing here waits for it: keep the arrays alive, and order your
-    own stream after it (or synchronise), until it is done.
+    (see `ucudnn.planner.config`). An argument beats the environment: `workspace_limit` selects
+    WR even with UCUDNN_TOTAL_WORKSPACE_SIZE set, and `total_workspace` (else that variable)
+    selects WD, as `ucudnn plan` chooses. `workspace_sharing` says how a total serves the
+    kernels: "divided" (the default: each kernel its own slice, their sizes adding up to the
+    total, WD, for frameworks that keep one workspace per layer) or "shared" (one buffer of the
+    total that each kernel uses in turn, as this Handle runs them one at a time: WR at the
+    total, often much faster). `engines` also measures cuDNN's graph-API engine configurations
+    (cuDNN >= 9.2; None: UCUDNN_ENGINES, off by default). `policy` is a policy name or
+    micro-batch sizes; `stream` is a cudaStream_t as an int (0: the legacy default stream).
+    Every argument is checked before any device work. Arrays' pending work on their own streams
+    is ordered before `stream` (DLPack's and __cuda_array_interface__'s stream protocols). The
+    work is enqueued on `stream` and nothing here waits for it: keep the arrays alive, and order
+    your own stream after it (or synchronise), until it is done.
 
     Raises (when made):
         TypeError: an option of the wrong type (a size neither an integer nor text, a bool or
             a float as the stream, `benchmark` not a BenchmarkSettings).
-        ValueError: both workspace_limit and total_workspace, text that is no size, an unknown
-            policy or workspace_sharing, or a bad UCUDNN_* variable standing for an option.
+        ValueError: both workspace_limit and total_workspace, text that is no size or not a
+            whole number of bytes, an unknown policy or workspace_sharing, or a bad UCUDNN_*
+            variable standing for an option.
         ImportError: cuDNN or the CUDA runtime cannot be loaded.
         NoDeviceError: no usable CUDA device.
         CudnnError: cuDNN cannot make its handle.
