@@ -58,6 +58,12 @@ commands.plan_tables = planning
 """
 
 
+def _default_sigint() -> None:
+    # A child inherits an ignored SIGINT (pytest started by `cmd &` or nohup), and Python
+    # installs its KeyboardInterrupt handler only where SIGINT is not ignored.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _stop(hook: str, argv: list[str], signum: int) -> tuple[int, str, str]:
     """Run the command with `hook`, send `signum` once the hooked part has begun: its exit
     status, stdout after the mark and stderr."""
@@ -67,6 +73,7 @@ def _stop(hook: str, argv: list[str], signum: int) -> tuple[int, str, str]:
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=_default_sigint,
     )
     assert process.stdout is not None
     assert process.stdout.readline() == "begun\n", process.communicate()
@@ -106,7 +113,9 @@ def test_a_signal_during_the_solver_ends_the_command_at_once(
     argv = [sys.executable, "-m", "ucudnn.faces.cli", "plan", "-q"]
     argv += ["--mode", "wd", "--total-workspace", str(budget)]
     argv += ["--timings", str(tmp_path / "hard.csv")]
-    process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    process = subprocess.Popen(
+        argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=_default_sigint
+    )
     time.sleep(3)  # imports, reading and the bounds take about a second; then HiGHS runs
     assert process.poll() is None, process.communicate()
     sent = time.monotonic()
