@@ -55,7 +55,6 @@ if TYPE_CHECKING:
     from ucudnn.planner.graph import LayerGraph
     from ucudnn.planner.policies import Policy
     from ucudnn.planner.tables import TimingTables
-    from ucudnn.planner.tune import TuneResult
 
 # A subcommand: the parsed arguments in, the exit status out.
 Command = Callable[[argparse.Namespace], int]
@@ -290,6 +289,7 @@ def plan(args: argparse.Namespace) -> int:
 @_command
 def tune(args: argparse.Namespace) -> int:
     """The batch size, and its plan, with the most samples per second within --memory."""
+    from ucudnn.faces import plots
     from ucudnn.planner.memory import parse_overhead
     from ucudnn.planner.tables import TimingTables
     from ucudnn.planner.tune import tune as tune_network
@@ -322,7 +322,7 @@ def tune(args: argparse.Namespace) -> int:
         deterministic_only=args.deterministic, solver=args.solver,
         time_limit_s=args.time_limit, timings_source=source,
     )  # fmt: skip
-    plot = _tune_plot(result, args.plot) if args.plot else None
+    plot = plots.write_tune_plot(result, args.plot) if args.plot else None
     if args.json:
         _emit(tune_document(_network_fields(args), result, plot))
         return 0
@@ -345,12 +345,6 @@ def _batch_list(text: str) -> list[int]:
         raise ValueError(
             f"--batches={shown(text)} is not a list of batch sizes such as 32,64,96: {exc}"
         ) from None
-
-
-def _tune_plot(result: TuneResult, path: str) -> Path:
-    from ucudnn.faces import plots
-
-    return plots.write_tune_plot(result, path)
 
 
 def _check_plotting() -> None:
