@@ -168,7 +168,8 @@ def main(argv: list[str] | None = None) -> int:
     for run in runs:
         outcomes = run.pop("outcomes", None)
         if outcomes is not None:
-            differ = [k for k in serial.keys() | outcomes.keys() if serial.get(k) != outcomes.get(k)]
+            keys = serial.keys() | outcomes.keys()
+            differ = [k for k in keys if serial.get(k) != outcomes.get(k)]
             run["differs_from_serial"] = len(differ)
             run["differences"] = [
                 {"key": k, "serial": serial.get(k), "this": outcomes.get(k)} for k in differ[:10]
