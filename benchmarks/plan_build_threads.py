@@ -164,10 +164,10 @@ def main(argv: list[str] | None = None) -> int:
             runs.append(_run_child(args, threads, handles))
             summary = {k: v for k, v in runs[-1].items() if k != "outcomes"}
             print(json.dumps(summary), file=sys.stderr, flush=True)
-    serial = next((r["outcomes"] for r in runs if r.get("threads") == 1 and "outcomes" in r), {})
+    serial = next((r["outcomes"] for r in runs if r.get("threads") == 1 and "outcomes" in r), None)
     for run in runs:
         outcomes = run.pop("outcomes", None)
-        if outcomes is not None:
+        if outcomes is not None and serial is not None:  # else: no serial run to compare with
             keys = serial.keys() | outcomes.keys()
             differ = [k for k in keys if serial.get(k) != outcomes.get(k)]
             run["differs_from_serial"] = len(differ)
