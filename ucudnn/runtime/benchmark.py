@@ -23,6 +23,7 @@ from tqdm import tqdm
 from ucudnn._native import _cuda, _cudnn
 from ucudnn.core import engines
 from ucudnn.core.arena import Arena, GrowingArena
+from ucudnn.core.checks import integer, shown
 from ucudnn.core.device import cudnn_version_string
 from ucudnn.core.facts import DeviceFacts
 from ucudnn.core.problem import ConvProblem
@@ -79,6 +80,30 @@ FILL_BYTES = {
 }
 
 
+SEARCHES = ("fast", "exhaustive")
+BUILD_THREADS_VARIABLE = "UCUDNN_BUILD_THREADS"
+# The H200 check built 6,000 plans alike on 1, 4 and 8 threads; 8 were 2.9x faster than one
+# with a cold CUDA JIT cache (a machine's first use), 4 were 2.5x.
+DEFAULT_BUILD_THREADS = 8
+
+
+def search_name(value: object) -> str:
+    """A search's name as BenchmarkSettings and --search take it."""
+    if not isinstance(value, str) or value.strip().lower() not in SEARCHES:
+        raise ValueError(f"search must be one of {', '.join(SEARCHES)}, got {shown(value)}")
+    return value.strip().lower()
+
+
+def build_threads_from_env(environ: Mapping[str, str] = os.environ) -> int:
+    """UCUDNN_BUILD_THREADS (a whole number >= 1), else DEFAULT_BUILD_THREADS."""
+    text = environ.get(BUILD_THREADS_VARIABLE, "").strip()
+    if not text:
+        return DEFAULT_BUILD_THREADS
+    if not text.isdigit() or int(text) < 1:
+        raise ValueError(f"{BUILD_THREADS_VARIABLE} must be a whole number >= 1, got {text!r}")
+    return int(text)
+
+
 def fill_byte(dtype: str, compute_dtype: str) -> int:
     """The byte to fill buffers of `dtype` with when cuDNN computes in `compute_dtype`."""
     if (dtype, compute_dtype) not in FILL_BYTES:
@@ -101,6 +126,12 @@ class BenchmarkSettings:
     # Also measure cuDNN's graph-API engine configurations (cuDNN >= 9.2); None: as
     # UCUDNN_ENGINES says (off by default), decided when a Handle takes the settings.
     engines: bool | None = None
+    # How candidates are measured: "fast" screens, prunes and confirms only the frontier
+    # (ucudnn.planner.search); "exhaustive" times every candidate at every size in full.
+    search: str = "fast"
+    # Threads that build engine plans while the device times others; None: UCUDNN_BUILD_THREADS,
+    # else DEFAULT_BUILD_THREADS (benchmarks/results/2026-11-27-h200-plan-build-threads.md).
+    build_threads: int | None = None
 
     def __post_init__(self) -> None:
         if self.warmup < 0 or self.repeats < 1:
@@ -109,6 +140,18 @@ class BenchmarkSettings:
             )
         # A size like every other: bytes or text such as "256MiB".
         object.__setattr__(self, "workspace_cap", byte_count(self.workspace_cap, "workspace_cap"))
+        object.__setattr__(self, "search", search_name(self.search))
+        if self.build_threads is not None:
+            object.__setattr__(
+                self, "build_threads", integer(self.build_threads, "build_threads", minimum=1)
+            )
+
+    @property
+    def build_thread_count(self) -> int:
+        """`build_threads`, else UCUDNN_BUILD_THREADS, else DEFAULT_BUILD_THREADS."""
+        if self.build_threads is not None:
+            return self.build_threads
+        return build_threads_from_env()
 
     @property
     def workspace_cap_bytes(self) -> int:
