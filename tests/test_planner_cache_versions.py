@@ -1,6 +1,7 @@
 """Schema versions of the benchmark cache: a cache at schema 2 (committed as
-tests/data/cache-schema-2.sqlite) migrates to 3 keeping every row, and a cache at a version this
-ucudnn cannot read is left exactly as it was.
+tests/data/cache-schema-2.sqlite) migrates to 4 keeping every row, so does a cache at schema 3
+(tests/data/cache-schema-3.sqlite), and a cache at a version this ucudnn cannot read is left
+exactly as it was.
 
 The fixture was made with ucudnn at schema 2 (commit 4a1f60c, before schema 3), by running
 `fill_schema_2(BenchmarkCache("tests/data/cache-schema-2.sqlite"))` from this module and deleting
@@ -102,7 +103,7 @@ def test_schema_2_migrates_keeping_every_row(schema_2: Path, tmp_path: Path) -> 
                 assert cache.lookup(PROBLEM, kernel, micro_batch, facts, GRAPH) is None
             stats = cache.stats()
     assert (stats.sets, stats.measurements) == (4, 9)
-    assert schema_version(schema_2) == SCHEMA_VERSION == 3
+    assert schema_version(schema_2) == SCHEMA_VERSION == 4
     # Ids and times of the sets are kept; every copied set is a legacy one.
     sets_after = rows(
         schema_2,
@@ -116,6 +117,45 @@ def test_schema_2_migrates_keeping_every_row(schema_2: Path, tmp_path: Path) -> 
     assert rows(schema_2, schema) == rows(tmp_path / "new.sqlite", schema)
     assert rows(schema_2, "PRAGMA foreign_key_check") == []
     assert rows(schema_2, "PRAGMA integrity_check") == [("ok",)]
+
+
+# What the schema-3 fixture holds: (kernel, micro-batch, source) -> measurements. It was made
+# with ucudnn at schema 3 (commit 45aef76's cache.py), storing these with PROBLEM and FACTS.
+SCHEMA_3_SETS = {
+    ("forward", 4, "legacy"): [
+        ok(4, 0, 1.0, 0),
+        ok(4, 1, 0.5, 1024, math_type="tensor_op", deterministic=True),
+    ],
+    ("forward", 4, "graph/A+FALLBACK/v2"): [
+        ok(4, 62, 0.125, 8 << 20, engine="eng62_k2=0", notes=("TENSOR_CORE",)),
+    ],
+    ("backward_filter", 8, "graph/A+FALLBACK/v2"): [
+        ok(8, 9, 2.0, 64, engine="eng9_k2=1", notes=("BETA1_UNSUPPORTED",)),
+    ],
+}
+FIXTURE_3 = Path(__file__).parent / "data" / "cache-schema-3.sqlite"
+
+
+def test_schema_3_migrates_keeping_every_row(tmp_path: Path) -> None:
+    path = tmp_path / "cache.sqlite"
+    shutil.copyfile(FIXTURE_3, path)
+    assert schema_version(path) == 3
+    sets_before = rows(path, "SELECT * FROM measurement_sets ORDER BY id")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with BenchmarkCache(path) as cache:
+            for (kernel, micro_batch, source), results in SCHEMA_3_SETS.items():
+                found = cache.lookup(PROBLEM, kernel, micro_batch, FACTS, source)
+                assert found == in_cache_order(results)
+                assert all(m.confirmed is None for m in found)  # not recorded then
+            confirmed = ok(4, 0, 0.75, 0, confirmed=True)
+            cache.store(PROBLEM, "forward", 4, FACTS, [confirmed], "fast/v1/legacy")
+    assert schema_version(path) == SCHEMA_VERSION == 4
+    assert rows(path, "SELECT * FROM measurement_sets ORDER BY id")[:3] == sets_before
+    with BenchmarkCache(path) as cache:
+        assert cache.lookup(PROBLEM, "forward", 4, FACTS, "fast/v1/legacy") == [confirmed]
+        assert cache.stats().sets == len(SCHEMA_3_SETS) + 1
+    assert rows(path, "PRAGMA integrity_check") == [("ok",)]
 
 
 def test_migrated_cache_takes_graph_sets_beside_legacy_ones(schema_2: Path) -> None:
@@ -141,7 +181,7 @@ def test_failed_migration_leaves_the_file_as_it_was(
     monkeypatch.setitem(cache_module.MIGRATIONS, 2, migrate_then_fail)
     with pytest.warns(
         CacheWarning,
-        match=r"cannot be used \(schema version 2 could not be migrated to 3 \(disk I/O error\); "
+        match=r"cannot be used \(schema version 2 could not be migrated to 4 \(disk I/O error\); "
         "left as is; .*in memory",
     ):
         cache = BenchmarkCache(schema_2)
@@ -156,7 +196,7 @@ def test_failed_migration_leaves_the_file_as_it_was(
 
 def test_read_only_open_of_schema_2_changes_nothing(schema_2: Path, tmp_path: Path) -> None:
     before = snapshot(tmp_path)
-    reason = "schema version 2 is older than this ucudnn's 3; a process that can write it migrates"
+    reason = "schema version 2 is older than this ucudnn's 4; a process that can write it migrates"
     with pytest.warns(CacheWarning, match=f"cannot be used \\({reason}"):
         BenchmarkCache(schema_2, read_only=True).close()
     assert inspect_cache(schema_2).describe() == f"{schema_2}: cannot be used: {reason} it"
@@ -186,19 +226,19 @@ LEFT_AS_IS = "left as is; move it aside, or set UCUDNN_DATABASE to another path,
 UNREADABLE: dict[str, tuple[Callable[[Path], None], str]] = {
     "older, no migration": (
         at_version("1"),
-        "schema version 1 is older than this ucudnn's 3, with no migration to it",
+        "schema version 1 is older than this ucudnn's 4, with no migration to it",
     ),
-    "zero": (at_version("0"), "schema version 0 is older than this ucudnn's 3, with no migration"),
-    "negative": (at_version("-2"), "schema version -2 is older than this ucudnn's 3"),
-    "newer": (at_version("4"), "schema version 4 is newer than this ucudnn's 3"),
+    "zero": (at_version("0"), "schema version 0 is older than this ucudnn's 4, with no migration"),
+    "negative": (at_version("-2"), "schema version -2 is older than this ucudnn's 4"),
+    "newer": (at_version("5"), "schema version 5 is newer than this ucudnn's 4"),
     "text": (
         at_version("'two'", "version"),
-        "schema version 'two' is not an integer \\(this ucudnn's is 3\\)",
+        "schema version 'two' is not an integer \\(this ucudnn's is 4\\)",
     ),
     "digits as text": (at_version("'3'", "version TEXT"), "schema version '3' is not an integer"),
     "fraction": (at_version("2.5", "version"), "schema version 2.5 is not an integer"),
     "blob": (at_version("X'03'", "version"), "schema version b'\\\\x03' is not an integer"),
-    "null": (at_version("NULL", "version"), "no schema version recorded \\(this ucudnn's is 3\\)"),
+    "null": (at_version("NULL", "version"), "no schema version recorded \\(this ucudnn's is 4\\)"),
     "no row": (
         lambda path: marked(path, "CREATE TABLE schema_version (version INTEGER NOT NULL)"),
         "no schema version recorded",
@@ -241,7 +281,7 @@ def test_schema_2_without_its_migration_is_left_intact(
 ) -> None:
     before = schema_2.read_bytes()
     monkeypatch.delitem(cache_module.MIGRATIONS, 2)
-    with pytest.warns(CacheWarning, match="schema version 2 is older than this ucudnn's 3, with"):
+    with pytest.warns(CacheWarning, match="schema version 2 is older than this ucudnn's 4, with"):
         BenchmarkCache(schema_2).close()
     assert schema_2.read_bytes() == before
 

@@ -3,13 +3,15 @@
 A *measurement set* is everything measured for one kernel of one problem at one micro-batch on
 one device/software stack by one kind of search: its key is the problem at the micro-batch
 (`problem.with_batch(b).key()`, every field), the kernel, the micro-batch, every `DeviceFacts`
-field and the source, so a different GPU, cuDNN or CUDA simply misses. The source is "legacy"
-(cuDNN's legacy algorithms) or "graph/<search id>" (graph-API engine configurations found by
-the search the id names, e.g. "graph/A+FALLBACK/v2"): legacy and graph measurements of one key
-are separate sets, so a process that measures only legacy algorithms never takes a graph set
-as complete, and a changed search measures again. A set holds one row per (algorithm, engine
-configuration, math type), including those that failed (not supported, allocation failed), so
-failures are not retried; an empty set is still a hit.
+field and the source, so a different GPU, cuDNN or CUDA simply misses. The source names the
+search and the candidate families it measured, e.g. "fast/v1/legacy+graph/A+FALLBACK"
+(`ucudnn.runtime.benchmark.search_source`), so a process that measures other families, or by
+another search, never takes a set as complete, and a changed search measures again. Sets of
+older searches ("legacy", "graph/A+FALLBACK/v2": one family each) stay in the file, unused. A
+measurement says whether its time is confirmed (timed in full) or a brief screen's. A set
+holds one row per (algorithm, engine configuration, math type), including those that failed
+(not supported, allocation failed, pruned), so failures are not retried; an empty set is still
+a hit.
 
 **What is ours.** A cache file carries ucudnn's mark, `APPLICATION_ID`, in SQLite's
 `application_id` field of the 100-byte file header (readable even when later pages are
@@ -28,7 +30,8 @@ read is never changed, never rebuilt: a newer version, an older one with no migr
 is then not used (one CacheWarning naming the version found and the one expected, measurements
 kept in memory) until its owner moves it aside or points UCUDNN_DATABASE elsewhere. Schema 3
 added the engine configuration and notes of each measurement and the source of each set;
-schema-2 files migrate to it with every row kept (legacy sets, engine "", no notes).
+schema-2 files migrate to it with every row kept (legacy sets, engine "", no notes). Schema 4
+added whether each time is confirmed; schema-3 rows keep their values, confirmed unknown.
 
 **Corruption.** A file of ours that SQLite finds damaged (`PRAGMA quick_check` when connecting,
 or SQLITE_CORRUPT/SQLITE_NOTADB from a lookup or store) is replaced once. The process that finds
@@ -122,8 +125,8 @@ from ucudnn.planner.units import format_size
 
 # 2: the file carries APPLICATION_ID and a rollback journal. Version-1 files carry no mark, so
 # they are foreign (refused), never migrated. 3: engine configurations (measurements' engine and
-# notes, sets' source).
-SCHEMA_VERSION = 3
+# notes, sets' source). 4: whether each time is confirmed (timed in full) or a screen's.
+SCHEMA_VERSION = 4
 APPLICATION_ID = int.from_bytes(b"uCDN", "big")  # 0x7543444e, in SQLite's file header
 # How long a process waits for another's locks (the lock files' and SQLite's) before it gives
 # up: UCUDNN_CACHE_TIMEOUT, else this; `inspect_cache` (`ucudnn info`) waits INSPECT_TIMEOUT_S.
@@ -165,6 +168,7 @@ _TABLES = {
         workspace_bytes INTEGER CHECK (workspace_bytes >= 0),
         deterministic INTEGER NOT NULL CHECK (deterministic IN (0, 1)),
         notes TEXT NOT NULL DEFAULT '',
+        confirmed INTEGER CHECK (confirmed IN (0, 1)),
         CHECK (status != 'ok' OR (median_ms IS NOT NULL AND workspace_bytes IS NOT NULL)),
         UNIQUE (set_id, algo, engine, math_type)
     """,
@@ -176,12 +180,12 @@ _KEY_COLUMNS = (
 _KEY_MATCHES = f"({_KEY_COLUMNS}) = ({', '.join('?' * len(_KEY_COLUMNS.split(',')))})"
 _MEASUREMENT_COLUMNS = (
     "algo, status, median_ms, min_ms, max_ms, repeats, workspace_bytes, math_type, deterministic, "
-    "engine, notes"
+    "engine, notes, confirmed"
 )
 
 # What a set's source and a note may be: the source goes into keys and messages, the notes are
 # stored as one comma-separated text.
-_SOURCE = re.compile(r"legacy|graph/[!-~]+")  # printable ASCII, no spaces
+_SOURCE = re.compile(r"legacy|(graph|fast|exhaustive)/[!-~]+")  # printable ASCII, no spaces
 _NOTE = re.compile(r"[A-Za-z0-9_]+")
 
 
@@ -207,7 +211,20 @@ def _migrate_2_to_3(conn: sqlite3.Connection) -> None:
 
 # MIGRATIONS[v] upgrades one of our files from schema v to v + 1 inside the caller's
 # transaction. A file at a version with no path to SCHEMA_VERSION is left as it is.
-MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {2: _migrate_2_to_3}
+def _migrate_3_to_4(conn: sqlite3.Connection) -> None:
+    """Schema 3 -> 4 in place: every row is kept, its `confirmed` unknown (NULL). A file that
+    came from schema 2 has the column already: that step makes its tables from `_TABLES`."""
+    columns = {row[1] for row in conn.execute("PRAGMA table_info(measurements)")}
+    if "confirmed" not in columns:
+        conn.execute(
+            "ALTER TABLE measurements ADD COLUMN confirmed INTEGER CHECK (confirmed IN (0, 1))"
+        )
+
+
+MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {
+    2: _migrate_2_to_3,
+    3: _migrate_3_to_4,
+}
 
 # The SQLite file header: https://www.sqlite.org/fileformat.html#the_database_header
 _HEADER_BYTES = 100
@@ -267,6 +284,9 @@ class Measurement:
     deterministic: bool = False
     engine: str = ""  # "" for a legacy algorithm, else the configuration's tag (algo its index)
     notes: tuple[str, ...] = ()  # the configuration's numerical and behaviour notes, by name
+    # Whether time_ms is a full timing (True) or a brief screen's (False); None where it was
+    # not recorded (before schema 4) or nothing ran.
+    confirmed: bool | None = None
 
     def __post_init__(self) -> None:
         if not self.status:
@@ -282,6 +302,8 @@ class Measurement:
                 )
             object.__setattr__(self, "engine", config.tag)
         object.__setattr__(self, "notes", _note_names(self.notes))
+        if self.confirmed is not None and not isinstance(self.confirmed, bool):
+            raise TypeError(f"confirmed must be True, False or None, got {shown(self.confirmed)}")
         self._set_integer("repeats", minimum=0)
         if self.workspace_bytes is not None:
             self._set_integer("workspace_bytes", minimum=0, maximum=MAX_WORKSPACE_BYTES)
@@ -312,7 +334,11 @@ class Measurement:
 
     @classmethod
     def timed(
-        cls, candidate: Candidate, times_ms: Sequence[float], notes: Iterable[str] = ()
+        cls,
+        candidate: Candidate,
+        times_ms: Sequence[float],
+        notes: Iterable[str] = (),
+        confirmed: bool | None = None,
     ) -> Measurement:
         """A candidate (its time the median of `times_ms`) with the spread of its runs."""
         return cls(
@@ -327,6 +353,7 @@ class Measurement:
             deterministic=candidate.deterministic,
             engine=candidate.engine,
             notes=tuple(notes),
+            confirmed=confirmed,
         )
 
     @classmethod
@@ -1168,8 +1195,22 @@ def _measurements(micro_batch: int, rows: list[_Row]) -> list[Measurement]:
     """A set's rows; ValueError if one is not a measurement (a file changed by hand)."""
     try:
         return [
-            Measurement(micro_batch, a, s, t, lo, hi, r, w, m, bool(d), e, _stored_notes(n))
-            for a, s, t, lo, hi, r, w, m, d, e, n in rows
+            Measurement(
+                micro_batch,
+                a,
+                s,
+                t,
+                lo,
+                hi,
+                r,
+                w,
+                m,
+                bool(d),
+                e,
+                _stored_notes(n),
+                None if c is None else bool(c),
+            )
+            for a, s, t, lo, hi, r, w, m, d, e, n, c in rows
         ]
     except TypeError as exc:  # a value of the wrong type: the row is as unreadable
         raise ValueError(f"unreadable row: {exc}") from exc
@@ -1193,11 +1234,11 @@ def _replace_set(
         ).lastrowid
         conn.executemany(
             f"INSERT INTO measurements (set_id, {_MEASUREMENT_COLUMNS}) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [
                 (set_id, m.algo, m.status, m.time_ms, m.min_ms, m.max_ms, m.repeats,
                  m.workspace_bytes, m.math_type, int(m.deterministic), m.engine,
-                 ",".join(m.notes))
+                 ",".join(m.notes), None if m.confirmed is None else int(m.confirmed))
                 for m in results
             ],
         )  # fmt: skip
