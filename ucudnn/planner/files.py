@@ -4,9 +4,10 @@ Readers report every error as a ValueError that starts with where it is: the fil
 the line, and the column ("t.csv, line 3, column 'batch': ..."). `located_error` builds that
 text in one place; `FieldError` carries the column up from the code that parses one value.
 Text is UTF-8 (a byte-order mark is dropped), and bytes that are not UTF-8 are reported at
-their line and column. Readers take at most `MAX_READ_BYTES` and only from regular files and
-pipes. Writers go through `atomic_write`, so a file is either its old self or complete, never
-half written, and a pipe or device at the path is written to, never replaced.
+their line and column. A file that is gzip is read decompressed. Readers take at most
+`MAX_READ_BYTES` (decompressed) and only from regular files and pipes. Writers go through
+`atomic_write`, so a file is either its old self or complete, never half written, and a pipe
+or device at the path is written to, never replaced.
 """
 
 from __future__ import annotations
@@ -14,12 +15,14 @@ from __future__ import annotations
 import codecs
 import contextlib
 import csv
+import gzip
 import io
 import os
 import secrets
 import stat
+import zlib
 from collections.abc import Iterator
-from typing import IO, Any
+from typing import IO, Any, cast
 
 from ucudnn.core.checks import shown
 from ucudnn.planner.units import format_size
@@ -31,6 +34,7 @@ Source = str | os.PathLike[str] | IO[str] | IO[bytes] | io.BufferedIOBase
 # MB; a network of thousands of layers under the policy `all` stays far below this, while an
 # endless stream (/dev/zero) or a huge file is refused before it fills the memory.
 MAX_READ_BYTES = 256 << 20
+GZIP_MAGIC = b"\x1f\x8b"
 
 _KINDS = {
     stat.S_IFREG: "a regular file",
@@ -108,7 +112,7 @@ def read_text(source: Source, default_name: str) -> str:
                 f"{name}: cannot read {_what(kind)}; expected a regular file or a FIFO"
             )
         with open(source, "rb") as f:
-            data: str | bytes = _read_bounded(f, name)
+            data: str | bytes = _read_file(f, name)
     else:
         try:
             data = _read_bounded(source, name)
@@ -117,6 +121,18 @@ def read_text(source: Source, default_name: str) -> str:
             raise ValueError(f"{name}: {exc}") from None
     text = decode(data, name) if isinstance(data, bytes) else data
     return text.removeprefix("\ufeff")
+
+
+def _read_file(f: io.BufferedReader, name: str) -> bytes:
+    """The bytes of an open file, decompressed when it is gzip (a recorded table is stored
+    as .csv.gz); ValueError for a gzip file that is cut short or corrupt."""
+    if f.peek(len(GZIP_MAGIC))[: len(GZIP_MAGIC)] != GZIP_MAGIC:
+        return cast(bytes, _read_bounded(f, name))
+    try:
+        with gzip.GzipFile(fileobj=f) as unpacked:
+            return cast(bytes, _read_bounded(unpacked, name))
+    except (OSError, EOFError, zlib.error) as exc:
+        raise ValueError(f"{name}: not a readable gzip file ({exc})") from None
 
 
 def _read_bounded(f: IO[Any] | io.BufferedIOBase, name: str) -> str | bytes:

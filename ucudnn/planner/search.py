@@ -1,0 +1,356 @@
+"""The first-use search: which candidates of one kernel to build, time briefly, time in full
+or leave out, size by size (issue 36; the brief is shared/reference/first-use.md).
+
+Pure Python: `ucudnn.runtime.benchmark` drives it on the device, and
+benchmarks/first_use_replay.py over recorded tables, through the same `search_size`.
+
+Sizes go from the largest down. At each size:
+
+1. **Screen.** Legacy algorithms take cuDNN Find's own trial (one launch each). An engine
+   configuration is built and timed once after one warm-up. A configuration screened at a
+   larger size is *pruned* (neither built nor timed) unless its best per-sample time so far,
+   times PRUNE_FACTOR, beats the best per-sample time already measured at this size by a
+   candidate needing at most its workspace (read before building). Per-sample time rarely
+   improves as a micro-batch shrinks (t(2b) <= 2 t(b) for 98 % of the recorded pairs), so such
+   a configuration cannot win here. Configurations known from larger sizes go first, most
+   promising first, so that the strongest comparisons exist early.
+2. **Second look.** A screen is one noisy run. Candidates that nothing needing at most their
+   workspace beats by more than their family's margin (LEGACY_SCREEN_MARGIN for Find's
+   trial, ENGINE_SCREEN_MARGIN for an engine's run) get one more brief timing, so that a fast
+   candidate whose single run was unlucky still reaches the frontier. The others are
+   *screened out*: their brief time stands.
+3. **Confirm the frontier.** Every (workspace, time) Pareto point of the size, and every
+   candidate within NEAR_FRONTIER of the fastest time at its workspace, is timed in full.
+   Confirmed times replace screens, which can move the frontier, so this repeats until every
+   candidate on or near it is confirmed. Only confirmed times reach a plan's choice, so a
+   prediction is never a screen's.
+
+Backward filter adds each part of a split into dW with beta = 1, which needs a plan of its
+own (`split_ok`, resolved lazily, only for candidates the search compares with or confirms);
+the beta-1 plan is what a split runs, so it is what confirmation times. At the undivided size
+no beta-1 plan is needed.
+
+The exhaustive search is the same walk with nothing pruned or screened: every candidate is
+timed in full, and for backward filter every beta-1 plan is built at every size.
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import itertools
+import math
+import statistics
+from collections.abc import Callable, Hashable, Iterable, Sequence
+from typing import Generic, TypeVar
+
+FAST, EXHAUSTIVE = "fast", "exhaustive"
+SEARCHES = (FAST, EXHAUSTIVE)
+
+# Between two brief timings of one candidate the recorded noise has a median of 1.02 and a
+# 95th percentile of 1.25 (shared/reference/first-use.md): a legacy algorithm beaten by more
+# than that by something needing at most its workspace cannot be the best. An engine's screen
+# is a single run after a warm-up; the issue leaves it at 2x.
+LEGACY_SCREEN_MARGIN = 1.25
+ENGINE_SCREEN_MARGIN = 2.0
+PRUNE_FACTOR = 0.9
+NEAR_FRONTIER = 1.05
+
+LEGACY, ENGINE = "legacy", "engine"
+
+ConfigId = Hashable  # whatever names one candidate across sizes (algorithm or configuration)
+B = TypeVar("B")  # what a build hands to the screen (a plan, or nothing in a replay)
+
+
+@dataclasses.dataclass(frozen=True)
+class Offer:
+    """An engine configuration offered at a size, before it is built."""
+
+    config: ConfigId
+    workspace_bytes: int | None  # known before building (cuDNN >= 9.2), else None
+
+
+@dataclasses.dataclass
+class Trial:
+    """One candidate at one size as the search knows it."""
+
+    config: ConfigId
+    family: str  # LEGACY or ENGINE
+    workspace_bytes: int
+    times: list[float]  # the brief runs, or, once confirmed, the full ones
+    confirmed: bool = False
+    split_ok: bool | None = None  # backward filter: can it add to dW (beta 1)? None: unasked
+
+    @property
+    def time_ms(self) -> float:
+        return statistics.median(self.times)
+
+
+@dataclasses.dataclass
+class Counts:
+    """What the search did, for logs and the replay."""
+
+    screened: int = 0  # candidates timed briefly
+    pruned: int = 0  # configurations neither built nor timed
+    screened_out: int = 0  # beaten by more than their margin: their brief time stands
+    confirmed: int = 0  # timed in full
+
+    def add(self, other: Counts) -> None:
+        for field in dataclasses.fields(self):
+            setattr(self, field.name, getattr(self, field.name) + getattr(other, field.name))
+
+
+@dataclasses.dataclass(frozen=True)
+class Rules:
+    """How a search decides: the fast one screens, prunes and confirms; the exhaustive one
+    times everything in full."""
+
+    name: str
+    prune: bool
+    screen: bool  # False: every candidate is timed in full at once
+
+    @classmethod
+    def named(cls, name: str) -> Rules:
+        if name == FAST:
+            return cls(FAST, prune=True, screen=True)
+        if name == EXHAUSTIVE:
+            return cls(EXHAUSTIVE, prune=False, screen=False)
+        raise ValueError(f"search must be one of {', '.join(SEARCHES)}, got {name!r}")
+
+
+class KernelSearch:
+    """One kernel's search across its sizes, largest first: what each configuration's best
+    per-sample time has been so far."""
+
+    def __init__(self, rules: Rules, kernel: str, batch: int) -> None:
+        self.rules = rules
+        self.kernel = kernel
+        self.batch = batch
+        self.measured: dict[ConfigId, dict[int, float]] = {}  # time by size, per configuration
+        self.counts = Counts()
+
+    def lower_bound(self, config: ConfigId, micro_batch: int) -> float | None:
+        """The least time `config` can be expected to take at `micro_batch`, from its times at
+        the sizes measured already; None for a configuration not measured yet."""
+        times = self.measured.get(config)
+        if not times:
+            return None
+        # Per-sample time rarely improves as the micro-batch shrinks.
+        return max(
+            (
+                PRUNE_FACTOR * time_ms * micro_batch / size
+                for size, time_ms in times.items()
+                if size > micro_batch
+            ),
+            default=None,
+        )
+
+    def at_size(self, micro_batch: int) -> SizeSearch:
+        return SizeSearch(self, micro_batch)
+
+
+class SizeSearch:
+    """The candidates of one kernel at one micro-batch size."""
+
+    def __init__(self, kernel_search: KernelSearch, micro_batch: int) -> None:
+        self.kernel_search = kernel_search
+        self.rules = kernel_search.rules
+        self.micro_batch = micro_batch
+        # A part of a split backward filter adds to dW: it runs the beta-1 plan. The exhaustive
+        # search checks it at every size, so that its measurements serve any mini-batch.
+        backward_filter = kernel_search.kernel == "backward_filter"
+        self.split = backward_filter and micro_batch < kernel_search.batch
+        self.check_split_everywhere = backward_filter and not self.rules.screen
+        self.trials: dict[ConfigId, Trial] = {}
+        self.pruned: list[ConfigId] = []
+        self.counts = Counts()
+
+    # -- screening --------------------------------------------------------------------------
+    def add(self, trial: Trial) -> None:
+        self.trials[trial.config] = trial
+        if trial.confirmed:
+            self.counts.confirmed += 1
+        else:
+            self.counts.screened += 1
+
+    def engine_order(self, offers: Iterable[Offer]) -> list[Offer]:
+        """Configurations known from larger sizes first, best per-sample time first, then the
+        new ones in the heuristics' order."""
+        bounds = {
+            o.config: self.kernel_search.lower_bound(o.config, self.micro_batch) for o in offers
+        }
+        seen = sorted(
+            (o for o in offers if bounds[o.config] is not None), key=lambda o: bounds[o.config]
+        )
+        return seen + [o for o in offers if bounds[o.config] is None]
+
+    def worth_screening(self, offer: Offer, usable: Callable[[Trial], bool]) -> bool:
+        """Whether `offer` could beat, per sample, what already ran here in at most its
+        workspace (see the module's notes); new configurations always are."""
+        if not self.rules.prune or offer.workspace_bytes is None:
+            return True
+        bound = self.kernel_search.lower_bound(offer.config, self.micro_batch)
+        if bound is None:
+            return True
+        rival = self._fastest_within(offer.workspace_bytes, usable)
+        return rival is None or bound < rival.time_ms
+
+    def prune(self, offer: Offer) -> None:
+        self.pruned.append(offer.config)
+        self.counts.pruned += 1
+
+    def _fastest_within(
+        self, workspace_bytes: int, usable: Callable[[Trial], bool]
+    ) -> Trial | None:
+        for trial in sorted(self.trials.values(), key=lambda t: t.time_ms):
+            if trial.workspace_bytes <= workspace_bytes and usable(trial):
+                return trial
+        return None
+
+    # -- confirming -------------------------------------------------------------------------
+    def usable(self, trial: Trial, split_ok: Callable[[Trial], bool]) -> bool:
+        """Whether `trial` can run every part of this size: at a split of backward filter,
+        only if its beta-1 plan builds (asked once, when first needed)."""
+        if trial.family == LEGACY or not (self.split or self.check_split_everywhere):
+            return True  # a legacy call takes beta when it runs
+        if trial.split_ok is None:
+            trial.split_ok = split_ok(trial)
+        return trial.split_ok or not self.split
+
+    def second_look(self, usable: Callable[[Trial], bool]) -> list[Trial]:
+        """Briefly timed candidates that nothing needing at most their workspace beats by
+        more than their margin, with a single run so far."""
+        # A second look costs two launches, less than building a beta-1 plan to know first
+        # whether a split could use it.
+        return [
+            t
+            for t in self.trials.values()
+            if not t.confirmed and len(t.times) == 1 and not self._beaten(t, usable)
+        ]
+
+    def _beaten(self, trial: Trial, usable: Callable[[Trial], bool]) -> bool:
+        margin = LEGACY_SCREEN_MARGIN if trial.family == LEGACY else ENGINE_SCREEN_MARGIN
+        rival = self._fastest_within(trial.workspace_bytes, usable)
+        return rival is not None and rival.time_ms * margin < trial.time_ms
+
+    def to_confirm(self, usable: Callable[[Trial], bool]) -> list[Trial]:
+        """Candidates on the (workspace, time) front or within NEAR_FRONTIER of it that are
+        not confirmed yet; every candidate, in the exhaustive search."""
+        if not self.rules.screen:
+            return [t for t in self.trials.values() if not t.confirmed and usable(t)]
+        ordered = sorted(self.trials.values(), key=lambda t: (t.workspace_bytes, t.time_ms))
+        best, near = math.inf, []
+        for _, same in itertools.groupby(ordered, key=lambda t: t.workspace_bytes):
+            group = list(same)  # by time, fastest first
+            for trial in group:
+                if trial.time_ms < best and usable(trial):
+                    best = trial.time_ms
+                    break
+            near += [t for t in group if t.time_ms <= NEAR_FRONTIER * best and usable(t)]
+        return [t for t in near if not t.confirmed]
+
+    def confirm(self, trial: Trial, times: Sequence[float]) -> None:
+        trial.times = list(times)
+        trial.confirmed = True
+        self.counts.confirmed += 1
+
+    def finish(self, usable: Callable[[Trial], bool]) -> None:
+        """Close the size: count who was screened out, and remember each configuration's
+        per-sample time for the sizes below."""
+        self.counts.screened_out = sum(
+            not t.confirmed and self._beaten(t, usable) for t in self.trials.values()
+        )
+        for config, trial in self.trials.items():
+            self.kernel_search.measured.setdefault(config, {})[self.micro_batch] = trial.time_ms
+        self.kernel_search.counts.add(self.counts)
+
+
+@dataclasses.dataclass(frozen=True)
+class Device(Generic[B]):
+    """What `search_size` asks of whoever measures: the device, or a replay of a table.
+
+    A callback that times returns None when the candidate failed (the caller records why);
+    `warmup` and `runs` say how many launches to make."""
+
+    legacy_screen: Callable[[], list[Trial]]  # Find's trial of every legacy algorithm
+    start_build: Callable[[Offer], B]  # may return at once and build in the background
+    # (offer, its build, warmup, runs) -> the trial, with the workspace its plan needs
+    time_engine: Callable[[Offer, B, int, int], Trial | None]
+    # (trial, warmup, runs, full): a second look, or the full timing of what will run
+    time_again: Callable[[Trial, int, int, bool], list[float] | None]
+    split_ok: Callable[[Trial], bool]  # builds the beta-1 plan of a backward-filter candidate
+    lookahead: int = 0  # builds started ahead of the one being timed
+
+
+@dataclasses.dataclass(frozen=True)
+class Timing:
+    """Launches per timing: a full one, and a brief one (a screen or a second look)."""
+
+    warmup: int
+    repeats: int
+    screen_warmup: int = 1
+    screen_runs: int = 1
+
+
+def search_size(
+    size: SizeSearch, offers: Sequence[Offer], device: Device[B], timing: Timing
+) -> None:
+    """Measure one size of one kernel: screen, look again, confirm (see the module's notes)."""
+
+    def usable(trial: Trial) -> bool:
+        return size.usable(trial, device.split_ok)
+
+    for trial in device.legacy_screen():
+        size.add(trial)
+    _screen_engines(size, offers, device, timing, usable)
+    if size.rules.screen:
+        for trial in size.second_look(usable):
+            times = device.time_again(trial, timing.screen_warmup, timing.screen_runs, False)
+            if times:
+                trial.times += times
+    while todo := size.to_confirm(usable):
+        for trial in todo:
+            times = device.time_again(trial, timing.warmup, timing.repeats, True)
+            if times:
+                size.confirm(trial, times)
+            else:  # it failed when timed again: it leaves the size
+                del size.trials[trial.config]
+    size.finish(usable)
+
+
+def _screen_engines(
+    size: SizeSearch,
+    offers: Sequence[Offer],
+    device: Device[B],
+    timing: Timing,
+    usable: Callable[[Trial], bool],
+) -> None:
+    """Build and time the offered configurations worth it, `device.lookahead` builds running
+    ahead of the one being timed. The exhaustive search times each in full at once."""
+    full = not size.rules.screen
+    warmup, runs = (
+        (timing.warmup, timing.repeats) if full else (timing.screen_warmup, timing.screen_runs)
+    )
+    pending: collections.deque[tuple[Offer, B]] = collections.deque()
+    order = iter(size.engine_order(offers))
+    while True:
+        while len(pending) <= device.lookahead and (offer := next(order, None)) is not None:
+            if size.worth_screening(offer, usable):
+                pending.append((offer, device.start_build(offer)))
+            else:
+                size.prune(offer)
+        if not pending:
+            return
+        offer, build = pending.popleft()
+        if not size.worth_screening(offer, usable):  # what ran meanwhile settles it
+            size.prune(offer)
+            continue
+        trial = device.time_engine(offer, build, warmup, runs)
+        if trial is not None:
+            trial.confirmed = full
+            size.add(trial)
+
+
+def size_order(sizes: Iterable[int]) -> list[int]:
+    """The order sizes are measured in: largest first, so that pruning knows the sizes above."""
+    return sorted(sizes, reverse=True)
