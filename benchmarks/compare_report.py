@@ -4,6 +4,8 @@ Nothing here touches a device, so all of it is tested on a CPU. A run is a JSON-
 (see `gpu_compare.py`); its `measurements` are flat records, one per (network, dtype, layout,
 limit, layer, kernel, method), with `limit_bytes` None for methods that take no limit
 (the unlimited ceiling and PyTorch), which then join every limit of their configuration.
+A ucudnn method's record also holds its `schedule` (gpu_compare.schedule_record), which runs
+before version 2 lack.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import statistics
 from collections.abc import Iterable, Mapping, Sequence
 
 FORMAT = "ucudnn-gpu-compare"
-VERSION = 1
+VERSION = 2  # 2: a ucudnn method's measurement records its schedule
 
 # Method names as they appear in measurements, and how the report names them.
 METHODS = {
@@ -31,6 +33,8 @@ METHODS = {
     "frontend": "cuDNN frontend, plans within the limit",
 }
 PLANNED = ("wr", "wd_kernels", "wd_limit")  # ucudnn plans: predicted next to measured
+PREDICTED = (*PLANNED, "ceiling")  # every method with a predicted time
+LISTED_ERROR = 0.20  # kernels whose prediction is further off are listed one by one
 COMPARED = ("wr", "wd_kernels", "wd_limit", "ceiling", "pytorch", "frontend")
 
 Config = tuple[str, str, str, int]  # network, dtype, layout, limit_bytes
@@ -194,6 +198,55 @@ def prediction_stats(
 
 
 @dataclasses.dataclass(frozen=True)
+class PredictionMiss:
+    """A kernel whose measured time is off its prediction by more than LISTED_ERROR."""
+
+    record: Mapping[str, object]  # the measurement
+    error: float  # measured / predicted - 1
+    causes: tuple[str, ...]  # what the recorded schedule shows to explain it, if anything
+
+
+def prediction_misses(measurements: Iterable[Mapping[str, object]]) -> list[PredictionMiss]:
+    """Every predicted kernel, in record order, whose |measured / predicted - 1| is over
+    LISTED_ERROR."""
+    misses = []
+    for m in measurements:
+        if m["method"] not in PREDICTED or m.get("predicted_ms") is None:
+            continue
+        error = float(m["measured_ms"]) / float(m["predicted_ms"]) - 1  # type: ignore[arg-type]
+        if abs(error) > LISTED_ERROR:
+            misses.append(PredictionMiss(m, error, known_causes(m)))
+    return misses
+
+
+def known_causes(measurement: Mapping[str, object]) -> tuple[str, ...]:
+    """What the recorded schedule shows that makes the run differ from what was benchmarked:
+    none without a schedule (runs before version 2)."""
+    schedule: Mapping[str, object] | None = measurement.get("schedule")  # type: ignore[assignment]
+    if not schedule:
+        return ()
+    steps: list[Mapping[str, object]] = schedule["steps"]  # type: ignore[assignment]
+    causes = []
+    if any(step["engine"] and step["beta"] == 1 for step in steps):
+        # Only a split backward filter adds to its output (beta 1) after its first part.
+        causes.append(
+            "split backward filter of an engine configuration: its later parts run the "
+            "beta-1 plan (the benchmark before issue 36 timed only the beta-0 one)"
+        )
+    moved = [s for s in steps if s["alignment_bytes"] != s["benchmark_alignment_bytes"]]
+    if moved:
+        parts = ", ".join(
+            dict.fromkeys(  # equal parts once
+                f"{s['micro_batch']} at {s['alignment_bytes']} B "
+                f"(benchmarked at {s['benchmark_alignment_bytes']} B)"
+                for s in moved
+            )
+        )
+        causes.append(f"parts run at another byte alignment than benchmarked: {parts}")
+    return tuple(causes)
+
+
+@dataclasses.dataclass(frozen=True)
 class ConfigSummary:
     config: Config
     kernels: int
@@ -344,6 +397,8 @@ def render_markdown(run: Mapping[str, object]) -> str:
     header = ["network", "dtype", "layout", "limit", "plan", "kernels", "median |error|"]
     lines += _table([*header, "max |error|", "error of total"], rows)
 
+    lines += _misses_section(run["measurements"])  # type: ignore[arg-type]
+
     lines += ["## Benchmarking time (s)", ""]
     rows = [
         [
@@ -359,6 +414,42 @@ def render_markdown(run: Mapping[str, object]) -> str:
     lines += _skipped_section(run.get("skipped", []), run.get("errors", []))  # type: ignore[arg-type]
     lines += ["Methods:", ""] + [f"- `{name}`: {text}" for name, text in METHODS.items()]
     return "\n".join(lines) + "\n"
+
+
+def _misses_section(measurements: Sequence[Mapping[str, object]]) -> list[str]:
+    """Every predicted kernel off by more than LISTED_ERROR, with its schedule and the cause
+    where the record shows one."""
+    predicted = sum(
+        m["method"] in PREDICTED and m.get("predicted_ms") is not None for m in measurements
+    )
+    misses = prediction_misses(measurements)
+    lines = [
+        f"## Prediction errors over {LISTED_ERROR:.0%}",
+        "",
+        f"{len(misses)} of the {predicted} predicted kernels ({', '.join(PREDICTED)}) are "
+        f"off by more than {LISTED_ERROR:.0%}; error = measured / predicted - 1 (above 0: "
+        "slower than predicted). A cause is named where the recorded schedule shows one; runs "
+        "before version 2 recorded none (—).",
+        "",
+    ]
+    if not misses:
+        return lines
+    header = ["network", "dtype", "layout", "limit", "method", "layer", "kernel"]
+    header += ["measured ms", "predicted ms", "error", "micro-batches", "algorithms", "cause"]
+    rows = []
+    for miss in misses:
+        m = miss.record
+        limit = m["limit_bytes"]
+        schedule: Mapping[str, object] = m.get("schedule") or {}  # type: ignore[assignment]
+        row = [str(m[k]) for k in ("network", "dtype", "layout")]
+        row += [format_bytes(limit) if isinstance(limit, int) else "none"]
+        row += [str(m[k]) for k in ("method", "layer", "kernel")]
+        row += [f"{float(m[k]):.4g}" for k in ("measured_ms", "predicted_ms")]  # type: ignore[arg-type]
+        row += [_pct(miss.error)]
+        row += [str(schedule.get(k, "—")) for k in ("micro_batches", "algos")]
+        row += ["; ".join(miss.causes) or "unknown"]
+        rows.append(row)
+    return [*lines, *_table(header, rows)]
 
 
 def _skipped_section(

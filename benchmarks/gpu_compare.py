@@ -14,10 +14,12 @@ engine configurations beside the legacy algorithms.
 and how long benchmarking a network takes on first use (empty cache) and from the cache.
 Peers that are missing or do not support a case are recorded as skipped, with the reason.
 
-It writes <run-id>.json (every raw number and the environment), <run-id>.md (the summary),
-<run-id>-tables.zip (the measured timing tables, as `ucudnn plan --timings` CSVs) and PNG
-plots into --out (default: $OUT when set, else benchmarks/results). The JSON and Markdown are
-rewritten after every configuration, so a run cut short keeps what it measured.
+It writes <run-id>.json (every raw number, each ucudnn plan's schedule and the environment),
+<run-id>.md (the summary, and every kernel off its prediction by more than 20 %, with the
+cause where its schedule shows one), <run-id>-tables.zip (the measured timing tables, as
+`ucudnn plan --timings` CSVs) and PNG plots into --out (default: $OUT when set, else
+benchmarks/results). The JSON and Markdown are rewritten after every configuration, so a run
+cut short keeps what it measured.
 
     python benchmarks/gpu_compare.py --networks resnet18 --limits 64MiB --dtypes float32 \\
         --layouts NCHW --max-minutes 5
@@ -43,11 +45,13 @@ from pathlib import Path
 
 import compare_report
 
+from ucudnn.core.arena import CUDNN_ALIGNMENT
 from ucudnn.core.problem import KERNELS, LAYOUTS
 from ucudnn.faces.info import unusable_reason
 from ucudnn.planner.config import parse_policy, parse_size
 from ucudnn.planner.files import atomic_write
 from ucudnn.planner.networks import load_network
+from ucudnn.runtime.steps import benchmark_first_sample, schedule_steps
 
 REPO = Path(__file__).resolve().parents[1]
 # name -> (dtype, math type): TF32 is a math type of float32 problems, not a dtype. Half types
@@ -279,10 +283,12 @@ class Comparison:
              "predicted_ms": plan.time_ms, "solver": plan.solver,
              "solver_status": plan.solver_status, "warnings": [str(w.message) for w in caught]}
         )  # fmt: skip
+        problems = {(item.layer, item.kernel): item.problem for item in work}
         for t in timings:
             kernel_plan = plan[(t.layer, t.kernel)]
             self.record(key, limit, t.layer, t.kernel, method, t.measured_ms, t.predicted_ms,
-                        kernel_plan.workspace_bytes)  # fmt: skip
+                        kernel_plan.workspace_bytes,
+                        schedule_record(problems[(t.layer, t.kernel)], kernel_plan))  # fmt: skip
             if baseline_method is None:
                 continue
             if t.baseline_measured_ms is None or kernel_plan.baseline is None:
@@ -331,10 +337,12 @@ class Comparison:
         else:
             self.record(key, limit, item.layer, item.kernel, method, ms)
 
-    def record(self, key, limit, layer, kernel, method, measured, predicted=None, workspace=None):
+    def record(self, key, limit, layer, kernel, method, measured, predicted=None, workspace=None,
+               schedule=None):  # fmt: skip
         self.run["measurements"].append(
             {**self._where(key, limit), "layer": layer, "kernel": kernel, "method": method,
-             "measured_ms": measured, "predicted_ms": predicted, "workspace_bytes": workspace}
+             "measured_ms": measured, "predicted_ms": predicted, "workspace_bytes": workspace,
+             "schedule": schedule}
         )  # fmt: skip
 
     def skip(self, key, limit, layer, kernel, method, reason) -> None:
@@ -342,6 +350,33 @@ class Comparison:
             {**self._where(key, limit), "layer": layer, "kernel": kernel, "method": method,
              "reason": reason}
         )  # fmt: skip
+
+
+def schedule_record(problem, kernel_plan) -> dict:
+    """A kernel plan's schedule as the Handle runs it, for the report to explain prediction
+    errors by: the planner's texts of its micro-batches and algorithms, then each step in run
+    order with its beta and the byte alignment of its slices, as run and as benchmarked."""
+    schedule = kernel_plan.schedule
+    steps = [
+        {"micro_batch": step.micro_batch, "algo": step.algo, "engine": step.engine,
+         "beta": step.beta, "first_sample": step.first_sample,
+         "alignment_bytes": _alignment(problem, step.first_sample),
+         "benchmark_alignment_bytes": _alignment(
+             problem, benchmark_first_sample(problem, step.micro_batch))}
+        for step in schedule_steps(problem, kernel_plan.kernel, schedule.parts)
+    ]  # fmt: skip
+    return {
+        "micro_batches": schedule.micro_batches_text(),
+        "algos": schedule.algos_text(),
+        "steps": steps,
+    }
+
+
+def _alignment(problem, first_sample: int) -> int:
+    """The alignment in bytes of x and y at `first_sample`, up to cuDNN's 256 bytes (the
+    tensors themselves start 256-byte aligned; see ucudnn/runtime/steps.py)."""
+    offsets = [problem.sample_offset_bytes(tensor, first_sample) for tensor in ("x", "y")]
+    return min([CUDNN_ALIGNMENT, *(offset & -offset for offset in offsets if offset)])
 
 
 def _graph(network: str, batch: int | None, dtype: str, layout_name: str):

@@ -6,6 +6,7 @@ All numbers here are made up inside the tests; nothing is written to benchmarks/
 from __future__ import annotations
 
 import datetime
+import gzip
 import importlib.util
 import json
 import math
@@ -127,6 +128,105 @@ def test_markdown_summary():
 def test_markdown_says_when_a_run_stopped_early():
     text = report.render_markdown(_toy_run(complete=False, stopped="out of time"))
     assert "**incomplete**: out of time" in text
+
+
+def _schedule(*steps):
+    """A recorded schedule; each step (micro_batch, engine, beta, alignment, benchmarked at)."""
+    return {
+        "micro_batches": "+".join(str(step[0]) for step in steps),
+        "algos": ",".join(step[1] or "1" for step in steps),
+        "steps": [
+            {"micro_batch": b, "algo": 1, "engine": engine, "beta": beta, "first_sample": 0,
+             "alignment_bytes": alignment, "benchmark_alignment_bytes": benchmarked}
+            for b, engine, beta, alignment, benchmarked in steps
+        ],
+    }  # fmt: skip
+
+
+def test_every_kernel_off_its_prediction_by_over_20_percent_is_listed_with_its_cause():
+    engine_split = _schedule((4, "eng62_k2=0", 0.0, 256, 256), (4, "eng62_k2=0", 1.0, 256, 256))
+    moved = _schedule((4, "", 0.0, 256, 16), (2, "", 0.0, 16, 8), (2, "", 0.0, 16, 8))
+    legacy_split = _schedule((4, "", 0.0, 256, 256), (4, "", 1.0, 256, 256))
+    rows = [
+        *_toy_measurements(),  # WR within 10 %, which no list shows
+        _m("baseline", "conv3", "backward_filter", 1.0, predicted=0.5),  # no plan of ucudnn's
+        _m("pytorch", "conv3", "backward_filter", 1.0),
+        {**_m("wr", "conv3", "backward_filter", 3.0, predicted=1.0), "schedule": engine_split},
+        {**_m("wd_limit", "conv3", "forward", 0.5, predicted=1.0), "schedule": moved},
+        {**_m("wd_kernels", "conv3", "backward_filter", 1.3, predicted=1.0),
+         "schedule": legacy_split},
+        _m("ceiling", "conv4", "forward", 1.25, limit=None, predicted=1.0),  # recorded before v2
+        _m("ceiling", "conv5", "forward", 1.2, limit=None, predicted=1.0),  # not over 20 %
+    ]  # fmt: skip
+    misses = report.prediction_misses(rows)
+    assert [(m.record["method"], m.record["layer"]) for m in misses] == [
+        ("wr", "conv3"), ("wd_limit", "conv3"), ("wd_kernels", "conv3"), ("ceiling", "conv4"),
+    ]  # fmt: skip
+    assert [m.error for m in misses] == pytest.approx([2.0, -0.5, 0.3, 0.25])
+    (beta1,), (alignment,), none, unknown = (m.causes for m in misses)
+    assert beta1.startswith("split backward filter of an engine configuration")
+    assert alignment == (
+        "parts run at another byte alignment than benchmarked: "
+        "4 at 256 B (benchmarked at 16 B), 2 at 16 B (benchmarked at 8 B)"
+    )
+    assert none == unknown == ()
+
+    text = report.render_markdown(_toy_run(measurements=rows))
+    assert "4 of the 7 predicted kernels (wr, wd_kernels, wd_limit, ceiling) are off" in text
+    assert (
+        "| toy | float32 | NCHW | 8MiB | wr | conv3 | backward_filter | 3 | 1 | +200.0% | 4+4 "
+        "| eng62_k2=0,eng62_k2=0 | split backward filter" in text
+    )
+    assert (
+        "| toy | float32 | NCHW | none | ceiling | conv4 | forward | 1.25 | 1 | +25.0% | — | — "
+        "| unknown |" in text
+    )
+    assert text.count(" | unknown |") == 2
+
+
+def test_a_run_with_no_kernel_off_its_prediction_says_so():
+    text = report.render_markdown(_toy_run())
+    assert "0 of the 2 predicted kernels" in text
+    assert "| cause |" not in text
+
+
+@pytest.mark.parametrize(
+    ("name", "listed"),
+    [("before-resnet50-fp16", 26), ("deepbench-fp16", 372), ("resnet50-fp16", 98),
+     ("resnet50-fp32", 5)],
+)  # fmt: skip
+def test_recorded_runs_without_schedules_list_their_errors(name, listed):
+    path = BENCHMARKS / "results" / f"2026-11-25-h100-engines-{name}.json.gz"
+    run = json.loads(gzip.decompress(path.read_bytes()))
+    assert run["version"] == 1  # before schedules were recorded
+    assert len(report.prediction_misses(run["measurements"])) == listed
+    section = report.render_markdown(run).split("## Prediction errors over 20%")[1]
+    section = section.split("\n## ")[0]
+    rows = [line for line in section.splitlines() if line.startswith("| ") and "---" not in line]
+    assert len(rows) == listed + 1  # and the header
+    assert all(row.endswith("| — | — | unknown |") for row in rows[1:])
+
+
+def test_a_schedule_is_recorded_as_it_runs():
+    from ucudnn.core.problem import ConvProblem
+    from ucudnn.planner.plan import KernelPlan
+    from ucudnn.planner.tables import Candidate, Schedule
+
+    # 252 and 200 bytes per sample of x and y: the 4 samples run first at byte 0, and the
+    # benchmark timed them 4 samples in (1,008 and 800 bytes: 16-byte aligned).
+    problem = ConvProblem.create(6, 3, 5, (6, 7), 3, dtype="float16")
+    parts = (Candidate(2, 62, 0.5, 0, engine="eng62_k2=0"), Candidate(4, 1, 1.0, 1024))
+    kernel_plan = KernelPlan("conv1", "backward_filter", 6, Schedule(parts))
+    record = _gpu_compare().schedule_record(problem, kernel_plan)
+    assert (record["micro_batches"], record["algos"]) == ("2+4", "eng62_k2=0,1")
+    assert record["steps"] == [
+        {"micro_batch": 4, "algo": 1, "engine": "", "beta": 0.0, "first_sample": 0,
+         "alignment_bytes": 256, "benchmark_alignment_bytes": 16},
+        {"micro_batch": 2, "algo": 62, "engine": "eng62_k2=0", "beta": 1.0, "first_sample": 4,
+         "alignment_bytes": 16, "benchmark_alignment_bytes": 8},
+    ]  # fmt: skip
+    measurement = {**_m("wr", "conv1", "backward_filter", 2.0, predicted=1.0), "schedule": record}
+    assert len(report.known_causes(json.loads(json.dumps(measurement)))) == 2
 
 
 def test_run_id_sorts_by_time_and_names_the_gpu():
