@@ -96,21 +96,21 @@ class ReplayDevice:
     """`ucudnn.planner.search`'s device over one size of a recorded table."""
 
     def __init__(
-        self, rows: Sequence[Candidate], cost: Cost, noise: Callable[[], float], lookahead: int
+        self, rows: Sequence[Candidate], cost: Cost, noise: Callable[[], float], wave: int
     ) -> None:
         self.recorded = {_config(c): c for c in rows}
         self.cost = cost
         self.noise = noise
-        self.lookahead = lookahead
+        self.wave = wave
 
     def device(self) -> Device[None]:
         return Device(
             legacy_screen=self.legacy_screen,
-            start_build=self.start_build,
+            build=self.build,
             time_engine=self.time_engine,
             time_again=self.time_again,
             split_ok=self.split_ok,
-            lookahead=self.lookahead,
+            wave=self.wave,
         )
 
     def offers(self) -> list[Offer]:
@@ -124,8 +124,9 @@ class ReplayDevice:
                 trials.append(Trial(config, LEGACY, row.workspace_bytes, [self._brief(row)]))
         return trials
 
-    def start_build(self, offer: Offer) -> None:
-        self.cost.builds += 1
+    def build(self, offers: list[Offer]) -> list[None]:
+        self.cost.builds += len(offers)
+        return [None] * len(offers)
 
     def time_engine(self, offer: Offer, build: None, warmup: int, runs: int) -> Trial:
         row = self.recorded[offer.config]
@@ -149,7 +150,7 @@ class ReplayDevice:
 
 
 def replay(
-    tables: TimingTables, search: str, timing: Timing, lookahead: int, seed: int
+    tables: TimingTables, search: str, timing: Timing, wave: int, seed: int
 ) -> tuple[TimingTables, Cost]:
     """What `search` measures of `tables`, as tables of its own times, and what it cost."""
     rules = Rules.named(search)
@@ -163,7 +164,7 @@ def replay(
     for (layer, kernel), table in tables.items():
         key = table.content_key()
         if key not in measured:
-            measured[key] = _search_table(table, rules, timing, lookahead, noise, cost)
+            measured[key] = _search_table(table, rules, timing, wave, noise, cost)
         out = KernelTable(layer=layer, kernel=kernel, batch=table.batch)
         for candidate in measured[key]:
             out.add(candidate)
@@ -175,7 +176,7 @@ def _search_table(
     table: KernelTable,
     rules: Rules,
     timing: Timing,
-    lookahead: int,
+    wave: int,
     noise: Callable[[], float],
     cost: Cost,
 ) -> list[Candidate]:
@@ -183,7 +184,7 @@ def _search_table(
     found = []
     for micro_batch in size_order(table.micro_batches()):
         rows = [c for c in table if c.micro_batch == micro_batch]
-        device = ReplayDevice(rows, cost, noise, lookahead)
+        device = ReplayDevice(rows, cost, noise, wave)
         size = kernel_search.at_size(micro_batch)
         search_size(size, device.offers(), device.device(), timing)
         cost.problem_sizes += 1
@@ -239,15 +240,15 @@ def run(
     limits: Sequence[int],
     seeds: int,
     timing: Timing,
-    lookahead: int,
+    wave: int,
 ) -> dict[str, object]:
     ceiling_bytes = max(c.workspace_bytes for _, t in tables.items() for c in t)
-    exhaustive_tables, exhaustive = replay(tables, EXHAUSTIVE, timing, lookahead, 0)
+    exhaustive_tables, exhaustive = replay(tables, EXHAUSTIVE, timing, wave, 0)
     reference = _plans(exhaustive_tables, limits, ceiling_bytes)
     worst_cost: Cost | None = None
     worst_ms = [-math.inf] * len(reference)
     for seed in range(seeds):
-        fast_tables, cost = replay(tables, FAST, timing, lookahead, seed)
+        fast_tables, cost = replay(tables, FAST, timing, wave, seed)
         if worst_cost is None or cost.modelled_seconds > worst_cost.modelled_seconds:
             worst_cost = cost
         for n, (_, _, ms) in enumerate(_plans(fast_tables, limits, ceiling_bytes)):
@@ -283,15 +284,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=10, help="as gpu_compare (%(default)s)")
     parser.add_argument(
         "--build-threads", type=int, default=DEFAULT_BUILD_THREADS,
-        help="builds run ahead of the timing: one per thread (1: none) (%(default)s)",
+        help="configurations built together, one per thread, before they are timed "
+        "(%(default)s)",
     )  # fmt: skip
     args = parser.parse_args(argv)
     if args.seeds < 1 or args.warmup < 0 or args.repeats < 1 or args.build_threads < 1:
         parser.error("need --seeds >= 1, --warmup >= 0, --repeats >= 1, --build-threads >= 1")
     limits = [parse_size(text.strip(), "--limits") for text in args.limits.split(",")]
     tables = read_tables(args.tables, args.member)
-    lookahead = args.build_threads if args.build_threads > 1 else 0
-    result = run(tables, limits, args.seeds, Timing(args.warmup, args.repeats), lookahead)
+    result = run(tables, limits, args.seeds, Timing(args.warmup, args.repeats), args.build_threads)
     print(json.dumps({"tables": args.tables.name, "seeds": args.seeds, **result}))
     return 0
 

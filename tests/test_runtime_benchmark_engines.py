@@ -1,7 +1,8 @@
 """What the Benchmarker measures of engine configurations, and what it keeps, on the simulated
 device (whose backend API answers its documented model: see ucudnn.testing.simulator.engines):
-both families side by side, the screening, the notes, the beta-1 restriction of backward-filter
-configurations, the cap, failures stored and never tried again, and the switch."""
+both families side by side, what the fast search confirms and what the exhaustive one does, the
+notes, the beta-1 restriction of backward-filter configurations, the cap, failures stored and
+never tried again, build threads, and the switch."""
 
 from __future__ import annotations
 
@@ -28,12 +29,20 @@ def _benchmarker(cache: BenchmarkCache | None = None, **settings: object):
     return Benchmarker(_cudnn.Handle(), device_facts(), cache, chosen)
 
 
-def _engine_sets(cache: BenchmarkCache, kernel: str, sizes=(4, 2, 1)):
+def _engine_sets(cache: BenchmarkCache, kernel: str, sizes=(4, 2, 1), problem=PROBLEM, **settings):
+    """The engine measurements stored for each size (the batch is 4: smaller sizes are splits)."""
     from ucudnn.core.device import device_facts
-    from ucudnn.runtime.benchmark import ENGINE_SEARCH
 
-    facts = device_facts()
-    return {b: cache.lookup(PROBLEM, kernel, b, facts, source=ENGINE_SEARCH) for b in sizes}
+    facts, benchmarker = device_facts(), _benchmarker(**settings)
+    return {
+        b: [
+            m
+            for m in cache.lookup(problem, kernel, b, facts, benchmarker.source(kernel, b < 4))
+            or []
+            if m.engine
+        ]
+        for b in sizes
+    }
 
 
 def test_engines_are_measured_beside_the_legacy_algorithms_and_kept(tmp_path) -> None:
@@ -55,27 +64,55 @@ def test_engines_are_measured_beside_the_legacy_algorithms_and_kept(tmp_path) ->
         # A second process finds both families in the cache and measures nothing.
         again = _benchmarker(cache)
         assert again.tables([Work("conv", PROBLEM, "forward")], [1, 2, 4]) == tables
-        assert again.counts == {"measured": 0, "cached": 6}
+        assert again.counts == {"measured": 0, "cached": 3}
 
 
-def test_screening_times_fully_only_what_could_be_chosen(tmp_path) -> None:
-    """The model's generic FALLBACK engines need no workspace and are 1.5 and 2 times slower
-    than another workspace-free configuration: two brief runs each, then no more."""
+def test_the_fast_search_confirms_the_frontier_and_keeps_the_rest_brief(tmp_path) -> None:
+    """Every candidate on or within 5 % of the (workspace, time) front is timed in full and
+    marked confirmed; the model's generic FALLBACK engines, 1.5 and 2 times slower than a
+    workspace-free configuration, keep their brief time."""
     with BenchmarkCache(tmp_path / "db.sqlite") as cache:
         _benchmarker(cache, repeats=7).tables([Work("conv", PROBLEM, "forward")], [4])
-        (found,) = _engine_sets(cache, "forward", (4,)).values()
-    assert found
-    repeats = {m.engine: m.repeats for m in found if m.ok}
-    fastest_free = min(m.time_ms for m in found if m.ok and m.workspace_bytes == 0)
+        from ucudnn.core.device import device_facts
+
+        source = _benchmarker().source("forward", False)
+        found = [m for m in cache.lookup(PROBLEM, "forward", 4, device_facts(), source) if m.ok]
+    assert {bool(m.engine) for m in found} == {False, True}
     for m in found:
-        if not m.ok:
-            continue
-        beaten = any(
-            o.ok and o.workspace_bytes <= m.workspace_bytes and o.time_ms * 1.25 < m.time_ms
-            for o in found
+        fastest_within = min(o.time_ms for o in found if o.workspace_bytes <= m.workspace_bytes)
+        near = m.time_ms <= 1.05 * fastest_within
+        assert m.confirmed is (m.repeats == 7), m
+        if near:
+            assert m.confirmed, f"{m} is on or near the front but was not confirmed"
+    assert any(not m.confirmed for m in found), "the slow FALLBACK engines stay screened"
+
+
+def test_the_exhaustive_search_times_everything_in_full(tmp_path) -> None:
+    with BenchmarkCache(tmp_path / "db.sqlite") as cache:
+        settings = {"repeats": 7, "search": "exhaustive"}
+        _benchmarker(cache, **settings).tables([Work("conv", PROBLEM, "forward")], [4])
+        from ucudnn.core.device import device_facts
+
+        source = _benchmarker(**settings).source("forward", False)
+        assert source.startswith("exhaustive/")
+        found = [m for m in cache.lookup(PROBLEM, "forward", 4, device_facts(), source) if m.ok]
+    assert found and all(m.confirmed and m.repeats == 7 for m in found)
+
+
+def test_build_threads_change_nothing_measured_but_the_times(tmp_path) -> None:
+    """Plans built on one thread or on four: the same candidates, failures and workspaces."""
+    work = [Work("conv", PROBLEM, "forward"), Work("conv", PROBLEM, "backward_filter")]
+    outcomes = []
+    for threads in (1, 4):
+        with BenchmarkCache(tmp_path / f"db{threads}.sqlite") as cache:
+            tables = _benchmarker(cache, build_threads=threads).tables(work, [1, 2, 4])
+        outcomes.append(
+            {
+                k: sorted((c.engine, c.micro_batch, c.workspace_bytes) for c in t)
+                for k, t in tables.items()
+            }
         )
-        assert repeats[m.engine] == (2 if beaten else 7), m.engine
-    assert sorted(repeats.values()).count(2) >= 1 and fastest_free > 0
+    assert outcomes[0] == outcomes[1]
 
 
 def test_backward_filter_configurations_without_beta_1_serve_only_undivided_runs(tmp_path):
@@ -83,11 +120,21 @@ def test_backward_filter_configurations_without_beta_1_serve_only_undivided_runs
         tables = _benchmarker(cache).tables([Work("conv", PROBLEM, "backward_filter")], [1, 2, 4])
         measured = _engine_sets(cache, "backward_filter")
     table = tables[("conv", "backward_filter")]
-    refused = {m.engine for m in measured[4] if m.ok and engines.BETA1_UNSUPPORTED in m.notes}
+    for b in (1, 2):  # splits: only what was built with beta 1 serves them
+        usable = {c.engine for c in table.candidates[b] if c.engine}
+        unusable = {
+            m.engine
+            for m in measured[b]
+            if set(m.notes) & {engines.BETA1_UNSUPPORTED, "BETA1_UNCHECKED"}
+        }
+        assert usable and not usable & unusable
+        assert all(m.confirmed for m in measured[b] if m.engine in usable and m.confirmed)
+    refused = {
+        m.engine for b in (1, 2) for m in measured[b] if engines.BETA1_UNSUPPORTED in m.notes
+    }
     assert refused, "the simulator's model refuses beta 1 for its fast backward-filter config"
+    # The undivided size needs no beta-1 plan: the same configurations serve it.
     assert refused <= {c.engine for c in table.candidates[4]}
-    for b in (1, 2):
-        assert not refused & {c.engine for c in table.candidates[b]}
 
 
 def test_backward_filter_workspace_covers_the_plan_that_adds_to_dw(tmp_path) -> None:
@@ -98,15 +145,16 @@ def test_backward_filter_workspace_covers_the_plan_that_adds_to_dw(tmp_path) -> 
     from ucudnn.runtime import graph
 
     with BenchmarkCache(tmp_path / "db.sqlite") as cache:
-        benchmarker = _benchmarker(cache)
-        benchmarker.tables([Work("conv", PROBLEM, "backward_filter")], [4])
-        (found,) = _engine_sets(cache, "backward_filter", (4,)).values()
+        benchmarker = _benchmarker(cache, search="exhaustive")  # every beta-1 plan is built
+        benchmarker.tables([Work("conv", PROBLEM, "backward_filter")], [2, 4])
+        (found,) = _engine_sets(cache, "backward_filter", (2,), search="exhaustive").values()
     blending = [
         m for m in found if m.ok and m.workspace_bytes and engines.BETA1_UNSUPPORTED not in m.notes
     ]
     assert blending, "the model has backward-filter configurations with workspace that blend"
     handle = benchmarker.handle
-    adding = graph.operation_graph(handle, PROBLEM, "backward_filter", (16, 16, 16), 1.0, 1.0)
+    part = PROBLEM.with_batch(2)
+    adding = graph.operation_graph(handle, part, "backward_filter", (16, 16, 16), 1.0, 1.0)
     for m in blending:
         config = graph.engine_config(adding, engines.parse_tag(m.engine))
         plan = graph.build_plan(handle, config, m.engine)
@@ -123,12 +171,9 @@ def test_backward_filter_workspace_covers_the_plan_that_adds_to_dw(tmp_path) -> 
     ],
 )
 def test_the_notes_and_the_cap_are_failures_kept_in_the_cache(tmp_path, problem, status) -> None:
-    from ucudnn.core.device import device_facts
-    from ucudnn.runtime.benchmark import ENGINE_SEARCH
-
     with BenchmarkCache(tmp_path / "db.sqlite") as cache:
         _benchmarker(cache, workspace_cap=0).tables([Work("conv", problem, "forward")], [4])
-        found = cache.lookup(problem, "forward", 4, device_facts(), source=ENGINE_SEARCH)
+        (found,) = _engine_sets(cache, "forward", (4,), problem, workspace_cap=0).values()
     assert found
     failed = [m for m in found if m.status == status]
     assert failed, f"no configuration failed with {status}: {found}"
@@ -171,15 +216,16 @@ def test_without_engines_only_the_legacy_family_is_measured(tmp_path, why) -> No
 def test_cudnns_own_workspace_cap_names_another_search(tmp_path, monkeypatch) -> None:
     """CUDNN_CONV_WSCAP_DBG changes what cuDNN's heuristics offer: what was measured under it
     is kept apart from what was measured without."""
-    from ucudnn.runtime.benchmark import ENGINE_SEARCH, engine_search
+    from ucudnn.runtime.benchmark import ENGINE_FAMILY, engine_family
 
-    assert engine_search({}) == ENGINE_SEARCH
-    assert engine_search({"CUDNN_CONV_WSCAP_DBG": " 4096 "}) == f"{ENGINE_SEARCH}/wscap=4096"
-    assert engine_search({"CUDNN_CONV_WSCAP_DBG": "4 GiB\n"}) == f"{ENGINE_SEARCH}/wscap=4_GiB"
+    assert engine_family({}) == ENGINE_FAMILY
+    assert engine_family({"CUDNN_CONV_WSCAP_DBG": " 4096 "}) == f"{ENGINE_FAMILY}/wscap=4096"
+    assert engine_family({"CUDNN_CONV_WSCAP_DBG": "4 GiB\n"}) == f"{ENGINE_FAMILY}/wscap=4_GiB"
     work = [Work("conv", PROBLEM, "forward")]
     with BenchmarkCache(tmp_path / "db.sqlite") as cache:
         _benchmarker(cache).tables(work, [4])
         monkeypatch.setenv("CUDNN_CONV_WSCAP_DBG", "4096")
         capped = _benchmarker(cache)
         capped.tables(work, [4])
-        assert capped.counts == {"measured": 1, "cached": 1}  # legacy from the cache
+        assert capped.counts == {"measured": 1, "cached": 0}
+        assert "wscap=4096" in capped.source("forward", False)

@@ -36,7 +36,6 @@ timed in full, and for backward filter every beta-1 plan is built at every size.
 
 from __future__ import annotations
 
-import collections
 import dataclasses
 import itertools
 import math
@@ -59,7 +58,7 @@ NEAR_FRONTIER = 1.05
 LEGACY, ENGINE = "legacy", "engine"
 
 ConfigId = Hashable  # whatever names one candidate across sizes (algorithm or configuration)
-B = TypeVar("B")  # what a build hands to the screen (a plan, or nothing in a replay)
+B = TypeVar("B")  # what a build hands to the timing (a plan or why not; nothing in a replay)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -148,6 +147,11 @@ class KernelSearch:
     def at_size(self, micro_batch: int) -> SizeSearch:
         return SizeSearch(self, micro_batch)
 
+    def remember(self, micro_batch: int, times: Iterable[tuple[ConfigId, float]]) -> None:
+        """The times of a size, measured now or served by the cache, for the sizes below."""
+        for config, time_ms in times:
+            self.measured.setdefault(config, {})[micro_batch] = time_ms
+
 
 class SizeSearch:
     """The candidates of one kernel at one micro-batch size."""
@@ -174,15 +178,12 @@ class SizeSearch:
             self.counts.screened += 1
 
     def engine_order(self, offers: Iterable[Offer]) -> list[Offer]:
-        """Configurations known from larger sizes first, best per-sample time first, then the
-        new ones in the heuristics' order."""
-        bounds = {
-            o.config: self.kernel_search.lower_bound(o.config, self.micro_batch) for o in offers
-        }
-        seen = sorted(
-            (o for o in offers if bounds[o.config] is not None), key=lambda o: bounds[o.config]
-        )
-        return seen + [o for o in offers if bounds[o.config] is None]
+        """Configurations known from larger sizes first, the least expected time first, then
+        the new ones in the heuristics' order."""
+        offers = list(offers)
+        bounds = {o: self.kernel_search.lower_bound(o.config, self.micro_batch) for o in offers}
+        known = {o: bound for o, bound in bounds.items() if bound is not None}
+        return sorted(known, key=known.__getitem__) + [o for o in offers if o not in known]
 
     def worth_screening(self, offer: Offer, usable: Callable[[Trial], bool]) -> bool:
         """Whether `offer` could beat, per sample, what already ran here in at most its
@@ -256,12 +257,16 @@ class SizeSearch:
 
     def finish(self, usable: Callable[[Trial], bool]) -> None:
         """Close the size: count who was screened out, and remember each configuration's
-        per-sample time for the sizes below."""
+        per-sample time for the sizes below. The exhaustive search knows of every candidate
+        whether its beta-1 plan builds."""
+        if self.check_split_everywhere:
+            for trial in self.trials.values():
+                usable(trial)
         self.counts.screened_out = sum(
             not t.confirmed and self._beaten(t, usable) for t in self.trials.values()
         )
-        for config, trial in self.trials.items():
-            self.kernel_search.measured.setdefault(config, {})[self.micro_batch] = trial.time_ms
+        times = ((config, trial.time_ms) for config, trial in self.trials.items())
+        self.kernel_search.remember(self.micro_batch, times)
         self.kernel_search.counts.add(self.counts)
 
 
@@ -273,13 +278,15 @@ class Device(Generic[B]):
     `warmup` and `runs` say how many launches to make."""
 
     legacy_screen: Callable[[], list[Trial]]  # Find's trial of every legacy algorithm
-    start_build: Callable[[Offer], B]  # may return at once and build in the background
+    # Builds a wave of configurations (on threads where it may), in order; each item is what
+    # the timing needs, or the reason the build failed.
+    build: Callable[[list[Offer]], list[B]]
     # (offer, its build, warmup, runs) -> the trial, with the workspace its plan needs
     time_engine: Callable[[Offer, B, int, int], Trial | None]
     # (trial, warmup, runs, full): a second look, or the full timing of what will run
     time_again: Callable[[Trial, int, int, bool], list[float] | None]
     split_ok: Callable[[Trial], bool]  # builds the beta-1 plan of a backward-filter candidate
-    lookahead: int = 0  # builds started ahead of the one being timed
+    wave: int = 1  # configurations built together before any of them is timed
 
 
 @dataclasses.dataclass(frozen=True)
@@ -325,30 +332,33 @@ def _screen_engines(
     timing: Timing,
     usable: Callable[[Trial], bool],
 ) -> None:
-    """Build and time the offered configurations worth it, `device.lookahead` builds running
-    ahead of the one being timed. The exhaustive search times each in full at once."""
+    """Build and time the offered configurations worth it, in waves of `device.wave`: each
+    wave is chosen with what the waves before it measured, built together, then timed one by
+    one (builds and launches never overlap). The exhaustive search times each in full."""
     full = not size.rules.screen
     warmup, runs = (
         (timing.warmup, timing.repeats) if full else (timing.screen_warmup, timing.screen_runs)
     )
-    pending: collections.deque[tuple[Offer, B]] = collections.deque()
     order = iter(size.engine_order(offers))
     while True:
-        while len(pending) <= device.lookahead and (offer := next(order, None)) is not None:
+        wave: list[Offer] = []
+        for offer in order:
             if size.worth_screening(offer, usable):
-                pending.append((offer, device.start_build(offer)))
+                wave.append(offer)
+                if len(wave) == device.wave:
+                    break
             else:
                 size.prune(offer)
-        if not pending:
+        if not wave:
             return
-        offer, build = pending.popleft()
-        if not size.worth_screening(offer, usable):  # what ran meanwhile settles it
-            size.prune(offer)
-            continue
-        trial = device.time_engine(offer, build, warmup, runs)
-        if trial is not None:
-            trial.confirmed = full
-            size.add(trial)
+        for offer, build in zip(wave, device.build(wave), strict=True):
+            if not size.worth_screening(offer, usable):  # what ran meanwhile settles it
+                size.prune(offer)
+                continue
+            trial = device.time_engine(offer, build, warmup, runs)
+            if trial is not None:
+                trial.confirmed = full
+                size.add(trial)
 
 
 def size_order(sizes: Iterable[int]) -> list[int]:

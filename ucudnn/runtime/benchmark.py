@@ -1,61 +1,60 @@
-"""Fill benchmark tables on the device: cuDNN's Find as a pre-filter, then our own timing.
+"""Fill benchmark tables on the device, through the SQLite cache, so that a problem is
+measured once per device and library version.
 
-Find's single trial per algorithm is noisy, so every algorithm it reports as runnable is timed
-again here: warm-up calls, then the median of several runs measured with CUDA events on the
-handle's stream. Results are stored in the SQLite cache, so a problem is measured once per
-device and library version.
+Each kernel's sizes are measured largest first by the search the settings name
+(`ucudnn.planner.search`): the fast one screens every candidate briefly (cuDNN Find's own trial
+for the legacy algorithms, one run after a warm-up for engine configurations), prunes what
+cannot win, and times in full (warm-up calls, then the median of several runs measured with
+CUDA events on the handle's stream) only what is on or near each size's frontier; the
+exhaustive one times everything in full. `ucudnn.runtime.search_device` is the device side.
 """
 
 from __future__ import annotations
 
 import collections
+import concurrent.futures
+import contextlib
 import dataclasses
 import logging
 import os
 import re
-import statistics
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Never, cast
 
 from tqdm import tqdm
 
 from ucudnn._native import _cuda, _cudnn
 from ucudnn.core import engines
-from ucudnn.core.arena import Arena, GrowingArena
+from ucudnn.core.arena import GrowingArena
 from ucudnn.core.checks import integer, shown
 from ucudnn.core.device import cudnn_version_string
 from ucudnn.core.facts import DeviceFacts
 from ucudnn.core.problem import ConvProblem
-from ucudnn.errors import CudaOutOfMemoryError, CudnnError
+from ucudnn.planner import search
 from ucudnn.planner.cache import BenchmarkCache, Measurement
 from ucudnn.planner.config import byte_count
 from ucudnn.planner.errors import NoAlgorithmError
 from ucudnn.planner.policies import Policy, sizes_to_measure
 from ucudnn.planner.tables import Candidate, KernelTable, TimingTables
-from ucudnn.runtime import backend, graph, steps
+from ucudnn.runtime import graph, steps
 from ucudnn.runtime.progress import progress_bar
+from ucudnn.runtime.search_device import BETA1_UNCHECKED, Bench, SizeOnDevice, config_id
 from ucudnn.runtime.timing import Timer
 from ucudnn.runtime.work import Work
 
 logger = logging.getLogger(__name__)
 
-# The benchmark cache keeps each family's measurements of a size apart (its `source`), so a
-# changed engine search re-measures only engine sets, and a process that measures only legacy
-# algorithms never takes an engine set for its own.
-LEGACY = "legacy"
-# Every configuration the heuristics' modes (A, then FALLBACK) rank, timed like the legacy
-# algorithms; v2: a backward-filter configuration needs the workspace of its beta-1 plan too.
-# A change to the search gets a new name, so that it measures anew.
-ENGINE_SEARCH = "graph/" + "+".join(graph.HEURISTIC_MODES) + "/v2"
+# The cache keeps the sets of each search, version and choice of families apart (their
+# `source`): a change to the search gets a new version, so that it measures anew. v1: the
+# search of issue 36, sets that serve a split backward filter (timed with beta 1) apart.
+SEARCH_VERSION = "v1"
+# Every configuration the heuristics' modes (A, then FALLBACK) rank.
+ENGINE_FAMILY = "graph/" + "+".join(graph.HEURISTIC_MODES)
 # cuDNN reads this variable itself and leaves out configurations needing more workspace (MiB),
 # so what the heuristics offer depends on it: it is part of the search's name.
 WORKSPACE_CAP_VARIABLE = "CUDNN_CONV_WSCAP_DBG"
 MIN_ENGINES_CUDNN = 90200  # ENGINECFG_WORKSPACE_SIZE: a workspace known before building
-# Engine screening: a brief timing of every configuration (one warm-up, two runs), then the
-# full count only for those that none needing at most their workspace beats by more than 25 %
-# (the brief's noise stays well within that: median 1.02, 95th percentile 1.25 between runs).
-SCREEN_WARMUP, SCREEN_REPEATS, SCREEN_MARGIN = 1, 2, 1.25
 
 # Buffers are filled with one repeated byte (memset fills gigabytes faster than a copy). The
 # value only has to be harmless: a normal number whose products are normal in the type cuDNN
@@ -80,7 +79,6 @@ FILL_BYTES = {
 }
 
 
-SEARCHES = ("fast", "exhaustive")
 BUILD_THREADS_VARIABLE = "UCUDNN_BUILD_THREADS"
 # The H200 check built 6,000 plans alike on 1, 4 and 8 threads; 8 were 2.9x faster than one
 # with a cold CUDA JIT cache (a machine's first use), 4 were 2.5x.
@@ -89,8 +87,9 @@ DEFAULT_BUILD_THREADS = 8
 
 def search_name(value: object) -> str:
     """A search's name as BenchmarkSettings and --search take it."""
-    if not isinstance(value, str) or value.strip().lower() not in SEARCHES:
-        raise ValueError(f"search must be one of {', '.join(SEARCHES)}, got {shown(value)}")
+    if not isinstance(value, str) or value.strip().lower() not in search.SEARCHES:
+        searches = ", ".join(search.SEARCHES)
+        raise ValueError(f"search must be one of {searches}, got {shown(value)}")
     return value.strip().lower()
 
 
@@ -189,11 +188,11 @@ class ProblemBuffers:
 
 
 class Benchmarker:
-    """Measures candidates for (problem, kernel, micro-batch) on one device, through a cache.
+    """Measures the candidates of (problem, kernel, micro-batch) on one device, through a cache.
 
-    One workspace serves all the measurements of a `tables` call: it grows when an algorithm
+    One workspace serves all the measurements of a `tables` call: it grows when a candidate
     needs more (each free waits for the device) and is freed when the call ends, so that a
-    Handle keeps no benchmarking memory past planning.
+    Handle keeps no benchmarking memory past planning. So do the build threads.
     """
 
     def __init__(
@@ -210,62 +209,87 @@ class Benchmarker:
         # Measurements already read or made by this process, so re-planning costs no queries.
         self._seen: dict[tuple[str, str, str], list[Measurement]] = {}  # (problem, kernel, source)
         self.counts = {"measured": 0, "cached": 0}  # problem sizes, for reports
+        self.search_counts = search.Counts()  # what the search did, over every call
         self._timer = Timer(handle.stream)
         self._workspace = GrowingArena()
         # Engine parts that failed at run time, as (problem key, kernel, tag, micro-batch): a
         # Handle shares its set here, so that the tables it plans from leave them out.
         self.excluded: set[tuple[str, str, str, int]] = set()
 
+    @property
+    def engines_on(self) -> bool:
+        """Whether engine configurations are measured: asked for, and cuDNN says their
+        workspace before building (>= 9.2)."""
+        return bool(self.settings.engines) and self.facts.cudnn_version >= MIN_ENGINES_CUDNN
+
     def tables(self, work: Sequence[Work], policy: Policy) -> TimingTables:
         """Tables for each (layer, problem, kernel); each problem at each size is measured once."""
         jobs = [
-            (item, sorted(sizes_to_measure(policy, item.problem.batch), reverse=True))
-            for item in work
+            (item, search.size_order(sizes_to_measure(policy, item.problem.batch))) for item in work
         ]
         tables = TimingTables()
         before, started = dict(self.counts), time.perf_counter()
+        counts_before = dataclasses.replace(self.search_counts)
+        threads = self.settings.build_thread_count if self.engines_on else 1
         try:
-            total = sum(len(sizes) for _, sizes in jobs)
-            with progress_bar(total, self.settings.progress, "ucudnn benchmark", "size") as bar:
-                for item, sizes in jobs:
-                    table = KernelTable(
-                        layer=item.layer, kernel=item.kernel, batch=item.problem.batch
-                    )
-                    for candidate in self._kernel_candidates(item, sizes, bar):
-                        table.add(candidate)
-                    tables.add(table)
+            with _builders(threads) as builders:
+                bench = Bench(
+                    self.handle, self._timer, self._workspace,
+                    self.settings.workspace_cap_bytes, builders, wave=threads,
+                )  # fmt: skip
+                total = sum(len(sizes) for _, sizes in jobs)
+                with progress_bar(total, self.settings.progress, "ucudnn benchmark", "size") as bar:
+                    for item, sizes in jobs:
+                        table = KernelTable(
+                            layer=item.layer, kernel=item.kernel, batch=item.problem.batch
+                        )
+                        for candidate in self._kernel_candidates(bench, item, sizes, bar):
+                            table.add(candidate)
+                        tables.add(table)
         finally:
             self._workspace.release()
-        logger.info(
-            "benchmark of %d kernels: %d problem sizes measured, %d served from the cache, "
-            "in %.1f s",
-            len(jobs), self.counts["measured"] - before["measured"],
-            self.counts["cached"] - before["cached"], time.perf_counter() - started,
-        )  # fmt: skip
+        self._log_tables(len(jobs), before, counts_before, time.perf_counter() - started)
         return tables
 
+    def _log_tables(
+        self, kernels: int, before: dict[str, int], counts_before: search.Counts, seconds: float
+    ) -> None:
+        done = self.search_counts
+        logger.info(
+            "benchmark of %d kernels (%s search): %d problem sizes measured, %d served from the "
+            "cache, in %.1f s; candidates: %d screened, %d of them screened out, %d pruned "
+            "unbuilt, %d confirmed",
+            kernels, self.settings.search, self.counts["measured"] - before["measured"],
+            self.counts["cached"] - before["cached"], seconds,
+            done.screened - counts_before.screened, done.screened_out - counts_before.screened_out,
+            done.pruned - counts_before.pruned, done.confirmed - counts_before.confirmed,
+        )  # fmt: skip
+
     def _kernel_candidates(
-        self, item: Work, sizes: list[int], bar: tqdm[Never]
+        self, bench: Bench, item: Work, sizes: list[int], bar: tqdm[Never]
     ) -> Iterable[Candidate]:
         """The candidates that ran at each size; NoAlgorithmError when none ran at any."""
         layer, problem, kernel = item
+        kernel_search = search.KernelSearch(
+            search.Rules.named(self.settings.search), kernel, problem.batch
+        )
         buffers: list[ProblemBuffers] = []  # made on the first measurement
         ran_any, statuses = False, None  # statuses: of the largest size (the first)
         try:
             for micro_batch in sizes:
-                for source in self._sources():
-                    measured = self._size(problem, kernel, micro_batch, source, sizes, buffers)
-                    ran = [m.candidate for m in measured if self._usable(m, problem, kernel)]
-                    ran_any = ran_any or bool(ran)
-                    if statuses is None:
-                        statuses = _status_counts(measured)
-                    yield from ran
+                measured = self._size(bench, kernel_search, problem, micro_batch, sizes, buffers)
+                ran = [m.candidate for m in measured if self._usable(m, problem, kernel)]
+                ran_any = ran_any or bool(ran)
+                if statuses is None:
+                    statuses = _status_counts(measured)
+                yield from ran
                 bar.update(1)
             if not ran_any:
                 raise self._no_algorithm(layer, problem, kernel, sizes, statuses or {})
         finally:
             for made in buffers:
                 made.release()
+            self.search_counts.add(kernel_search.counts)
 
     def _usable(self, measurement: Measurement, problem: ConvProblem, kernel: str) -> bool:
         """Whether a measurement can serve `problem`'s mini-batch: it ran; if it is a
@@ -275,7 +299,7 @@ class Benchmarker:
             return False
         b = measurement.micro_batch
         split = kernel == "backward_filter" and b < problem.batch
-        if split and engines.BETA1_UNSUPPORTED in measurement.notes:
+        if split and {engines.BETA1_UNSUPPORTED, BETA1_UNCHECKED} & set(measurement.notes):
             return False
         return not (
             measurement.engine
@@ -283,42 +307,64 @@ class Benchmarker:
             and (problem.key(), kernel, measurement.engine, b) in self.excluded
         )
 
-    def _sources(self) -> tuple[str, ...]:
-        """The candidate families measured: the legacy algorithms, and the engine
-        configurations when asked for and cuDNN has them (>= 9.2: workspace before building)."""
-        if self.settings.engines and self.facts.cudnn_version >= MIN_ENGINES_CUDNN:
-            return (LEGACY, engine_search())
-        return (LEGACY,)
+    def source(self, kernel: str, split: bool) -> str:
+        """The cache's name for what this benchmarker measures of a kernel at a size: the
+        search, its version and the families, and for a split of backward filter "beta1"."""
+        families = "legacy" + (f"+{engine_family()}" if self.engines_on else "")
+        beta1 = "/beta1" if kernel == "backward_filter" and split else ""
+        return f"{self.settings.search}/{SEARCH_VERSION}/{families}{beta1}"
 
     def _size(
         self,
+        bench: Bench,
+        kernel_search: search.KernelSearch,
         problem: ConvProblem,
-        kernel: str,
         micro_batch: int,
-        source: str,
         sizes: list[int],
         buffers: list[ProblemBuffers],
     ) -> list[Measurement]:
-        """One family's measurements of one size: known already, or measured now and stored."""
+        """One size's measurements: known already, or measured now and stored."""
+        kernel = kernel_search.kernel
+        split = micro_batch < problem.batch
+        source = self.source(kernel, split)
         measured = self._cached(problem, kernel, micro_batch, source)
         self.counts["cached" if measured is not None else "measured"] += 1
         if measured is not None:
             _log_size(problem, kernel, micro_batch, source, measured, None)
-            return measured
+        else:
+            started = time.perf_counter()
+            measured = self._measure(bench, kernel_search, problem, micro_batch, sizes, buffers)
+            seconds = time.perf_counter() - started
+            _log_size(problem, kernel, micro_batch, source, measured, seconds)
+            self._seen[(problem.with_batch(micro_batch).key(), kernel, source)] = measured
+            if self.cache is not None:
+                self.cache.store(problem, kernel, micro_batch, self.facts, measured, source=source)
+        kernel_search.remember(micro_batch, ((config_id(m), m.time_ms) for m in measured if m.ok))  # type: ignore[misc]
+        return measured
+
+    def _measure(
+        self,
+        bench: Bench,
+        kernel_search: search.KernelSearch,
+        problem: ConvProblem,
+        micro_batch: int,
+        sizes: list[int],
+        buffers: list[ProblemBuffers],
+    ) -> list[Measurement]:
         if not buffers:
             samples = steps.benchmark_samples(problem, sizes)
             buffers.append(ProblemBuffers(problem.with_batch(samples), self.handle.stream))
-        started = time.perf_counter()
         at_size = problem.with_batch(micro_batch)
-        if source == LEGACY:
-            measured = self._measure(at_size, kernel, buffers[0])
-        else:
-            measured = self._measure_engines(at_size, kernel, buffers[0])
-        _log_size(problem, kernel, micro_batch, source, measured, time.perf_counter() - started)
-        self._seen[(at_size.key(), kernel, source)] = measured
-        if self.cache is not None:
-            self.cache.store(problem, kernel, micro_batch, self.facts, measured, source=source)
-        return measured
+        at = buffers[0].at_sample(steps.benchmark_first_sample(problem, micro_batch))
+        split = kernel_search.kernel == "backward_filter" and micro_batch < problem.batch
+        on_device = SizeOnDevice(bench, at_size, kernel_search.kernel, at, split, self.engines_on)
+        size = kernel_search.at_size(micro_batch)
+        settings = self.settings
+        timing = search.Timing(
+            settings.warmup, settings.repeats, screen_warmup=min(1, settings.warmup)
+        )
+        search.search_size(size, on_device.offers(), on_device.device(), timing)
+        return on_device.measurements(size)
 
     def _no_algorithm(
         self,
@@ -348,259 +394,28 @@ class Benchmarker:
                 self._seen[key] = found
         return self._seen.get(key)
 
-    def _measure(
-        self, problem: ConvProblem, kernel: str, buffers: ProblemBuffers
-    ) -> list[Measurement]:
-        """All algorithms of one kernel at one micro-batch size: timed, or why not. They run
-        where a part of this size is least aligned (steps.benchmark_first_sample)."""
-        descs = backend.ProblemDescriptors(problem)
-        b = problem.batch
-        at = buffers.at_sample(steps.benchmark_first_sample(problem, b))
-        workspace, find_bytes = self._find_workspace(self._find_workspace_bytes(descs, kernel))
-        perfs = backend.find(
-            self.handle, descs, kernel, b, at["x"], at["w"], at["y"], workspace.ptr, find_bytes
-        )
-        results: dict[tuple[int, str], Measurement] = {}  # by algorithm and math type
-        for perf in perfs:
-            # A caller who turned TF32 off (FMA) must never get a tensor-op variant, nor one
-            # who allowed TF32 a float16 conversion.
-            math_type = backend.candidate_math_type(problem.math_type, perf.math_type)
-            known = results.get((perf.algo, math_type))
-            if known is not None and (known.ok or perf.status != 0):
-                continue  # a run that worked beats one that failed, and counts once
-            if perf.status != 0:
-                failed = Measurement.failed(b, perf.algo, math_type, perf.status_name)
-                results[(perf.algo, math_type)] = failed
-            else:
-                results[(perf.algo, math_type)] = self._time(
-                    descs, kernel, perf.algo, math_type, perf.deterministic, at
-                )
-        return list(results.values())
 
-    def _measure_engines(
-        self, problem: ConvProblem, kernel: str, buffers: ProblemBuffers
-    ) -> list[Measurement]:
-        """Every engine configuration cuDNN's heuristics offer for one kernel at one size:
-        timed, or why not. Plans are built for the alignment the parts of this size can have
-        (where they are timed, as for the legacy algorithms) and alpha 1, beta 0; a
-        backward-filter configuration that cannot also be built with beta 1 (what every later
-        part of a split needs) is noted BETA1_UNSUPPORTED, and serves only undivided runs.
-
-        Heuristics offer dozens of configurations, so they are screened: each is timed briefly,
-        and only those that no configuration needing at most its workspace beats by more than
-        SCREEN_MARGIN get the full `repeats` (a slower one can never be chosen)."""
-        b = problem.batch
-        at = buffers.at_sample(steps.benchmark_first_sample(problem, b))
-        alignments = (graph.alignment(at["x"]), graph.alignment(at["w"]), graph.alignment(at["y"]))
-        try:
-            op_graph = graph.operation_graph(self.handle, problem, kernel, alignments, 1.0, 0.0)
-            choices = graph.heuristic_choices(op_graph, graph.HEURISTIC_MODES)
-        except CudnnError as exc:
-            logger.info(
-                "no engine configurations for %s of %s: %s", kernel, problem.describe(), exc
-            )
-            return []
-        beta1_graph: list[_cudnn.BackendDescriptor] = []  # built when first needed
-        failed, screened = [], []
-        for choice in choices:
-            outcome = self._screen_engine(problem, kernel, choice, alignments, at, beta1_graph)
-            if isinstance(outcome, Measurement):
-                failed.append(outcome)
-            else:
-                screened.append(outcome)
-        for run in screened:
-            more = self.settings.repeats - len(run.times)
-            if more > 0 and _worth_timing_fully(run, screened):
-                try:
-                    run.times.extend(self._time_plan(run.plan, at, 0, more))
-                except (CudnnError, CudaOutOfMemoryError) as exc:
-                    logger.debug("%s: timing stopped: %s", run.plan.tag, exc)
-        return failed + [run.measurement(b) for run in screened]
-
-    def _screen_engine(
-        self,
-        problem: ConvProblem,
-        kernel: str,
-        choice: graph.EngineChoice,
-        alignments: tuple[int, int, int],
-        at: dict[str, int],
-        beta1_graph: list[_cudnn.BackendDescriptor],
-    ) -> Measurement | _EngineRun:
-        """One configuration checked, built and briefly timed; a failed Measurement if not."""
-        b, config, notes = problem.batch, choice.config, choice.notes
-        math_type = engines.math_type_of(problem.dtype, notes)
-        if engines.refusal(notes, problem.dtype, problem.math_type, deterministic=False):
-            return _engine_failed(b, config, math_type, "REFUSED_BY_NOTES", notes)
-        cap = self.settings.workspace_cap_bytes
-        if (choice.workspace_bytes or 0) > cap:
-            return _engine_failed(b, config, math_type, "WORKSPACE_OVER_CAP", notes)
-        try:
-            plan = graph.build_plan(self.handle, choice.descriptor, config.tag)
-            workspace = plan.workspace_bytes
-            if kernel == "backward_filter":
-                beta1_workspace = self._beta1_workspace(problem, alignments, config, beta1_graph)
-                if beta1_workspace is None:
-                    notes = (*notes, engines.BETA1_UNSUPPORTED)
-                else:  # on an H100 the beta-1 plan may need more than the beta-0 one
-                    workspace = max(workspace, beta1_workspace)
-            if workspace > cap:
-                return _engine_failed(b, config, math_type, "WORKSPACE_OVER_CAP", notes)
-            warmup = min(SCREEN_WARMUP, self.settings.warmup)
-            times = self._time_plan(plan, at, warmup, min(SCREEN_REPEATS, self.settings.repeats))
-        except (CudnnError, CudaOutOfMemoryError) as exc:
-            status = exc.status_name if isinstance(exc, CudnnError) else exc.name
-            return _engine_failed(b, config, math_type, status, notes)
-        return _EngineRun(plan, workspace, config, math_type, notes, times)
-
-    def _time_plan(
-        self, plan: graph.GraphPlan, at: dict[str, int], warmup: int, repeats: int
-    ) -> list[float]:
-        workspace = self._workspace.ensure(plan.workspace_bytes).ptr
-        return self._timer.times_ms(
-            lambda: graph.run_plan(self.handle, plan, at["x"], at["w"], at["y"], workspace),
-            warmup,
-            repeats,
-        )
-
-    def _beta1_workspace(
-        self,
-        problem: ConvProblem,
-        alignments: tuple[int, int, int],
-        config: engines.EngineConfig,
-        made: list[_cudnn.BackendDescriptor],
-    ) -> int | None:
-        """The workspace of `config`'s backward-filter plan that adds to dW (beta 1), None if
-        that plan does not build; the operation graph for beta 1 is made once per size, in
-        `made`."""
-        try:
-            if not made:
-                made.append(
-                    graph.operation_graph(
-                        self.handle, problem, "backward_filter", alignments, 1.0, 1.0
-                    )
-                )
-            plan = graph.build_plan(self.handle, graph.engine_config(made[0], config), config.tag)
-        except CudnnError as exc:
-            logger.debug("%s does not build with beta 1: %s", config.tag, exc)
-            return None
-        return plan.workspace_bytes
-
-    def _find_workspace(self, nbytes: int) -> tuple[Arena, int]:
-        """Find's workspace: `nbytes`, or, when the device cannot give that much, the most it
-        can, halving down to none (Find then reports what needs more as not run, and timing
-        leaves it out)."""
-        while True:
-            try:
-                return self._workspace.ensure(nbytes), nbytes
-            except CudaOutOfMemoryError:
-                if nbytes == 0:
-                    raise
-                logger.info("no memory for %d bytes of Find workspace; trying half", nbytes)
-                nbytes = nbytes // 2 if nbytes > 1024 else 0
-
-    def _find_workspace_bytes(self, descs: backend.ProblemDescriptors, kernel: str) -> int:
-        """As much workspace as the hungriest algorithm within the cap needs, under the
-        problem's math type (Find runs under it)."""
-        need = 0
-        # Every enum value of the kernel's algorithms. Not the max count: that sizes Find's
-        # result list, which may count an algorithm once per math type, so it can exceed them.
-        for algo in range(len(_cudnn.ALGORITHMS[kernel])):
-            try:
-                size = backend.workspace_size(
-                    self.handle, descs, kernel, descs.problem.batch, algo, descs.problem.math_type
-                )
-            except CudnnError:
-                continue  # unsupported here; Find reports it with its status
-            if size <= self.settings.workspace_cap_bytes:
-                need = max(need, size)
-        return need
-
-    def _time(
-        self,
-        descs: backend.ProblemDescriptors,
-        kernel: str,
-        algo: int,
-        math_type: str,
-        deterministic: bool,
-        at: dict[str, int],
-    ) -> Measurement:
-        b = descs.problem.batch
-        try:
-            need = backend.workspace_size(self.handle, descs, kernel, b, algo, math_type)
-            if need > self.settings.workspace_cap_bytes:
-                return Measurement.failed(b, algo, math_type, "WORKSPACE_OVER_CAP")
-            # A variant Find reported under another math type may need more than Find had.
-            workspace = self._workspace.ensure(need).ptr
-            # Prepared once, so the timed calls do only what a Handle's planned call does.
-            run = backend.prepared_run(descs, kernel, b, algo, math_type)
-            times = self._timer.times_ms(
-                lambda: run(self.handle, 1.0, 0.0, at["x"], at["w"], at["y"], workspace, need),
-                self.settings.warmup,
-                self.settings.repeats,
-            )
-        except CudnnError as exc:
-            return Measurement.failed(b, algo, math_type, exc.status_name)
-        except CudaOutOfMemoryError as exc:
-            return Measurement.failed(b, algo, math_type, exc.name)
-        candidate = Candidate(
-            micro_batch=b,
-            algo=algo,
-            time_ms=statistics.median(times),
-            workspace_bytes=need,
-            math_type=math_type,
-            deterministic=deterministic,
-        )
-        return Measurement.timed(candidate, times)
+@contextlib.contextmanager
+def _builders(threads: int) -> Iterator[concurrent.futures.ThreadPoolExecutor | None]:
+    """The threads that build engine plans; None for one (builds on the caller's thread)."""
+    if threads <= 1:
+        yield None
+        return
+    with concurrent.futures.ThreadPoolExecutor(threads, "ucudnn-build") as pool:
+        yield pool
 
 
-@dataclasses.dataclass
-class _EngineRun:
-    """A configuration that built and ran, with its times so far, and the most workspace any
-    of its plans for this size needs (the timed one's, or for backward-filter the beta-1
-    plan's where that is more)."""
-
-    plan: graph.GraphPlan
-    workspace_bytes: int
-    config: engines.EngineConfig
-    math_type: str
-    notes: tuple[str, ...]
-    times: list[float]
-
-    def measurement(self, micro_batch: int) -> Measurement:
-        candidate = Candidate(
-            micro_batch=micro_batch,
-            algo=self.config.index,
-            time_ms=statistics.median(self.times),
-            workspace_bytes=self.workspace_bytes,
-            math_type=self.math_type,
-            deterministic=engines.deterministic_of(self.notes),
-            engine=self.config.tag,
-        )
-        return Measurement.timed(candidate, self.times, notes=self.notes)
-
-
-def engine_search(environ: Mapping[str, str] = os.environ) -> str:
-    """The name of this process's engine search: ENGINE_SEARCH, with cuDNN's own workspace cap
-    when CUDNN_CONV_WSCAP_DBG sets one."""
+def engine_family(environ: Mapping[str, str] = os.environ) -> str:
+    """The engine family this process measures: ENGINE_FAMILY, with cuDNN's own workspace cap
+    when CUDNN_CONV_WSCAP_DBG sets one (the heuristics then offer less)."""
     cap = environ.get(WORKSPACE_CAP_VARIABLE, "").strip()
     if not cap:
-        return ENGINE_SEARCH
-    return f"{ENGINE_SEARCH}/wscap={re.sub(r'[^0-9A-Za-z._-]', '_', cap)[:32]}"
-
-
-def _engine_failed(
-    micro_batch: int,
-    config: engines.EngineConfig,
-    math_type: str,
-    status: str,
-    notes: tuple[str, ...],
-) -> Measurement:
-    failed = Measurement.failed(micro_batch, config.index, math_type, status, engine=config.tag)
-    return dataclasses.replace(failed, notes=notes)
+        return ENGINE_FAMILY
+    return f"{ENGINE_FAMILY}/wscap={re.sub(r'[^0-9A-Za-z._-]', '_', cap)[:32]}"
 
 
 def _status_counts(measured: Sequence[Measurement]) -> dict[str, int]:
-    """How many algorithms (by math type) failed with each status, most frequent first."""
+    """How many candidates failed with each status (or ran: "ok"), most frequent first."""
     return dict(collections.Counter(m.status for m in measured).most_common())
 
 
@@ -617,19 +432,7 @@ def _log_size(
     if logger.isEnabledFor(logging.DEBUG):  # describe() only for a record that is shown
         ran = sum(m.ok for m in measured)
         how = "served from the cache" if seconds is None else f"measured in {seconds:.2f} s"
-        family = "algorithms" if source == LEGACY else f"engine configurations ({source})"
         logger.debug(
-            "%s of %s at micro-batch %d: %s; %d %s ran, %d could not",
-            kernel, problem.describe(), micro_batch, how, ran, family, len(measured) - ran,
+            "%s of %s at micro-batch %d: %s (%s); %d candidates ran, %d did not",
+            kernel, problem.describe(), micro_batch, how, source, ran, len(measured) - ran,
         )  # fmt: skip
-
-
-def _worth_timing_fully(run: _EngineRun, runs: Sequence[_EngineRun]) -> bool:
-    """Whether no configuration that needs at most `run`'s workspace was more than
-    SCREEN_MARGIN times faster in the brief timing."""
-    quick = statistics.median(run.times)
-    return not any(
-        other.workspace_bytes <= run.workspace_bytes
-        and statistics.median(other.times) * SCREEN_MARGIN < quick
-        for other in runs
-    )
