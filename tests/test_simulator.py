@@ -209,6 +209,44 @@ def test_convolutions_are_computed_only_when_read(conv, sim) -> None:
     assert normalised_l2(y, expected) <= tolerance(problem, same_algorithm=False)
 
 
+def test_find_over_part_of_a_deferred_result_computes_nothing(conv, sim) -> None:
+    """Find at a micro-batch overwrites part of a convolution's unread output: the convolution
+    stays deferred, and when read, Find's part is NaN and the rest is its result."""
+    from ucudnn._native import _cudnn
+    from ucudnn.runtime import backend
+
+    problem, descs, buffers = conv
+    x, w, y = (buffers[t].ptr for t in "xwy")
+    _forward(descs, x, w, y)
+    part = backend.ProblemDescriptors(problem.with_batch(2))
+    x1, y1 = x + problem.sample_offset_bytes("x", 1), y + problem.sample_offset_bytes("y", 1)
+    backend.find(_cudnn.Handle(), part, "forward", 2, x1, w, y1, 0, 0)
+    assert sim.DEVICE.deferred == 1
+    out = _download(buffers["y"], problem.nbytes("y")).reshape(problem.y_shape)
+    assert np.isnan(out[1:3]).all()
+    expected = _expected_forward(problem, buffers)
+    assert normalised_l2(out[::3], expected[::3]) <= tolerance(problem, same_algorithm=False)
+
+
+def test_a_deferred_convolution_reads_its_inputs_as_they_were_when_called(conv, sim) -> None:
+    """Inputs overwritten or freed after the call, before its output is read, do not change
+    what it computes (on hardware it has run by then)."""
+    from ucudnn._native import _cuda
+
+    problem, descs, buffers = conv
+    expected = _expected_forward(problem, buffers)
+    _forward(descs, buffers["x"].ptr, buffers["w"].ptr, buffers["y"].ptr)
+    buffers["w"].release()
+    _cuda.memset(buffers["x"].ptr, 0, problem.nbytes("x"))
+    y = _download(buffers["y"], problem.nbytes("y")).reshape(problem.y_shape)
+    assert normalised_l2(y, expected) <= tolerance(problem, same_algorithm=False)
+
+
+def _expected_forward(problem: ConvProblem, buffers) -> np.ndarray:
+    x, w = (_download(buffers[t], problem.nbytes(t)) for t in ("x", "w"))
+    return ref.forward(problem, x.reshape(problem.x_shape), w.reshape(problem.w_shape))
+
+
 def _download(buffer, nbytes: int) -> np.ndarray:
     from ucudnn._native import _cuda
 
@@ -220,11 +258,12 @@ def _download(buffer, nbytes: int) -> np.ndarray:
 def test_the_device_is_named_simulated_everywhere() -> None:
     from ucudnn.core.device import device_facts, info
     from ucudnn.faces.info import info_text
+    from ucudnn.runtime.engines_setting import EnginesSetting
 
     facts = device_facts()
     assert facts.device_name.startswith("SIMULATED ") and "ucudnn-sim" in facts.device_name
     assert info()["simulated"] is True
-    assert "SIMULATED DEVICE" in info_text()
+    assert "SIMULATED DEVICE" in info_text(EnginesSetting(True, "default", None))
 
 
 # --- the Handle's fallbacks, by fault injection ----------------------------------------------

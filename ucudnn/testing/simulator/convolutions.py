@@ -25,7 +25,7 @@ from ucudnn.testing.simulator.descriptors import (
 from ucudnn.testing.simulator.device import DEVICE, CallRecord
 from ucudnn.testing.simulator.faults import Context
 from ucudnn.testing.simulator.problem import AlgoFacts, Kernel, SimProblem
-from ucudnn.testing.simulator.tensors import Operand, check_disjoint, operand
+from ucudnn.testing.simulator.tensors import Array, Operand, check_disjoint, operand
 
 # Which of x, w and y each kernel reads (first, second) and writes, and what the binding calls
 # the pointers.
@@ -213,7 +213,7 @@ def find(
         if status == 0:
             status = _fault(call, problem, facts.algo) or 0
         rows.append(_row(facts, status))
-    DEVICE.before_write(out.span, dense=False)
+    DEVICE.before_write(out.span, dense=True)  # the fill below writes every byte of the span
     out.span.allocation.bytes[out.span.offset : out.span.offset + out.span.nbytes] = 0xFF
     DEVICE.advance(stream, sum(r.time_ms for r in rows if r.status == 0))
     return _ranked(rows)[:requested]
@@ -270,13 +270,15 @@ def launch(
     order): computed when its output is read, timed `time_ms` on `stream`, logged."""
     first, second, out = operands
     check_disjoint(out, [first, second, *([workspace] if workspace else [])], record.call)
-    a, b = first.read(), second.read()
-    old = out.read() if beta != 0 else None
+    inputs = (first, second, out) if beta != 0 else (first, second)  # beta 0 never reads y
+    for tensor in inputs:  # what they are still to be written with goes first
+        DEVICE.before_read(tensor.span)
 
-    def compute() -> None:
+    def compute(views: list[Array]) -> None:
+        a, b, *old = (t.computed(v) for t, v in zip(inputs, views, strict=True))
         result = numerics.convolve(problem, a, b)
-        out.write(numerics.blend(result, old, alpha, beta, problem.dtype))
+        out.write(numerics.blend(result, old[0] if old else None, alpha, beta, problem.dtype))
 
-    DEVICE.defer(out.span, out.dense, compute)
+    DEVICE.defer(out.span, out.dense, inputs, compute)
     DEVICE.advance(stream, time_ms)
     DEVICE.calls.append(record)

@@ -16,7 +16,9 @@ environment when first imported:
 Work runs in program order when it is enqueued, which is one of the orders the real device
 could have chosen. Each stream keeps a clock of modelled milliseconds, so events time work
 deterministically. A convolution is computed only when something reads its output
-(`defer`): benchmarking runs every algorithm many times on buffers nobody reads.
+(`defer`): benchmarking runs every algorithm many times on buffers nobody reads. Its inputs are
+read when it is computed, and copied before then only if something is about to overwrite or
+free them.
 """
 
 from __future__ import annotations
@@ -25,8 +27,10 @@ import collections
 import dataclasses
 import os
 import weakref
-from collections.abc import Callable
-from typing import Any, ClassVar
+from collections.abc import Callable, Sequence
+from typing import Any, ClassVar, Protocol
+
+import numpy as np
 
 from ucudnn.core.checks import parse_float, parse_int
 from ucudnn.testing.simulator.capabilities import Capabilities, load
@@ -109,13 +113,60 @@ class Leak:
         return f"{self.kind} {self.description}, made at {self.made_at}"
 
 
+Values = np.ndarray[Any, np.dtype[Any]]
+
+
+class Input(Protocol):
+    """What deferred work reads: a span of memory, and a view of its values (no copy)."""
+
+    @property
+    def span(self) -> Span: ...
+
+    def view(self) -> Values: ...
+
+
 @dataclasses.dataclass
 class _Pending:
-    """A deferred write of `span`; `dense` when it writes every byte of the span."""
+    """A deferred write of `span` by `compute`, from views of `inputs`. `held`: views or
+    copies of some inputs (by index), taken when their memory was about to go or change.
+    `later`: byte ranges of the span (allocation offsets, [start, stop), disjoint) that writes
+    enqueued since have replaced, which computing must leave as they are."""
 
     span: Span
-    dense: bool
-    compute: Callable[[], None]
+    inputs: Sequence[Input]
+    compute: Callable[[list[Values]], None]
+    held: dict[int, Values] = dataclasses.field(default_factory=dict)
+    later: list[tuple[int, int]] = dataclasses.field(default_factory=list)
+
+    def hold(self, touched: Callable[[Span], bool], copy: bool) -> None:
+        """Keep the inputs in memory for which `touched` holds, as views or copies."""
+        for k, tensor in enumerate(self.inputs):
+            if k not in self.held and touched(tensor.span):
+                view = tensor.view()
+                self.held[k] = view.copy() if copy else view
+
+    def overwritten(self, span: Span) -> bool:
+        """Note that a write of every byte of `span` came after this one; whether none of its
+        own bytes are left (so nobody can ever read them)."""
+        start = max(self.span.offset, span.offset)
+        stop = min(self.span.offset + self.span.nbytes, span.offset + span.nbytes)
+        merged: list[tuple[int, int]] = []
+        for a, b in sorted([*self.later, (start, stop)]):
+            if merged and a <= merged[-1][1]:
+                merged[-1] = (merged[-1][0], max(b, merged[-1][1]))
+            else:
+                merged.append((a, b))
+        self.later = merged
+        return merged == [(self.span.offset, self.span.offset + self.span.nbytes)]
+
+    def run(self) -> None:
+        memory = self.span.allocation.bytes
+        kept = [(a, memory[a:b].copy()) for a, b in self.later]
+        self.compute(
+            [self.held[k] if k in self.held else i.view() for k, i in enumerate(self.inputs)]
+        )
+        for a, saved in kept:
+            memory[a : a + len(saved)] = saved
 
 
 @dataclasses.dataclass
@@ -210,9 +261,16 @@ class SimDevice:
             found = memory.find(address)
             if found is not None:
                 if found.freed_at is None and found.address == address:
-                    self._pending = [p for p in self._pending if p.span.allocation is not found]
+                    self._forget(found)
                 return memory.release(address)
         return self.memory.release(address)
+
+    def _forget(self, allocation: Allocation) -> None:
+        """Before `allocation` is freed: drop the deferred writes to it (nobody can read them
+        now), and let deferred work that reads it keep views of it (freed memory is never
+        written again)."""
+        self._pending = [p for p in self._pending if p.span.allocation is not allocation]
+        self._hold_inputs(lambda s: s.allocation is allocation, copy=False)
 
     def mark(self) -> int:
         """A point in time for `leaks(since=...)`."""
@@ -257,25 +315,33 @@ class SimDevice:
             self._run(lambda p: p.span.overlaps(span))
 
     def before_write(self, span: Span, dense: bool) -> None:
-        """Drop deferred writes that this write of `span` replaces entirely (nobody read
-        them), and compute those it overlaps only in part, so that order is kept."""
-        kept = []
-        for pending in self._pending:
-            if (
-                dense
-                and pending.span.overlaps(span)
-                and span.start <= pending.span.start
-                and pending.span.stop <= span.stop
-            ):
-                continue
-            kept.append(pending)
-        self._pending = kept
-        self.before_read(span)
+        """Ready `span` for a write. Deferred work that reads it copies its inputs first. Of
+        the deferred writes it overlaps, a dense write (of every byte of `span`) drops those
+        it replaces entirely (nobody read them) and keeps its own bytes from the others when
+        they run; a write with gaps computes them first, in the order enqueued."""
+        self._hold_inputs(span.overlaps, copy=True)
+        if not dense:
+            self.before_read(span)
+            return
+        self._pending = [
+            p for p in self._pending if not (p.span.overlaps(span) and p.overwritten(span))
+        ]
 
-    def defer(self, span: Span, dense: bool, compute: Callable[[], None]) -> None:
-        """Enqueue a write of `span` whose inputs `compute` has already captured."""
+    def defer(
+        self,
+        span: Span,
+        dense: bool,
+        inputs: Sequence[Input],
+        compute: Callable[[list[Values]], None],
+    ) -> None:
+        """Enqueue a write of `span` by `compute` from views of `inputs`, which must be ready
+        to read (see `before_read`)."""
         self.before_write(span, dense)
-        self._pending.append(_Pending(span, dense, compute))
+        self._pending.append(_Pending(span, inputs, compute))
+
+    def _hold_inputs(self, touched: Callable[[Span], bool], copy: bool) -> None:
+        for pending in self._pending:
+            pending.hold(touched, copy)
 
     def _run(self, selected: Callable[[_Pending], bool]) -> None:
         run: list[_Pending] = []
@@ -284,7 +350,7 @@ class SimDevice:
             (run if selected(pending) else kept).append(pending)
         self._pending = kept
         for pending in run:
-            pending.compute()
+            pending.run()
 
 
 DEVICE = SimDevice(SimConfig.from_environment())

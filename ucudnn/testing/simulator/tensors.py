@@ -42,7 +42,8 @@ class Operand:
         """Whether it covers every byte of its span (so a write replaces the whole span)."""
         return self.span.nbytes == packed_bytes(self.dims, self.dtype)
 
-    def _view(self) -> Array:
+    def view(self) -> Array:
+        """The values as memory holds them now, in logical order: no copy."""
         itemsize = ITEMSIZE[self.dtype]
         return np.ndarray(
             self.dims,
@@ -52,16 +53,21 @@ class Operand:
             strides=[s * itemsize for s in self.strides],
         )
 
-    def read(self) -> Array:
-        """A copy of the values, in logical order (bfloat16 as float32 values)."""
-        DEVICE.before_read(self.span)
-        values = self._view()
+    def computed(self, values: Array) -> Array:
+        """A copy of this tensor's `values` as the arithmetic takes them (bfloat16 as float32
+        values)."""
         return values.astype(_COMPUTED_AS.get(self.dtype, values.dtype))
+
+    def read(self) -> Array:
+        """A copy of the values, once every deferred write to them is computed (see
+        `computed`)."""
+        DEVICE.before_read(self.span)
+        return self.computed(self.view())
 
     def write(self, values: Array) -> None:
         """Store values already rounded to the dtype (bfloat16 as float32 values), so the
         assignment's conversion is exact."""
-        self._view()[...] = values
+        self.view()[...] = values
 
 
 def operand(
