@@ -183,7 +183,7 @@ def test_limits_and_policies_reach_the_handle_plain_and_hashable(
     with pytest.raises(_Reached):
         ucudnn.conv_forward(X, W, **options)
     ((got_limit, got_policy, database, engines),) = reached
-    assert (got_limit, got_policy, database, engines) == (limit, policy, None, False)
+    assert (got_limit, got_policy, database, engines) == (limit, policy, None, None)
     assert type(got_limit) is int
 
 
@@ -192,10 +192,32 @@ def test_unset_limit_and_policy_come_from_the_environment(reached, monkeypatch) 
     monkeypatch.setenv("UCUDNN_BATCH_SIZE_POLICY", "4,1")
     with pytest.raises(_Reached):
         ucudnn.conv_forward(X, W)
-    monkeypatch.setenv("UCUDNN_ENGINES", "on")
+    monkeypatch.setenv("UCUDNN_ENGINES", "off")
     with pytest.raises(_Reached):
         ucudnn.conv_forward(X, W)
-    assert reached == [(2 << 20, (1, 4), None, False), (2 << 20, (1, 4), None, True)]
+    # None: not set, so the Handle's default decides (on wherever engines can run)
+    assert reached == [(2 << 20, (1, 4), None, None), (2 << 20, (1, 4), None, False)]
+
+
+@pytest.mark.parametrize(("argument", "environ"), [(False, "on"), (True, "off"), (True, "")])
+def test_the_engines_argument_beats_the_environment(reached, monkeypatch, argument, environ):
+    monkeypatch.setenv("UCUDNN_ENGINES", environ)
+    dy = np.zeros((2, 6, 6, 6), np.float32)
+    calls = (
+        lambda: ucudnn.conv_forward(X, W, engines=argument),
+        lambda: ucudnn.conv_backward_data(W, dy, X.shape, engines=argument),
+        lambda: ucudnn.conv_backward_filter(X, dy, W.shape, engines=argument),
+    )
+    for call in calls:
+        with pytest.raises(_Reached):
+            call()
+    assert [key[3] for key in reached] == [argument] * 3
+
+
+def test_a_bad_engines_argument_names_itself(reached) -> None:
+    with pytest.raises(TypeError, match="engines must be True or False, got 'yes'"):
+        ucudnn.conv_forward(X, W, engines="yes")
+    assert reached == []
 
 
 @pytest.mark.parametrize("kernel", KERNELS)

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from ucudnn.runtime.benchmark import BenchmarkSettings
+from ucudnn.runtime.engines_setting import EnginesRequest
 from ucudnn.runtime.options import HandleOptions, layer_option, scalar_option
 
 MiB = 1 << 20
@@ -154,12 +154,12 @@ def test_stream_database_and_benchmark_settings(tmp_path: Path) -> None:
     assert (options.stream, options.database, options.benchmark) == (
         0x7F00,
         tmp_path / "db",
-        dataclasses.replace(settings, engines=False),  # decided: off unless asked for
+        settings,  # as given: the Handle decides the engines on the device
     )
     assert resolve(database=str(tmp_path / "db"), use_cache=False).database is None
     default = resolve({"UCUDNN_DATABASE": str(tmp_path / "env.sqlite")})
     assert default.database == tmp_path / "env.sqlite"
-    assert default.benchmark == BenchmarkSettings(engines=False)
+    assert default.benchmark == BenchmarkSettings()
 
 
 @pytest.mark.parametrize(
@@ -247,19 +247,31 @@ def test_bad_workspace_sharing_names_itself(arguments, environ, message) -> None
 @pytest.mark.parametrize(
     ("engines", "settings", "environ", "expected"),
     [
-        (None, None, {}, False),  # off by default until checked on hardware
-        (None, None, {"UCUDNN_ENGINES": "on"}, True),
-        (None, BenchmarkSettings(engines=False), {"UCUDNN_ENGINES": "on"}, False),
-        (None, BenchmarkSettings(engines=True), {}, True),
-        (False, BenchmarkSettings(engines=True), {"UCUDNN_ENGINES": "on"}, False),
-        (np.bool_(True), None, {"UCUDNN_ENGINES": "off"}, True),
+        (None, None, {}, EnginesRequest(None, "default")),  # decided on the device
+        (None, None, {"UCUDNN_ENGINES": ""}, EnginesRequest(None, "default")),
+        (None, None, {"UCUDNN_ENGINES": "on"}, EnginesRequest(True, "environment")),
+        (None, None, {"UCUDNN_ENGINES": "off"}, EnginesRequest(False, "environment")),
+        (
+            None,
+            BenchmarkSettings(engines=False),
+            {"UCUDNN_ENGINES": "on"},
+            EnginesRequest(False, "argument"),
+        ),
+        (None, BenchmarkSettings(engines=True), {}, EnginesRequest(True, "argument")),
+        (
+            False,
+            BenchmarkSettings(engines=True),
+            {"UCUDNN_ENGINES": "on"},
+            EnginesRequest(False, "argument"),
+        ),
+        (np.bool_(True), None, {"UCUDNN_ENGINES": "off"}, EnginesRequest(True, "argument")),
     ],
 )
 def test_engines_come_from_the_argument_the_settings_or_the_variable(
     engines, settings, environ, expected
 ) -> None:
     options = resolve(environ, engines=engines, benchmark=settings)
-    assert options.benchmark.engines is expected
+    assert options.engines == expected
 
 
 def test_bad_engine_switches_name_themselves() -> None:

@@ -5,8 +5,9 @@
 order, and return new ones. They share their keyword options (listed in each one's
 docstring): what the convolution is (`padding`, `stride`, `dilation`, `groups`, `layout`,
 `mode`, `allow_tf32`, `math_type`) and how to run it (`workspace_limit`, `policy`, `database`,
-`algo`). Integers may be of any integral type (numpy's too), never bools. `conv_forward` also
-takes a per-channel `bias`, and `conv_backward_bias` gives its gradient (on the host).
+`algo`, `engines`). Integers may be of any integral type (numpy's too), never bools.
+`conv_forward` also takes a per-channel `bias`, and `conv_backward_bias` gives its gradient (on
+the host).
 
 When cuDNN runs none of its algorithms for a channels-last problem (cuDNN 9.19 runs no NDHWC
 float64 forward convolution), the functions run the same convolution channels-first on
@@ -16,12 +17,12 @@ Handle never changes a layout behind its caller's back: it raises NoAlgorithmErr
 Every argument is checked before any device work, so bad input raises ValueError or
 TypeError naming the argument even on a machine without a GPU.
 
-Each configuration (workspace limit, policy, database) runs on its own Handle, kept between
-calls so that its plans and workspace are reused. Only the handles of the 4 most recently used
-configurations are kept: an older one is closed, its device workspace freed, so sweeping limits
-in a loop does not pile up GPU memory (coming back to a closed configuration plans it again,
-from the database when one is given). These functions are not for concurrent use from several
-threads.
+Each configuration (workspace limit, policy, database, engines) runs on its own Handle, kept
+between calls so that its plans and workspace are reused. Only the handles of the 4 most
+recently used configurations are kept: an older one is closed, its device workspace freed, so
+sweeping limits in a loop does not pile up GPU memory (coming back to a closed configuration
+plans it again, from the database when one is given). These functions are not for concurrent
+use from several threads.
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ucudnn.core.argtypes import Dimensions, PerDimension, PolicyArgument, Size
-from ucudnn.core.checks import shown
+from ucudnn.core.checks import boolean, shown
 from ucudnn.core.padding import AsymmetricPaddingError
 from ucudnn.core.problem import LAYOUTS, MAX_DIM, ConvProblem, to_logical, to_physical
 from ucudnn.planner.config import Config, byte_count, file_path, micro_batch_policy
@@ -82,6 +83,9 @@ _OPTIONS_DOC = """
         number, or its name (ucudnn.cudnn.ALGORITHMS lists them by kernel:
         "forward", "backward_data", "backward_filter"); None (the default): plan
         micro-batches.
+    engines: whether to measure cuDNN's graph-API engine configurations besides the legacy
+        algorithms; None (the default): UCUDNN_ENGINES, else wherever they can run (cuDNN 9.2
+        or newer, and heuristics that answer).
 """
 
 # What the three functions raise, alike.
@@ -133,6 +137,7 @@ def conv_forward(
     policy: PolicyArgument | None = None,
     database: str | os.PathLike[str] | None = None,
     algo: SupportsIndex | str | None = None,
+    engines: bool | None = None,
 ) -> npt.NDArray[Any]:
     """y = conv(x, w) (+ bias), as a new array of x's dtype.
 
@@ -167,6 +172,7 @@ def conv_backward_data(
     policy: PolicyArgument | None = None,
     database: str | os.PathLike[str] | None = None,
     algo: SupportsIndex | str | None = None,
+    engines: bool | None = None,
 ) -> npt.NDArray[Any]:
     """dx, the gradient of conv(x, w) with respect to x, as a new array of shape `x_shape`.
 
@@ -199,6 +205,7 @@ def conv_backward_filter(
     policy: PolicyArgument | None = None,
     database: str | os.PathLike[str] | None = None,
     algo: SupportsIndex | str | None = None,
+    engines: bool | None = None,
 ) -> npt.NDArray[Any]:
     """dw, the gradient of conv(x, w) with respect to w, as a new array of shape `w_shape`.
 
@@ -256,6 +263,7 @@ class _Options:
     policy: PolicyArgument | None
     database: str | os.PathLike[str] | None
     algo: SupportsIndex | str | None
+    engines: bool | None
 
     @classmethod
     def of_call(cls, arguments: Mapping[str, Any]) -> _Options:
@@ -280,7 +288,7 @@ class _RunOptions:
     policy: str | tuple[int, ...]
     database: Path | None
     algo: int | None
-    engines: bool  # UCUDNN_ENGINES: also measure engine configurations
+    engines: bool | None  # the argument, else UCUDNN_ENGINES; None: the Handle's default
 
 
 def _check_arrays(**arrays: object) -> None:
@@ -424,7 +432,7 @@ def _run_options(kernel: str, options: _Options) -> _RunOptions:
         ),
         database=None if options.database is None else file_path(options.database, "database"),
         algo=None if options.algo is None else algorithm_number(kernel, options.algo),
-        engines=config.engines,
+        engines=config.engines if options.engines is None else boolean(options.engines, "engines"),
     )
 
 
@@ -537,7 +545,7 @@ class _RecentHandles(Generic[_Kept]):
 
 
 def _new_handle(
-    workspace_limit: int, policy: str | tuple[int, ...], database: Path | None, engines: bool
+    workspace_limit: int, policy: str | tuple[int, ...], database: Path | None, engines: bool | None
 ) -> Handle:
     from ucudnn.runtime.handle import Handle
 
@@ -562,7 +570,7 @@ def _default_handle(
     workspace_limit: int,
     policy: str | tuple[int, ...],
     database: Path | None,
-    engines: bool = False,
+    engines: bool | None = None,
 ) -> Handle:
     """The WR handle of this configuration, reused so plans and workspaces persist across calls
     (one shared workspace buffer: see the README's "One buffer or slices")."""

@@ -202,6 +202,14 @@ def database_from_env(environ: Mapping[str, str] = os.environ) -> Path:
     return _user_path(text, "UCUDNN_DATABASE") if text else default_database()
 
 
+def engines_from_env(environ: Mapping[str, str] = os.environ) -> bool | None:
+    """UCUDNN_ENGINES in `environ` as a yes/no value; None when unset or empty. Reads no other
+    setting, so that `ucudnn info` can say where the engines' setting comes from even when
+    another variable is bad."""
+    text = environ.get("UCUDNN_ENGINES", "").strip()
+    return parse_bool(text, "UCUDNN_ENGINES") if text else None
+
+
 WORKSPACE_SHARING = ("divided", "shared")
 
 
@@ -225,8 +233,9 @@ class Config:
     check: bool = False  # compare every call with the undivided convolution
     # float32 problems without a named math type may use TF32 (see core.problem.default_math_type)
     allow_tf32: bool = False
-    # Also measure cuDNN's graph-API engine configurations (off until checked on hardware).
-    engines: bool = False
+    # Also measure cuDNN's graph-API engine configurations; None (not set): wherever they can
+    # run, as the runtime finds out on the device (ucudnn.runtime.engines_setting).
+    engines: bool | None = None
     # How a total workspace serves the kernels: "divided" (each its own slice, WD) or "shared"
     # (one buffer every kernel uses in turn: WR at the total).
     workspace_sharing: str = "divided"
@@ -242,7 +251,7 @@ class Config:
             "database": file_path(self.database, "database"),
             "check": boolean(self.check, "check"),
             "allow_tf32": boolean(self.allow_tf32, "allow_tf32"),
-            "engines": boolean(self.engines, "engines"),
+            "engines": None if self.engines is None else boolean(self.engines, "engines"),
             "workspace_sharing": workspace_sharing(self.workspace_sharing, "workspace_sharing"),
         }
         for name, value in checked.items():
@@ -273,8 +282,7 @@ class Config:
             fields["total_workspace_size"] = parse_size(text, "UCUDNN_TOTAL_WORKSPACE_SIZE")
         if (text := get("UCUDNN_CHECK")) is not None:
             fields["check"] = parse_bool(text, "UCUDNN_CHECK")
-        if (text := get("UCUDNN_ENGINES")) is not None:
-            fields["engines"] = parse_bool(text, "UCUDNN_ENGINES")
+        fields["engines"] = engines_from_env(environ)
         if (text := get("UCUDNN_WORKSPACE_SHARING")) is not None:
             fields["workspace_sharing"] = workspace_sharing(text, "UCUDNN_WORKSPACE_SHARING")
         return cls(**fields)  # type: ignore[arg-type]

@@ -35,6 +35,7 @@ from ucudnn.runtime.benchmark import Benchmarker, BenchmarkSettings
 from ucudnn.runtime.buffers import device_pointer
 from ucudnn.runtime.check import EquivalenceCheck, download
 from ucudnn.runtime.engine_calls import EngineRuns
+from ucudnn.runtime.engines_setting import engines_setting
 from ucudnn.runtime.options import HandleOptions, layer_option, scalar_option
 from ucudnn.runtime.planning import plan_kernels
 from ucudnn.runtime.slots import Slot, Slots
@@ -70,13 +71,15 @@ class Handle:
     kernels: "divided" (the default: each kernel its own slice, their sizes adding up to the
     total, WD, for frameworks that keep one workspace per layer) or "shared" (one buffer of the
     total that each kernel uses in turn, as this Handle runs them one at a time: WR at the
-    total, often much faster). `engines` also measures cuDNN's graph-API engine configurations
-    (cuDNN >= 9.2; None: UCUDNN_ENGINES, off by default). `policy` is a policy name or
-    micro-batch sizes; `stream` is a cudaStream_t as an int (0: the legacy default stream).
-    Every argument is checked before any device work. Arrays' pending work on their own streams
-    is ordered before `stream` (DLPack's and __cuda_array_interface__'s stream protocols). The
-    work is enqueued on `stream` and nothing here waits for it: keep the arrays alive, and order
-    your own stream after it (or synchronise), until it is done.
+    total, often much faster). `engines` says whether to measure cuDNN's graph-API engine
+    configurations besides the legacy algorithms (None: UCUDNN_ENGINES, else wherever they can
+    run: cuDNN >= 9.2 and heuristics that answer; `self.engines` says what is in effect and
+    why). `policy` is a policy name or micro-batch sizes; `stream` is a cudaStream_t as an int
+    (0: the legacy default stream). Every argument is checked before any device work. Arrays'
+    pending work on their own streams is ordered before `stream` (DLPack's and
+    __cuda_array_interface__'s stream protocols). The work is enqueued on `stream` and nothing
+    here waits for it: keep the arrays alive, and order your own stream after it (or
+    synchronise), until it is done.
 
     Raises (when made):
         TypeError: an option of the wrong type (a size neither an integer nor text, a bool or
@@ -121,7 +124,9 @@ class Handle:
         self.cudnn = _cudnn.Handle()
         self.cudnn.set_stream(self.stream)
         self.cache = BenchmarkCache(options.database) if options.database is not None else None
-        self.benchmarker = Benchmarker(self.cudnn, self.facts, self.cache, options.benchmark)
+        self.engines = engines_setting(options.engines)
+        settings = dataclasses.replace(options.benchmark, engines=self.engines.enabled)
+        self.benchmarker = Benchmarker(self.cudnn, self.facts, self.cache, settings)
         self.plan: Plan | None = None
         self._slots = Slots()
         self._ready: dict[tuple[str | None, str, str], _Ready] = {}  # (layer, kernel, problem key)

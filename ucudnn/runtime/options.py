@@ -24,6 +24,7 @@ from ucudnn.planner.config import (
 from ucudnn.planner.policies import Policy
 from ucudnn.planner.tables import layer_name
 from ucudnn.runtime.benchmark import BenchmarkSettings
+from ucudnn.runtime.engines_setting import EnginesRequest
 
 # A cudaStream_t travels as an address.
 MAX_STREAM = 2**64 - 1
@@ -40,7 +41,8 @@ class HandleOptions:
     deterministic: bool
     check: bool
     database: Path | None  # None: no benchmark cache
-    benchmark: BenchmarkSettings
+    benchmark: BenchmarkSettings  # its `engines` as given; the Handle decides (`engines`)
+    engines: EnginesRequest
 
     @classmethod
     def resolve(
@@ -62,6 +64,7 @@ class HandleOptions:
         """Arguments as the Handle takes them; unset ones come from the UCUDNN_* variables."""
         config = Config.from_env(environ)
         mode, limit = workspace_option(workspace_limit, total_workspace, config, workspace_sharing)
+        settings = benchmark_option(benchmark)
         return cls(
             mode=mode,
             limit=limit,
@@ -72,7 +75,8 @@ class HandleOptions:
             deterministic=boolean(deterministic, "deterministic"),
             check=check_option(check, config),
             database=database_option(database, boolean(use_cache, "use_cache"), config),
-            benchmark=benchmark_option(benchmark, engines, config),
+            benchmark=settings,
+            engines=engines_option(engines, settings, config),
         )
 
 
@@ -117,18 +121,18 @@ def database_option(database: object, use_cache: bool, config: Config) -> Path |
     return database if database is not None else config.database
 
 
-def benchmark_option(benchmark: object, engines: object, config: Config) -> BenchmarkSettings:
-    """The benchmark settings, with `engines` decided: the Handle's argument, else the
-    settings' own, else UCUDNN_ENGINES (off by default)."""
+def benchmark_option(benchmark: object) -> BenchmarkSettings:
     if benchmark is None:
-        benchmark = BenchmarkSettings()
+        return BenchmarkSettings()
     if not isinstance(benchmark, BenchmarkSettings):
         raise TypeError(f"benchmark must be a BenchmarkSettings, got {benchmark!r}")
-    if engines is not None:
-        chosen = boolean(engines, "engines")
-    else:
-        chosen = config.engines if benchmark.engines is None else benchmark.engines
-    return dataclasses.replace(benchmark, engines=chosen)
+    return benchmark
+
+
+def engines_option(engines: object, benchmark: BenchmarkSettings, config: Config) -> EnginesRequest:
+    """Who asks for engines: the Handle's argument, else the settings' own, else
+    UCUDNN_ENGINES, else nobody (the default, decided on the device: `engines_setting`)."""
+    return EnginesRequest.of(benchmark.engines if engines is None else engines, config.engines)
 
 
 def layer_option(layer: object) -> str | None:
