@@ -32,11 +32,13 @@ from ucudnn.planner.plan import Plan, make_plan_wd, make_plan_wr
 from ucudnn.planner.synthetic import model_tables
 from ucudnn.planner.tables import Candidate, TimingTables
 from ucudnn.runtime.check import CheckResult
+from ucudnn.runtime.engines_setting import EnginesSetting
 from ucudnn.runtime.measure import KernelTiming
 
 MiB = 1 << 20
 FACTS = DeviceFacts("NVIDIA H100 80GB HBM3", "9.0", 92800, 13000)
 NETWORK = {"network": "alexnet", "batch": 32, "dtype": "float32", "layout": None}
+ENGINES_ON = EnginesSetting(enabled=True, source="default", reason=None)
 
 
 @pytest.fixture(scope="module")
@@ -112,15 +114,48 @@ def test_info_document_of_a_machine_with_a_device_and_of_one_without_modules() -
         "devices": [dataclasses.asdict(device)], "reason": None,
     }  # fmt: skip
     cache = CacheReport("b.sqlite", CacheStats(sets=4, measurements=30, file_bytes=8192))
-    data = info_document(report, [], cache)
+    data = info_document(report, [], cache, ENGINES_ON)
     validate(data)
     assert data["devices"][0]["total_memory_bytes"] == 85 << 30
     assert data["unusable_reason"] is None and data["cache"]["state"] == "ready"
+    assert data["engines"] == {"enabled": True, "source": "default", "reason": None}
     missing = {"native": False, "devices": [], "reason": "native modules did not import: x"}
-    data = info_document(missing, [], CacheReport("b.sqlite", None))
+    off = EnginesSetting(False, "default", "native modules did not import: x")
+    data = info_document(missing, [], CacheReport("b.sqlite", None), off)
     validate(data)
     assert data["native_loaded"] is False and data["cudnn_version"] is None
     assert data["unusable_reason"] == "native modules did not import: x"
+    assert data["engines"] == {
+        "enabled": False, "source": "default", "reason": "native modules did not import: x"
+    }  # fmt: skip
+
+
+def test_info_without_a_gpu_reports_engines_off_by_default_and_why(capsys, no_gpu) -> None:
+    data, _ = document(capsys, ["info", "--json"])
+    engines = data["engines"]
+    assert (engines["enabled"], engines["source"]) == (False, "default")
+    assert engines["reason"].startswith("no usable device: ")
+
+
+@pytest.mark.parametrize("value", ["off", "on"])
+def test_info_reports_engines_set_by_the_environment(capsys, monkeypatch, value) -> None:
+    """Off as asked needs no reason; on is on only where engines can run, which info says."""
+    monkeypatch.setenv("UCUDNN_ENGINES", value)
+    data, _ = document(capsys, ["info", "--json"])
+    engines = data["engines"]
+    assert engines["source"] == "environment"
+    if value == "off":
+        assert (engines["enabled"], engines["reason"]) == (False, None)
+    else:
+        assert engines["enabled"] is (engines["reason"] is None)
+
+
+@pytest.mark.gpu
+def test_info_reports_engines_on_by_default_on_a_device(capsys, monkeypatch) -> None:
+    """On the simulated device too: its cuDNN is 9.19 and its heuristics answer the probe."""
+    monkeypatch.delenv("UCUDNN_ENGINES", raising=False)
+    data, _ = document(capsys, ["info", "--json"])
+    assert data["engines"] == {"enabled": True, "source": "default", "reason": None}
 
 
 @pytest.mark.parametrize("mode", ["wr", "wd"])
@@ -265,7 +300,7 @@ def test_demo_document_on_a_gpu(alexnet: TimingTables) -> None:
     plan = make_plan_wr(alexnet, 64 * MiB, device=FACTS)
     run = run_document(NETWORK, 10, kernel_timings(plan), [], plan)
     info = info_document(
-        {"native": True, "devices": [], "reason": None}, [], CacheReport("c", None)
+        {"native": True, "devices": [], "reason": None}, [], CacheReport("c", None), ENGINES_ON
     )
     check = numpy_check_part((64, 16, 32, 32), (32, 16, 3, 3), (64, 32, 32, 32), 1.5e-7)
     data = demo_document("alexnet", 32, 64 * MiB, info, numpy_check=check, run=run)

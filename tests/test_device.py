@@ -179,6 +179,7 @@ def test_devices_and_facts_on_a_gpu() -> None:
 
 def test_info_text_says_who_installed_each_library(monkeypatch) -> None:
     from ucudnn.faces.info import info_text
+    from ucudnn.runtime.engines_setting import EnginesSetting
 
     report = {
         "native": True,
@@ -193,10 +194,12 @@ def test_info_text_says_who_installed_each_library(monkeypatch) -> None:
         "devices": [], "reason": "the NVIDIA driver sees no CUDA device on this machine",
     }  # fmt: skip
     monkeypatch.setattr(device, "info", lambda: report)
-    lines = info_text().splitlines()
+    engines = EnginesSetting(False, "default", "cuDNN 9.1.0 is older than 9.2.0")
+    lines = info_text(engines).splitlines()
     assert lines[2:4] == [
         "libcudnn.so.9: /site/nvidia/cudnn/lib/libcudnn.so.9 (found by the nvidia.cudnn package; "
         "pip package nvidia-cudnn-cu12)",
         "libcudart.so.13: /usr/lib/libcudart.so.13 (found by system loader; system library, "
         "not a pip package)",
     ]
+    assert lines[-1] == "graph-API engines: off (by default: cuDNN 9.1.0 is older than 9.2.0)"

@@ -376,14 +376,16 @@ def test_layers_seen_with_several_problems_get_their_own_names(tmp_path) -> None
 @pytest.mark.gpu
 def test_second_benchmark_is_served_from_the_cache(tmp_path) -> None:
     from ucudnn.planner.networks import builtin_network
+    from ucudnn.runtime.benchmark import BenchmarkSettings
     from ucudnn.runtime.session import open_benchmarker
     from ucudnn.runtime.work import work_from_graph
 
     work = work_from_graph(builtin_network("alexnet", batch=8))
-    with open_benchmarker(tmp_path / "db.sqlite", progress=False) as first:
+    settings = BenchmarkSettings(progress=False)  # engines as by default: both families
+    with open_benchmarker(tmp_path / "db.sqlite", settings) as first:
         measured = first.tables(work, "powerOfTwo")
         assert first.counts["measured"] > 0
-    with open_benchmarker(tmp_path / "db.sqlite", progress=False) as second:
+    with open_benchmarker(tmp_path / "db.sqlite", settings) as second:
         cached = second.tables(work, "powerOfTwo")
         assert second.counts == {"measured": 0, "cached": sum(first.counts.values())}
     # The same measurements, whatever order each side lists them in (Find's order when

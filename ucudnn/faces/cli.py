@@ -14,6 +14,7 @@ from ucudnn.core.build import version_text
 from ucudnn.faces import commands, messages
 from ucudnn.planner.cli import add_limit_arguments, add_plan_arguments, add_solver_arguments
 from ucudnn.planner.memory import DEFAULT_OVERHEAD_TEXT
+from ucudnn.planner.search import SEARCHES
 from ucudnn.planner.wd import DEFAULT_TIME_LIMIT_S
 
 # The options that name a file or folder, by their dest. An empty one is refused: unchecked, it
@@ -88,11 +89,25 @@ def _network_arguments(parser: argparse.ArgumentParser, required: bool = True) -
 
 def _device_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--database", metavar="PATH", help="benchmark cache (UCUDNN_DATABASE)")
+    _benchmark_arguments(parser)
+
+
+def _benchmark_arguments(parser: argparse.ArgumentParser) -> None:
+    """How a command that benchmarks measures: which candidates, and how thoroughly."""
     parser.add_argument(
         "--engines",
         choices=("on", "off"),
-        help="also measure cuDNN's graph-API engine configurations, cuDNN >= 9.2 "
-        "(default: UCUDNN_ENGINES, else off)",
+        help="also measure cuDNN's graph-API engine configurations (default: UCUDNN_ENGINES, "
+        "else on where they can run: cuDNN >= 9.2 and heuristics that answer; ucudnn info "
+        "says which)",
+    )
+    parser.add_argument(
+        "--search",
+        choices=SEARCHES,
+        default="fast",
+        help="how candidates are measured on first use: fast screens them, prunes what cannot "
+        "win and confirms the rest; exhaustive times every candidate at every size in full "
+        "(default: fast)",
     )
 
 
@@ -228,6 +243,7 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--network", default="alexnet", help="network to demonstrate on")
     demo.add_argument("--batch", default=128, help="mini-batch size (default: 128)")
     demo.add_argument("--workspace-limit", default="64MiB", metavar="SIZE")
+    _benchmark_arguments(demo)
     _json_argument(demo, "ucudnn-demo")
     demo.set_defaults(func=commands.demo)
     for command in sub.choices.values():

@@ -43,6 +43,7 @@ from ucudnn.planner.config import (
     Config,
     database_from_env,
     default_database,
+    engines_from_env,
     parse_size,
 )
 from ucudnn.planner.documents import document_text
@@ -55,6 +56,8 @@ if TYPE_CHECKING:
     from ucudnn.planner.graph import LayerGraph
     from ucudnn.planner.policies import Policy
     from ucudnn.planner.tables import TimingTables
+    from ucudnn.runtime.benchmark import BenchmarkSettings
+    from ucudnn.runtime.engines_setting import EnginesSetting
 
 # A subcommand: the parsed arguments in, the exit status out.
 Command = Callable[[argparse.Namespace], int]
@@ -150,9 +153,31 @@ def _require_gpu() -> None:
 
 
 def _engines(args: argparse.Namespace) -> bool | None:
-    """--engines on/off; None (unset) leaves it to UCUDNN_ENGINES."""
+    """--engines on/off; None (unset, or a command without it) leaves it to UCUDNN_ENGINES,
+    else to the default."""
     choice: str | None = getattr(args, "engines", None)
     return None if choice is None else choice == "on"
+
+
+def _engines_in_effect(args: argparse.Namespace) -> EnginesSetting:
+    """Whether the command measures engine configurations, and why: --engines, else
+    UCUDNN_ENGINES (a bad value counts as unset here: `info` reports it, the others refuse
+    it), else the default, which asks the device."""
+    from ucudnn.runtime.engines_setting import EnginesRequest, engines_setting
+
+    try:
+        environment = engines_from_env()
+    except ValueError:
+        environment = None
+    return engines_setting(EnginesRequest.of(_engines(args), environment))
+
+
+def _benchmark_settings(args: argparse.Namespace) -> BenchmarkSettings:
+    """How the command measures: --engines (unset: as a Handle decides), --search, and a
+    progress bar for a person watching."""
+    from ucudnn.runtime.benchmark import BenchmarkSettings
+
+    return BenchmarkSettings(progress=_progress(args), engines=_engines(args), search=args.search)
 
 
 def _progress(args: argparse.Namespace) -> bool:
@@ -213,21 +238,22 @@ def info(args: argparse.Namespace) -> int:
     from ucudnn.planner.cache import inspect_cache
 
     path = Path(args.database) if args.database else _database_or_default()
+    engines = _engines_in_effect(args)
     if args.json:
-        _emit(_info_document(path))
+        _emit(_info_document(path, engines))
         return 0
-    print(info_text())
+    print(info_text(engines))
     for problem in _configuration_problems():
         print(f"warning: {problem}")
     print(f"cache: {inspect_cache(path).describe()}")
     return 0
 
 
-def _info_document(database: Path) -> dict[str, object]:
+def _info_document(database: Path, engines: EnginesSetting) -> dict[str, object]:
     from ucudnn.core import device
     from ucudnn.planner.cache import inspect_cache
 
-    return info_document(device.info(), _configuration_problems(), inspect_cache(database))
+    return info_document(device.info(), _configuration_problems(), inspect_cache(database), engines)
 
 
 @_command
@@ -239,9 +265,7 @@ def bench(args: argparse.Namespace) -> int:
     config = Config.from_env()
     graph, policy = _network(args), policy_from_args(args, config)
     _require_gpu()
-    with open_benchmarker(
-        _database(args, config), progress=_progress(args), engines=_engines(args)
-    ) as benchmarker:
+    with open_benchmarker(_database(args, config), _benchmark_settings(args)) as benchmarker:
         start = time.perf_counter()
         tables = benchmarker.tables(work_from_graph(graph), policy)
         elapsed = time.perf_counter() - start
@@ -380,9 +404,7 @@ def _measured_tables(
     from ucudnn.runtime.work import work_from_graph
 
     database = _database(args, Config.from_env())
-    with open_benchmarker(
-        database, progress=_progress(args), engines=_engines(args)
-    ) as benchmarker:
+    with open_benchmarker(database, _benchmark_settings(args)) as benchmarker:
         tables = benchmarker.tables(work_from_graph(graph), policy)
         facts = benchmarker.facts
     return tables, f"measurements on {facts.device_name} (cuDNN {facts.cudnn_version})"
@@ -402,7 +424,6 @@ def _run_network(args: argparse.Namespace) -> tuple[int, dict[str, object] | Non
     runs (--check): print what it finds as it goes, or with --json return it as a ucudnn-run
     document instead. The exit status is 1 when a comparison fails."""
     from ucudnn.faces.report import timing_report
-    from ucudnn.runtime.benchmark import BenchmarkSettings
     from ucudnn.runtime.check import CheckResult, EquivalenceCheck
     from ucudnn.runtime.handle import Handle
     from ucudnn.runtime.measure import measure_plan, run_once
@@ -418,8 +439,7 @@ def _run_network(args: argparse.Namespace) -> tuple[int, dict[str, object] | Non
         total_workspace=None if mode == "wr" else limit,
         policy=policy_from_args(args, config),
         database=_database(args, config),
-        benchmark=BenchmarkSettings(progress=_progress(args)),
-        engines=_engines(args),
+        benchmark=_benchmark_settings(args),
     ) as handle:
         timings = measure_plan(handle, work, repeats=args.repeats, progress=_progress(args))
         if not args.json:
@@ -467,14 +487,15 @@ def demo(args: argparse.Namespace) -> int:
 
     limit = parse_size(args.workspace_limit, "--workspace-limit")
     graph = load_network(args.network, args.batch)  # bad arguments first, before any output
+    engines = _engines_in_effect(args)
     if not args.json:
-        print(info_text())
+        print(info_text(engines))
         print()
     reason = unusable_reason()
     if not reason:
         status, numpy_check, run_part = _demo_gpu(args, limit)
         if args.json:
-            info_part = _info_document(_database_or_default())
+            info_part = _info_document(_database_or_default(), engines)
             _emit(
                 demo_document(args.network, args.batch, limit, info_part,
                               numpy_check=numpy_check, run=run_part)
@@ -490,7 +511,7 @@ def demo(args: argparse.Namespace) -> int:
     budget = min(limit * len(graph.kernel_ids()), MAX_BYTES)
     wd = make_plan_wd(tables, budget, timings_source=MODEL_NOTE)
     if args.json:
-        info_part = _info_document(_database_or_default())
+        info_part = _info_document(_database_or_default(), engines)
         _emit(demo_document(args.network, args.batch, limit, info_part, model_plans=(wr, wd)))
         return 0
     print(wr.report())
@@ -518,8 +539,11 @@ def _demo_gpu(
     rng = np.random.default_rng(0)
     x = rng.standard_normal((64, 16, 32, 32), dtype=np.float32)
     w = rng.standard_normal((32, 16, 3, 3), dtype=np.float32)
-    y = ucudnn.conv_forward(x, w, padding=1, workspace_limit=limit)
-    undivided = ucudnn.conv_forward(x, w, padding=1, workspace_limit=limit, policy="undivided")
+    engines = _engines(args)
+    y = ucudnn.conv_forward(x, w, padding=1, workspace_limit=limit, engines=engines)
+    undivided = ucudnn.conv_forward(
+        x, w, padding=1, workspace_limit=limit, policy="undivided", engines=engines
+    )
     distance = normalised_l2(y, undivided)
     if not args.json:
         print(f"numpy conv_forward {x.shape} * {w.shape} -> {y.shape}; micro-batched vs "
@@ -530,10 +554,10 @@ def _demo_gpu(
 
 def _demo_run_arguments(args: argparse.Namespace) -> argparse.Namespace:
     """What the demo runs: `ucudnn run NETWORK --check` in WR mode at the demo's limit, with
-    its -q (so its progress bars too) and --json."""
+    its -q (so its progress bars too), --json, --engines and --search."""
     return argparse.Namespace(
         command="demo", network=args.network, batch=args.batch, dtype="float32", layout=None,
         database=None, quiet=args.quiet, json=args.json, mode="wr",
         workspace_limit=args.workspace_limit, total_workspace=None, policy=None, repeats=10,
-        check=True,
+        check=True, engines=args.engines, search=args.search,
     )  # fmt: skip

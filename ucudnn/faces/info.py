@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import ucudnn
 from ucudnn.core import device
 from ucudnn.planner.units import format_size
+
+if TYPE_CHECKING:
+    from ucudnn.runtime.engines_setting import EnginesSetting
 
 
 def unusable_reason(report: device.InfoReport | None = None) -> str | None:
@@ -31,13 +34,22 @@ def _library_line(library: dict[str, Any], simulated: bool) -> str:
     return f"{where}; {installer})"
 
 
-def info_text() -> str:
-    """Library, cuDNN, CUDA runtime and driver versions, then the devices or why none."""
-    report = device.info()
-    lines = [f"ucudnn {ucudnn.__version__}"]
+def info_text(engines: EnginesSetting) -> str:
+    """Library, cuDNN, CUDA runtime and driver versions, the devices or why none, then whether
+    benchmarks measure engine configurations (`engines`) and why."""
+    lines = [
+        f"ucudnn {ucudnn.__version__}",
+        *_found_lines(device.info()),
+        f"graph-API engines: {engines.describe()}",
+    ]
+    return "\n".join(lines)
+
+
+def _found_lines(report: device.InfoReport) -> list[str]:
+    """The versions, libraries and devices found, or why the native modules did not load."""
     if not report["native"]:
-        lines.append(f"native modules: not loaded ({report['reason']})")
-        return "\n".join(lines)
+        return [f"native modules: not loaded ({report['reason']})"]
+    lines = []
     if report.get("simulated"):
         lines.append(
             "SIMULATED DEVICE (UCUDNN_DEVICE=sim): a test double in Python, not a GPU; its "
@@ -58,4 +70,4 @@ def info_text() -> str:
             f"device {d['index']}: {d['name']}, compute capability {d['compute_capability']}, "
             f"{format_size(d['total_memory'])}, {d['multiprocessor_count']} SMs"
         )
-    return "\n".join(lines)
+    return lines

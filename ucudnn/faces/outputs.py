@@ -26,6 +26,7 @@ if TYPE_CHECKING:  # none is needed at run time; the runtime's would load native
     from ucudnn.planner.tables import TimingTables
     from ucudnn.planner.tune import TunePoint, TuneResult
     from ucudnn.runtime.check import CheckResult
+    from ucudnn.runtime.engines_setting import EnginesSetting
     from ucudnn.runtime.measure import KernelTiming
 
 Document = dict[str, object]
@@ -36,8 +37,11 @@ def policy_value(policy: Policy) -> object:
     return policy if isinstance(policy, str) else list(policy)
 
 
-def info_document(report: InfoReport, problems: Sequence[str], cache: CacheReport) -> Document:
-    """ucudnn-info: what `device.info()` reports, the bad settings and the cache as found."""
+def info_document(
+    report: InfoReport, problems: Sequence[str], cache: CacheReport, engines: EnginesSetting
+) -> Document:
+    """ucudnn-info: what `device.info()` reports, the bad settings, the cache as found, and
+    the engines' setting in effect."""
     stats = cache.stats
     return {
         **header("ucudnn-info"),
@@ -69,6 +73,11 @@ def info_document(report: InfoReport, problems: Sequence[str], cache: CacheRepor
         ],
         "unusable_reason": unusable_reason(report),
         "configuration_problems": list(problems),
+        "engines": {
+            "enabled": engines.enabled,
+            "source": engines.source,
+            "reason": engines.reason,
+        },
         "cache": {
             "path": cache.path,
             "state": "ready" if stats else "unusable" if cache.problem else "absent",

@@ -26,6 +26,7 @@ from ucudnn.planner import plan as plan_module, tables as tables_module
 from ucudnn.planner.explain import REASONS
 from ucudnn.planner.memory import DEFAULT_OVERHEAD_TEXT
 from ucudnn.planner.wd import SOLVERS
+from ucudnn.runtime.engines_setting import SOURCES as ENGINES_SOURCES
 
 Schema = dict[str, object]
 
@@ -362,6 +363,23 @@ INFO = _document(
         "configuration_problems": _list(
             _text("a UCUDNN_* variable with a bad value, and what it accepts"),
             "the bad settings (the commands refuse them; info reports them)",
+        ),
+        "engines": _object(
+            "whether benchmarks measure cuDNN's graph-API engine configurations besides the "
+            "legacy algorithms",
+            {
+                "enabled": _flag("whether they do"),
+                "source": _text(
+                    "where the setting comes from: default (on wherever engines can run: "
+                    "cuDNN >= 9.2 and heuristics that answer), environment (UCUDNN_ENGINES) "
+                    "or argument (--engines)",
+                    ENGINES_SOURCES,
+                ),
+                "reason": _or_null(
+                    _text("why they are off where they were wanted (by default or asked for)"),
+                    "they are on, or off as asked",
+                ),
+            },
         ),
         "cache": _object(
             "the benchmark cache, as found (info creates and changes nothing)",
