@@ -9,8 +9,9 @@ times with CUDA events (warm-up, then the median of repeats):
   ceiling     the fastest single algorithm with no limit (up to --workspace-cap)
   pytorch     conv2d/conv3d forward, backward through autograd, cudnn.benchmark = True
   frontend    the cuDNN frontend graph API with plans over the limit deselected
-With --engines on, ucudnn's tables (so baseline, wr, wd_* and ceiling) hold cuDNN's graph-API
-engine configurations beside the legacy algorithms.
+With --engines on (the default), ucudnn's tables (so baseline, wr, wd_* and ceiling) hold
+cuDNN's graph-API engine configurations beside the legacy algorithms; --search says how they
+are measured on first use (fast, the default, or exhaustive).
 and how long benchmarking a network takes on first use (empty cache) and from the cache.
 Peers that are missing or do not support a case are recorded as skipped, with the reason.
 
@@ -126,8 +127,16 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--engines",
         choices=("on", "off"),
-        default="off",
-        help="also measure and plan cuDNN's graph-API engine configurations (default off)",
+        default="on",
+        help="also measure and plan cuDNN's graph-API engine configurations, as ucudnn does by "
+        "default where cuDNN can (default on)",
+    )
+    parser.add_argument(
+        "--search",
+        choices=("fast", "exhaustive"),
+        default="fast",
+        help="how first use measures: ucudnn's default screened search, or every candidate in "
+        "full (default fast)",
     )
     parser.add_argument(
         "--no-peers", action="store_true", help="skip PyTorch and the cuDNN frontend"
@@ -166,7 +175,7 @@ class Comparison:
         self.tables: dict[str, str] = {}  # file name in the zip -> timing-table CSV
         self.settings = BenchmarkSettings(
             warmup=args.warmup, repeats=args.repeats, workspace_cap=args.workspace_cap,
-            progress=False, engines=args.engines == "on",
+            progress=False, engines=args.engines == "on", search=args.search,
         )  # fmt: skip
         self.deadline = (
             None if args.max_minutes is None else time.monotonic() + 60 * args.max_minutes
@@ -254,7 +263,8 @@ class Comparison:
                 benchmarker = Benchmarker(_cudnn.Handle(), device_facts(), cache, self.settings)
                 start = time.perf_counter()
                 tables = benchmarker.tables(work, self.args.policy)
-                return time.perf_counter() - start, dict(benchmarker.counts), tables
+                counts = {**benchmarker.counts, **dataclasses.asdict(benchmarker.search_counts)}
+                return time.perf_counter() - start, counts, tables
 
         first_s, first_counts, tables = once()
         cached_s, cached_counts, _ = once()

@@ -221,7 +221,7 @@ def test_the_numpy_functions_run_with_engines_on(monkeypatch, kernel) -> None:
     from ucudnn.faces import numpy_api
     from ucudnn.planner.cache import BenchmarkCache
     from ucudnn.planner.config import database_from_env
-    from ucudnn.runtime.benchmark import ENGINE_SEARCH
+    from ucudnn.runtime.benchmark import measurement_source
 
     monkeypatch.setenv("UCUDNN_ENGINES", "on")
     monkeypatch.setenv("UCUDNN_BATCH_SIZE_POLICY", "undivided")
@@ -247,7 +247,8 @@ def test_the_numpy_functions_run_with_engines_on(monkeypatch, kernel) -> None:
         numpy_api.release_handles()
     assert normalised_l2(got, expected) <= tolerance(problem, same_algorithm=False)
     with BenchmarkCache(database_from_env()) as cache:
-        found = cache.lookup(problem, kernel, 3, device_facts(), source=ENGINE_SEARCH)
+        source = measurement_source("fast", True, kernel, split=False)
+        found = cache.lookup(problem, kernel, 3, device_facts(), source=source)
     assert found and any(m.ok and m.engine for m in found)
 
 

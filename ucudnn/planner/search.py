@@ -134,8 +134,9 @@ class KernelSearch:
         times = self.measured.get(config)
         if not times:
             return None
-        # Per-sample time rarely improves as the micro-batch shrinks.
-        return max(
+        # Per-sample time rarely improves as the micro-batch shrinks: the best per-sample time
+        # at the larger sizes, less a margin.
+        return min(
             (
                 PRUNE_FACTOR * time_ms * micro_batch / size
                 for size, time_ms in times.items()

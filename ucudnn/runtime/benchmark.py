@@ -308,11 +308,8 @@ class Benchmarker:
         )
 
     def source(self, kernel: str, split: bool) -> str:
-        """The cache's name for what this benchmarker measures of a kernel at a size: the
-        search, its version and the families, and for a split of backward filter "beta1"."""
-        families = "legacy" + (f"+{engine_family()}" if self.engines_on else "")
-        beta1 = "/beta1" if kernel == "backward_filter" and split else ""
-        return f"{self.settings.search}/{SEARCH_VERSION}/{families}{beta1}"
+        """The cache's name for what this benchmarker measures of `kernel` at a size."""
+        return measurement_source(self.settings.search, self.engines_on, kernel, split)
 
     def _size(
         self,
@@ -403,6 +400,20 @@ def _builders(threads: int) -> Iterator[concurrent.futures.ThreadPoolExecutor | 
         return
     with concurrent.futures.ThreadPoolExecutor(threads, "ucudnn-build") as pool:
         yield pool
+
+
+def measurement_source(
+    search_name: str,
+    engines_on: bool,
+    kernel: str,
+    split: bool,
+    environ: Mapping[str, str] = os.environ,
+) -> str:
+    """The cache's name for a size's measurements: the search, its version and the families,
+    and "beta1" for a split of backward filter (timed with beta 1, as its later parts run)."""
+    families = "legacy" + (f"+{engine_family(environ)}" if engines_on else "")
+    beta1 = "/beta1" if kernel == "backward_filter" and split else ""
+    return f"{search_name}/{SEARCH_VERSION}/{families}{beta1}"
 
 
 def engine_family(environ: Mapping[str, str] = os.environ) -> str:
