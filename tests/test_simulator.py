@@ -242,6 +242,26 @@ def test_a_deferred_convolution_reads_its_inputs_as_they_were_when_called(conv, 
     assert normalised_l2(y, expected) <= tolerance(problem, same_algorithm=False)
 
 
+def test_a_memset_of_a_whole_fresh_buffer_is_noted_and_reads_as_written(conv, sim) -> None:
+    """Benchmarking fills large buffers that nothing reads: a memset of all of a buffer no call
+    has touched makes none of its bytes, yet convolutions and copies read what it wrote."""
+    from ucudnn._native import _cuda
+
+    problem, descs, buffers = conv
+    fresh = {t: _cuda.DeviceBuffer(problem.nbytes(t)) for t in ("x", "w")}
+    for buffer in fresh.values():
+        _cuda.memset(buffer.ptr, 0x3F, buffer.nbytes)  # 0.747 in every float32
+    assert sim.DEVICE.owner(fresh["x"].ptr).uniform == 0x3F
+    _cuda.memset(fresh["w"].ptr, 0, 4)  # then a part: the first weight is 0
+    _forward(descs, fresh["x"].ptr, fresh["w"].ptr, buffers["y"].ptr)
+    y = _download(buffers["y"], problem.nbytes("y")).reshape(problem.y_shape)
+    expected = _expected_forward(problem, fresh)
+    assert normalised_l2(y, expected) <= tolerance(problem, same_algorithm=False)
+    assert np.unique(_download(fresh["x"], problem.nbytes("x"))).size == 1
+    for buffer in fresh.values():
+        buffer.release()
+
+
 def _expected_forward(problem: ConvProblem, buffers) -> np.ndarray:
     x, w = (_download(buffers[t], problem.nbytes(t)) for t in ("x", "w"))
     return ref.forward(problem, x.reshape(problem.x_shape), w.reshape(problem.w_shape))

@@ -214,7 +214,7 @@ def find(
             status = _fault(call, problem, facts.algo) or 0
         rows.append(_row(facts, status))
     DEVICE.before_write(out.span, dense=True)  # the fill below writes every byte of the span
-    out.span.allocation.bytes[out.span.offset : out.span.offset + out.span.nbytes] = 0xFF
+    out.span.allocation.fill(out.span.offset, out.span.nbytes, 0xFF)
     DEVICE.advance(stream, sum(r.time_ms for r in rows if r.status == 0))
     return _ranked(rows)[:requested]
 

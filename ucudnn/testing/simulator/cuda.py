@@ -274,7 +274,7 @@ def memset(ptr: object, value: object, nbytes: object, stream: object = 0) -> No
     if n:
         span = _device_span(p, n, "ptr", "cudaMemsetAsync")
         DEVICE.before_write(span, dense=True)
-        _bytes(span)[:] = byte
+        span.allocation.fill(span.offset, n, byte)
     _enqueue(s, n)
 
 

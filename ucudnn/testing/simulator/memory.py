@@ -5,7 +5,7 @@ apart. A pointer one byte past an allocation, into freed memory, or anywhere els
 lands in nobody's allocation and is named as such, with where the memory was made and freed.
 Bytes are created on first touch and filled with 0xFF, which reads as NaN in every float type,
 so a result computed from memory nobody wrote is visibly wrong, and a large allocation that is
-never touched costs nothing.
+never touched costs nothing; nor does a memset of all of it before then, which is only noted.
 """
 
 from __future__ import annotations
@@ -59,6 +59,7 @@ class Allocation:
     serial: int  # the device's count of things made, for "leaked since"
     freed_at: str | None = None
     _bytes: ByteArray | None = None
+    _fill: int = UNWRITTEN  # what every byte holds until `_bytes` is made
 
     @property
     def end(self) -> int:
@@ -67,8 +68,21 @@ class Allocation:
     @property
     def bytes(self) -> ByteArray:
         if self._bytes is None:
-            self._bytes = np.full(self.nbytes, UNWRITTEN, np.uint8)
+            self._bytes = np.full(self.nbytes, self._fill, np.uint8)
         return self._bytes
+
+    @property
+    def uniform(self) -> int | None:
+        """The byte that every byte holds, while they are not made (None once they are)."""
+        return self._fill if self._bytes is None else None
+
+    def fill(self, offset: int, nbytes: int, byte: int) -> None:
+        """Set bytes [offset, offset + nbytes) to `byte`: all of them, while none is made,
+        without making them (benchmarking fills large buffers nobody reads)."""
+        if self._bytes is None and nbytes == self.nbytes:
+            self._fill = byte
+        else:
+            self.bytes[offset : offset + nbytes] = byte
 
     def describe(self) -> str:
         state = f"freed at {self.freed_at}" if self.freed_at else "live"

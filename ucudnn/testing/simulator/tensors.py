@@ -43,7 +43,16 @@ class Operand:
         return self.span.nbytes == packed_bytes(self.dims, self.dtype)
 
     def view(self) -> Array:
-        """The values as memory holds them now, in logical order: no copy."""
+        """The values as memory holds them now, in logical order: no copy (and read-only
+        while its allocation holds one byte throughout, see `Allocation.uniform`)."""
+        uniform = self.span.allocation.uniform
+        if uniform is not None:
+            value = np.full(ITEMSIZE[self.dtype], uniform, np.uint8).view(host_dtype(self.dtype))
+            return np.broadcast_to(value, self.dims)
+        return self._memory()
+
+    def _memory(self) -> Array:
+        """The values in memory, writable: its bytes are made if they were not."""
         itemsize = ITEMSIZE[self.dtype]
         return np.ndarray(
             self.dims,
@@ -67,7 +76,7 @@ class Operand:
     def write(self, values: Array) -> None:
         """Store values already rounded to the dtype (bfloat16 as float32 values), so the
         assignment's conversion is exact."""
-        self.view()[...] = values
+        self._memory()[...] = values
 
 
 def operand(
