@@ -3,7 +3,9 @@
 On the H100, one unsupported problem (NDHWC float64 forward: cuDNN 9.19 runs none of its
 algorithms) stayed registered on the numpy API's shared Handle, and every later plan failed.
 Here the simulator's fault injection makes cuDNN fail every algorithm of float64 forward
-convolutions, whatever the layout, so the tests mean the same on any capability table.
+convolutions, whatever the layout, so the tests mean the same on any capability table. The
+tests that inject it measure the legacy algorithms alone (engines=False), as engine
+configurations, which it leaves alone, would run those convolutions.
 """
 
 from __future__ import annotations
@@ -66,7 +68,8 @@ def test_a_kernel_cuDNN_cannot_run_is_named_with_its_statuses_and_forgotten(
     from ucudnn.planner.errors import NoAlgorithmError
     from ucudnn.runtime.handle import Handle
 
-    with Handle(workspace_limit=64 * MiB, database=tmp_path / "db.sqlite") as handle:
+    database = tmp_path / "db.sqlite"
+    with Handle(workspace_limit=64 * MiB, database=database, engines=False) as handle:
         _forward_is_right(handle, GOOD)
         planned = handle.plan
         assert planned is not None
@@ -93,7 +96,8 @@ def test_wd_plans_the_rest_of_the_network_without_the_kernel(tmp_path, no_float6
     from ucudnn.planner.errors import NoAlgorithmError
     from ucudnn.runtime.handle import Handle
 
-    with Handle(total_workspace=64 * MiB, database=tmp_path / "db.sqlite") as handle:
+    database = tmp_path / "db.sqlite"
+    with Handle(total_workspace=64 * MiB, database=database, engines=False) as handle:
         handle.register(GOOD, ["forward"], layer="good")
         handle.register(BAD, ["forward"], layer="bad")
         handle.register(OTHER, ["forward"], layer="other")
@@ -158,12 +162,14 @@ def test_the_numpy_api_runs_the_channels_first_equivalent(
         pytest.raises(NoAlgorithmError, match="NCDHW float64"),
     ):
         # A cache of its own: the failures injected here must not reach other tests.
-        ucudnn.conv_forward(x, w, layout="NDHWC", padding=1, database=tmp_path / "db.sqlite")
+        ucudnn.conv_forward(
+            x, w, layout="NDHWC", padding=1, database=tmp_path / "db.sqlite", engines=False
+        )
     assert "running it NCDHW on transposed copies" in caplog.text
     # and the shared Handle still serves every other problem
     x32 = np.ones(GOOD.x_shape, np.float32)
     w32 = np.ones(GOOD.w_shape, np.float32)
-    y = ucudnn.conv_forward(x32, w32, padding=1, database=tmp_path / "db.sqlite")
+    y = ucudnn.conv_forward(x32, w32, padding=1, database=tmp_path / "db.sqlite", engines=False)
     assert y.shape == GOOD.y_shape
 
 
