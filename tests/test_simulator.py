@@ -48,13 +48,13 @@ def conv():
         buffer.release()
 
 
-def _forward(descs, x, w, y, algo=0, workspace=0, workspace_bytes=0, batch=None):
+def _forward(descs, x, w, y, algo=0, workspace=0, workspace_bytes=0, batch=None, beta=0.0):
     from ucudnn._native import _cudnn
     from ucudnn.runtime import backend
 
     handle = _cudnn.Handle()
     backend.run(
-        handle, descs, "forward", batch or descs.problem.batch, algo, "fma", 1.0, 0.0,
+        handle, descs, "forward", batch or descs.problem.batch, algo, "fma", 1.0, beta,
         x, w, y, workspace, workspace_bytes,
     )  # fmt: skip
 
@@ -240,6 +240,37 @@ def test_a_deferred_convolution_reads_its_inputs_as_they_were_when_called(conv, 
     _cuda.memset(buffers["x"].ptr, 0, problem.nbytes("x"))
     y = _download(buffers["y"], problem.nbytes("y")).reshape(problem.y_shape)
     assert normalised_l2(y, expected) <= tolerance(problem, same_algorithm=False)
+
+
+def test_accumulations_nobody_reads_are_not_computed(conv, sim, monkeypatch) -> None:
+    """Timing a backward filter that adds to dW (beta 1) chains each run onto the last: none
+    is computed until something reads the result, which is then each run's, in order, with
+    what other writes replaced in between."""
+    from ucudnn._native import _cuda
+
+    problem, descs, buffers = conv
+    computed = []
+    convolve = sim.numerics.convolve
+    monkeypatch.setattr(sim.numerics, "convolve", lambda *a: computed.append(1) or convolve(*a))
+    x, w, y = (buffers[t].ptr for t in "xwy")
+    for beta in (0.0, 1.0):
+        _forward(descs, x, w, y, beta=beta)
+    _cuda.memset(y, 0, problem.nbytes("y"))  # replaces all they wrote: neither is computed
+    assert (sim.DEVICE.deferred, len(computed)) == (0, 0)
+    for beta in (0.0, 1.0, 1.0):
+        _forward(descs, x, w, y, beta=beta)
+    _cuda.memset(y, 0, problem.sample_offset_bytes("y", 1))  # sample 0 starts again from 0
+    _forward(descs, x, w, y, beta=1.0)
+    assert (sim.DEVICE.deferred, len(computed)) == (1, 2)  # the third reads what the two made
+    for _ in range(sys.getrecursionlimit()):  # a chain longer than nested calls could run
+        _forward(descs, x, w, y, beta=1.0)
+    assert (sim.DEVICE.deferred, len(computed)) == (1, 2)
+    out = _download(buffers["y"], problem.nbytes("y")).reshape(problem.y_shape)
+    runs = sys.getrecursionlimit() + 4
+    assert len(computed) == runs
+    scale = np.array([runs - 3, runs, runs, runs])[:, None, None, None]
+    expected = _expected_forward(problem, buffers) * scale
+    assert normalised_l2(out, expected) <= tolerance(problem, same_algorithm=False)
 
 
 def test_a_memset_of_a_whole_fresh_buffer_is_noted_and_reads_as_written(conv, sim) -> None:

@@ -271,14 +271,12 @@ def launch(
     first, second, out = operands
     check_disjoint(out, [first, second, *([workspace] if workspace else [])], record.call)
     inputs = (first, second, out) if beta != 0 else (first, second)  # beta 0 never reads y
-    for tensor in inputs:  # what they are still to be written with goes first
-        DEVICE.before_read(tensor.span)
 
     def compute(views: list[Array]) -> None:
         a, b, *old = (t.computed(v) for t, v in zip(inputs, views, strict=True))
         result = numerics.convolve(problem, a, b)
         out.write(numerics.blend(result, old[0] if old else None, alpha, beta, problem.dtype))
 
-    DEVICE.defer(out.span, out.dense, inputs, compute)
+    DEVICE.defer(out.span, out.dense, inputs, compute, accumulates=beta != 0)
     DEVICE.advance(stream, time_ms)
     DEVICE.calls.append(record)

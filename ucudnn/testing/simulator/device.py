@@ -130,16 +130,31 @@ class _Pending:
     """A deferred write of `span` by `compute`, from views of `inputs`. `held`: views or
     copies of some inputs (by index), taken when their memory was about to go or change.
     `later`: byte ranges of the span (allocation offsets, [start, stop), disjoint) that writes
-    enqueued since have replaced, which computing must leave as they are."""
+    enqueued since have replaced, which computing must leave as they are. `first`: the deferred
+    writes within its span whose results it reads (it accumulates), to run before it, in order."""
 
     span: Span
     inputs: Sequence[Input]
     compute: Callable[[list[Values]], None]
     held: dict[int, Values] = dataclasses.field(default_factory=dict)
     later: list[tuple[int, int]] = dataclasses.field(default_factory=list)
+    first: list[_Pending] = dataclasses.field(default_factory=list)
+
+    def within(self, span: Span) -> bool:
+        """Whether it writes no byte outside `span`."""
+        return (
+            self.span.overlaps(span)
+            and span.start <= self.span.start
+            and self.span.stop <= span.stop
+        )
 
     def hold(self, touched: Callable[[Span], bool], copy: bool) -> None:
-        """Keep the inputs in memory for which `touched` holds, as views or copies."""
+        """Keep the inputs in memory for which `touched` holds, as views or copies. Where
+        that memory is its own span, what it reads there is the result of `first`: run now."""
+        if touched(self.span):
+            self._run_first()
+        for step in self.first:
+            step.hold(touched, copy)
         for k, tensor in enumerate(self.inputs):
             if k not in self.held and touched(tensor.span):
                 view = tensor.view()
@@ -159,7 +174,13 @@ class _Pending:
         self.later = merged
         return merged == [(self.span.offset, self.span.offset + self.span.nbytes)]
 
+    def _run_first(self) -> None:
+        steps, self.first = self.first, []
+        for step in steps:
+            step.run()
+
     def run(self) -> None:
+        self._run_first()
         memory = self.span.allocation.bytes
         kept = [(a, memory[a:b].copy()) for a, b in self.later]
         self.compute(
@@ -306,7 +327,8 @@ class SimDevice:
     # -- deferred work ------------------------------------------------------------------------
     @property
     def deferred(self) -> int:
-        """How many writes are enqueued and not yet computed."""
+        """How many writes are enqueued and not yet computed (an accumulation counts once
+        with the writes it reads, see `defer`)."""
         return len(self._pending)
 
     def before_read(self, span: Span) -> None:
@@ -315,10 +337,12 @@ class SimDevice:
             self._run(lambda p: p.span.overlaps(span))
 
     def before_write(self, span: Span, dense: bool) -> None:
-        """Ready `span` for a write. Deferred work that reads it copies its inputs first. Of
-        the deferred writes it overlaps, a dense write (of every byte of `span`) drops those
-        it replaces entirely (nobody read them) and keeps its own bytes from the others when
-        they run; a write with gaps computes them first, in the order enqueued."""
+        """Ready `span` for a write. A dense write (of every byte of `span`) drops the deferred
+        writes it replaces entirely: nobody read them. Deferred work that reads `span` then
+        copies its inputs. Of the deferred writes it overlaps in part, a dense write keeps its
+        own bytes from them when they run; a write with gaps computes them now, in order."""
+        if dense:
+            self._pending = [p for p in self._pending if not p.within(span)]
         self._hold_inputs(span.overlaps, copy=True)
         if not dense:
             self.before_read(span)
@@ -333,11 +357,21 @@ class SimDevice:
         dense: bool,
         inputs: Sequence[Input],
         compute: Callable[[list[Values]], None],
+        accumulates: bool = False,
     ) -> None:
-        """Enqueue a write of `span` by `compute` from views of `inputs`, which must be ready
-        to read (see `before_read`)."""
+        """Enqueue a write of `span` by `compute` from views of `inputs`. What else they are
+        still to be written with is computed first. When it `accumulates` (reads the span's
+        old values: beta != 0), the deferred writes within the span become steps it runs
+        first, so that a chain of accumulations nobody reads is never computed."""
+        steps = [p for p in self._pending if accumulates and p.within(span)]
+        self._pending = [p for p in self._pending if not any(p is s for s in steps)]
+        for tensor in inputs:
+            self.before_read(tensor.span)
         self.before_write(span, dense)
-        self._pending.append(_Pending(span, inputs, compute))
+        first = [s for step in steps for s in (*step.first, step)]
+        for step in steps:
+            step.first = []
+        self._pending.append(_Pending(span, inputs, compute, first=first))
 
     def _hold_inputs(self, touched: Callable[[Span], bool], copy: bool) -> None:
         for pending in self._pending:
