@@ -7,6 +7,7 @@ from __future__ import annotations
 import ast
 import inspect
 import logging
+import re
 import warnings
 from pathlib import Path
 
@@ -404,12 +405,18 @@ def test_benchmark_progress_says_what_was_measured_and_what_the_cache_served(
             h.workspace_size(problem, "forward")
     records = [r for r in caplog.records if r.name == "ucudnn.runtime.benchmark"]
     first, second = (r.getMessage() for r in records if r.levelno == logging.INFO)
-    assert first.startswith("benchmark of 1 kernels: 1 problem sizes measured, 0 served")
-    assert second.startswith("benchmark of 1 kernels: 0 problem sizes measured, 1 served")
+    assert first.startswith("benchmark of 1 kernels (fast search): 1 problem sizes measured, 0 ")
+    assert second.startswith("benchmark of 1 kernels (fast search): 0 problem sizes measured, 1 ")
+    assert "candidates: 0 screened" in second  # the cache served everything
+    assert re.search(
+        r"candidates: [1-9]\d* screened, \d+ of them screened out, \d+ pruned "
+        r"unbuilt, [1-9]\d* confirmed",
+        first,
+    )
     measured, served = (r.getMessage() for r in records if r.levelno == logging.DEBUG)
     shape = problem.describe()
     assert measured.startswith(f"forward of {shape} at micro-batch 8: measured in ")
-    assert served.startswith(f"forward of {shape} at micro-batch 8: served from the cache; ")
+    assert served.startswith(f"forward of {shape} at micro-batch 8: served from the cache (")
 
 
 @pytest.mark.gpu

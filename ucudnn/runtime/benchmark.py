@@ -122,8 +122,9 @@ class BenchmarkSettings:
     # skipped. The planner never needs more than the user's limit, so this caps the search.
     workspace_cap: int | str = 1 << 30  # an int once made
     progress: bool | None = None  # None: show a bar only on a terminal
-    # Also measure cuDNN's graph-API engine configurations (cuDNN >= 9.2); None: as
-    # UCUDNN_ENGINES says (off by default), decided when a Handle takes the settings.
+    # Also measure cuDNN's graph-API engine configurations (cuDNN >= 9.2). None: decided by
+    # the Handle or open_benchmarker (UCUDNN_ENGINES, else wherever they can run); a
+    # Benchmarker given None measures the legacy algorithms only.
     engines: bool | None = None
     # How candidates are measured: "fast" screens, prunes and confirms only the frontier
     # (ucudnn.planner.search); "exhaustive" times every candidate at every size in full.
