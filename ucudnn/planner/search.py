@@ -71,18 +71,24 @@ class Offer:
 
 @dataclasses.dataclass
 class Trial:
-    """One candidate at one size as the search knows it."""
+    """One candidate at one size as the search knows it: its time is the median of `times`,
+    the brief runs, or, once confirmed, the full ones (set them with `timed`)."""
 
     config: ConfigId
     family: str  # LEGACY or ENGINE
     workspace_bytes: int
-    times: list[float]  # the brief runs, or, once confirmed, the full ones
+    times: list[float]
     confirmed: bool = False
     split_ok: bool | None = None  # backward filter: can it add to dW (beta 1)? None: unasked
+    time_ms: float = dataclasses.field(init=False)
 
-    @property
-    def time_ms(self) -> float:
-        return statistics.median(self.times)
+    def __post_init__(self) -> None:
+        self.timed(self.times)
+
+    def timed(self, times: Sequence[float]) -> None:
+        # The median is read far more often than the runs change: it is kept, not recomputed.
+        self.times = list(times)
+        self.time_ms = statistics.median(self.times)
 
 
 @dataclasses.dataclass
@@ -252,7 +258,7 @@ class SizeSearch:
         return [t for t in near if not t.confirmed]
 
     def confirm(self, trial: Trial, times: Sequence[float]) -> None:
-        trial.times = list(times)
+        trial.timed(times)
         trial.confirmed = True
         self.counts.confirmed += 1
 
@@ -315,7 +321,7 @@ def search_size(
         for trial in size.second_look(usable):
             times = device.time_again(trial, timing.screen_warmup, timing.screen_runs, False)
             if times:
-                trial.times += times
+                trial.timed(trial.times + times)
     while todo := size.to_confirm(usable):
         for trial in todo:
             times = device.time_again(trial, timing.warmup, timing.repeats, True)

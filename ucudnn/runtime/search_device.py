@@ -14,7 +14,6 @@ from __future__ import annotations
 import concurrent.futures
 import dataclasses
 import logging
-import statistics
 from collections.abc import Callable
 
 from ucudnn._native import _cudnn
@@ -330,7 +329,7 @@ class SizeOnDevice:
         candidate = Candidate(
             micro_batch=self.micro_batch,
             algo=algo,
-            time_ms=statistics.median(trial.times),
+            time_ms=trial.time_ms,
             workspace_bytes=trial.workspace_bytes,
             math_type=math_type,
             deterministic=deterministic,
