@@ -337,7 +337,8 @@ class Benchmarker:
             self._seen[(problem.with_batch(micro_batch).key(), kernel, source)] = measured
             if self.cache is not None:
                 self.cache.store(problem, kernel, micro_batch, self.facts, measured, source=source)
-        kernel_search.remember(micro_batch, ((config_id(m), m.time_ms) for m in measured if m.ok))  # type: ignore[misc]
+        ran = ((config_id(m), m.time_ms) for m in measured if m.ok)  # ok: it has a time
+        kernel_search.remember(micro_batch, ran)  # type: ignore[arg-type]
         return measured
 
     def _measure(
@@ -354,9 +355,9 @@ class Benchmarker:
             buffers.append(ProblemBuffers(problem.with_batch(samples), self.handle.stream))
         at_size = problem.with_batch(micro_batch)
         at = buffers[0].at_sample(steps.benchmark_first_sample(problem, micro_batch))
-        split = kernel_search.kernel == "backward_filter" and micro_batch < problem.batch
-        on_device = SizeOnDevice(bench, at_size, kernel_search.kernel, at, split, self.engines_on)
         size = kernel_search.at_size(micro_batch)
+        kernel = kernel_search.kernel
+        on_device = SizeOnDevice(bench, at_size, kernel, at, size.split, self.engines_on)
         settings = self.settings
         timing = search.Timing(
             settings.warmup, settings.repeats, screen_warmup=min(1, settings.warmup)
