@@ -193,9 +193,11 @@ def _search_table(
 
 
 def _candidates(size: SizeSearch, recorded: dict[Config, Candidate]) -> list[Candidate]:
+    """The plannable candidates of a size: the confirmed ones (every beta-1 plan builds here)."""
     return [
         dataclasses.replace(recorded[trial.config], time_ms=trial.time_ms)  # type: ignore[index]
         for trial in size.trials.values()
+        if trial.confirmed
     ]
 
 

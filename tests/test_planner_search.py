@@ -30,6 +30,7 @@ class ScriptedDevice:
         self.timed: list[tuple[str, bool]] = []  # (candidate, full)
         self.beta1_asked: list[str] = []
         self.looked_again: list[str] = []  # second looks
+        self.again_warmups: list[int] = []  # their warm-ups
 
     def device(self) -> search.Device[None]:
         return search.Device(
@@ -58,6 +59,7 @@ class ScriptedDevice:
         self.timed.append((str(trial.config), full))
         if not full:
             self.looked_again.append(str(trial.config))
+            self.again_warmups.append(warmup)
         return [row.full if full else row.screen]
 
     def split_ok(self, trial: Trial) -> bool:
@@ -122,8 +124,58 @@ def test_the_front_and_its_near_ties_are_confirmed_and_the_rest_keeps_its_screen
     confirmed = {name for name, t in size.trials.items() if t.confirmed}
     assert confirmed == {"free", "fast", "tie"}
     assert "off" in device.looked_again and "far" not in device.looked_again
-    assert size.counts.screened_out == 2  # slow_legacy (by 2.5x) and far (by 3x)
+    assert size.counts.screened_out == 3  # slow_legacy, off and far keep their screens
     assert size.counts.confirmed == 3
+
+
+def test_a_second_look_needs_no_warm_up() -> None:
+    device = ScriptedDevice({}, {"fast": Row(0, 1.0, 1.0), "close": Row(0, 1.3, 1.3)})
+    run_size(fast(), 4, device)
+    assert device.looked_again == ["fast", "close"] and device.again_warmups == [0, 0]
+
+
+def test_a_larger_size_that_does_the_samples_faster_is_a_rival_across_sizes() -> None:
+    kernel = fast(batch=8)
+    # At 8 both are confirmed: "lean" does a sample in 0.5 without workspace, "greedy" in
+    # 0.375 with 1 KiB.
+    run_size(
+        kernel, 8, ScriptedDevice({}, {"lean": Row(0, 4.0, 4.0), "greedy": Row(1024, 3.0, 3.0)})
+    )
+    # At 2, the rival of a part without workspace is lean's part of 8: 2 samples in 1.0.
+    device = ScriptedDevice(
+        {},
+        {
+            "lean": Row(0, 1.5, 1.5),  # slower than its rival (1.0): screened, not confirmed
+            "greedy": Row(1024, 0.7, 0.7),  # faster than its rival (0.75): the front
+            "heavy": Row(4096, 0.71, 0.71),  # within 5 % of greedy: a near tie
+        },
+    )
+    size = run_size(kernel, 2, device)
+    assert {name for name, t in size.trials.items() if t.confirmed} == {"greedy", "heavy"}
+    assert device.built == ["greedy", "lean", "heavy"]  # the known ones, best bound first
+    assert kernel.above_sizes(2) == [8]
+    # At 1, lean's rival is still its part of 8 (0.5 a sample): greedy's parts of 2 need more
+    # workspace than lean. Lean's bound, 0.9 x 4.0 / 8 = 0.45, could beat it: built.
+    device = ScriptedDevice({}, {"lean": Row(0, 1.2, 1.2), "greedy": Row(1024, 0.6, 0.6)})
+    run_size(kernel, 1, device)
+    assert device.built == ["greedy", "lean"]
+
+
+def test_a_configuration_beaten_across_sizes_is_pruned_before_anything_runs_here() -> None:
+    kernel = fast(batch=8)
+    run_size(kernel, 8, ScriptedDevice({}, {"a": Row(0, 4.0, 4.0), "b": Row(0, 16.0, 16.0)}))
+    # At 4 nothing has run, but a's part of 8 does 4 samples in 2.0: b (bound 0.9 x 16 x 4/8
+    # = 7.2) cannot win; a itself (bound 1.8) could.
+    device = ScriptedDevice({}, {"a": Row(0, 2.5, 2.5), "b": Row(0, 7.0, 7.0)})
+    size = run_size(kernel, 4, device)
+    assert device.built == ["a"] and size.pruned == ["b"]
+
+
+def test_the_exhaustive_search_has_no_rivals_across_sizes() -> None:
+    kernel = search.KernelSearch(search.Rules.named("exhaustive"), "forward", 8)
+    run_size(kernel, 8, ScriptedDevice({}, {"a": Row(0, 4.0, 4.0)}))
+    assert kernel.above_sizes(4) == []
+    assert kernel.rival_across_sizes(0, 4) == float("inf")
 
 
 def test_a_confirmed_time_that_moves_the_front_confirms_the_new_front() -> None:
@@ -172,10 +224,11 @@ def test_the_exhaustive_search_times_everything_in_full_and_asks_every_beta_1_pl
 
 def test_a_wave_is_chosen_before_it_is_timed_and_pruned_again_before_timing() -> None:
     kernel = fast()
-    run_size(kernel, 4, ScriptedDevice({}, {"a": Row(0, 4.0, 4.0), "b": Row(0, 8.0, 8.0)}))
-    device = ScriptedDevice({}, {"a": Row(0, 2.0, 2.0), "b": Row(0, 5.0, 5.0)}, wave=2)
+    run_size(kernel, 4, ScriptedDevice({}, {"a": Row(0, 4.0, 4.0), "b": Row(0, 4.2, 4.2)}))
+    device = ScriptedDevice({}, {"a": Row(0, 1.5, 1.5), "b": Row(0, 5.0, 5.0)}, wave=2)
     size = run_size(kernel, 2, device)
-    # Both were built in one wave (nothing measured yet); b was not timed once a ran.
+    # Both could beat a's part of 4 (2.0 for 2 samples): built in one wave. b (bound 0.9 x 4.2
+    # x 2/4 = 1.89) was not timed once a ran in 1.5.
     assert device.built == ["a", "b"] and size.pruned == ["b"]
     assert [name for name, _ in device.timed if name == "b"] == []
 

@@ -9,21 +9,28 @@ Sizes go from the largest down. At each size:
 1. **Screen.** Legacy algorithms take cuDNN Find's own trial (one launch each). An engine
    configuration is built and timed once after one warm-up. A configuration screened at a
    larger size is *pruned* (neither built nor timed) unless its best per-sample time so far,
-   times PRUNE_FACTOR, beats the best per-sample time already measured at this size by a
-   candidate needing at most its workspace (read before building). Per-sample time rarely
-   improves as a micro-batch shrinks (t(2b) <= 2 t(b) for 98 % of the recorded pairs), so such
-   a configuration cannot win here. Configurations known from larger sizes go first, most
+   times PRUNE_FACTOR, beats its *rival*: the least time of a part of this size in at most its
+   workspace (read before building), by a candidate measured here or by larger sizes'
+   confirmed parts, per sample. Per-sample time rarely improves as a micro-batch shrinks
+   (t(2b) <= 2 t(b) for 98 % of the recorded pairs), so such a configuration cannot win here;
+   and where a larger size's part does the same samples faster in no more workspace, a plan
+   takes that part instead. Configurations known from larger sizes go first, most
    promising first, so that the strongest comparisons exist early.
-2. **Second look.** A screen is one noisy run. Candidates that nothing needing at most their
-   workspace beats by more than their family's margin (LEGACY_SCREEN_MARGIN for Find's
-   trial, ENGINE_SCREEN_MARGIN for an engine's run) get one more brief timing, so that a fast
-   candidate whose single run was unlucky still reaches the frontier. The others are
-   *screened out*: their brief time stands.
-3. **Confirm the frontier.** Every (workspace, time) Pareto point of the size, and every
-   candidate within NEAR_FRONTIER of the fastest time at its workspace, is timed in full.
-   Confirmed times replace screens, which can move the frontier, so this repeats until every
-   candidate on or near it is confirmed. Only confirmed times reach a plan's choice, so a
+2. **Second look.** A screen is one noisy run. Candidates that their rival does not beat by
+   more than their family's margin (LEGACY_SCREEN_MARGIN for Find's trial,
+   ENGINE_SCREEN_MARGIN for an engine's run) get one more brief run, so that a fast candidate
+   whose single run was unlucky still reaches the frontier. It needs no warm-up: the screen
+   already paid the plan's first launch. The others are *screened out*: their brief time
+   stands.
+3. **Confirm the frontier.** Every candidate within NEAR_FRONTIER of its rival (the size's
+   (workspace, time) Pareto points are their own rivals) is timed in full. Confirmed times
+   replace screens, which can move the frontier, so this repeats until every candidate on or
+   near it is confirmed. Only confirmed times are *plannable* (`SizeSearch.plannable`), so a
    prediction is never a screen's.
+
+Because a size's rivals include the sizes above it, what the fast search keeps of a split
+size depends on which sizes were done above it (`KernelSearch.above_sizes`): the cache keeps
+such sets apart.
 
 Backward filter adds each part of a split into dW with beta = 1, which needs a plan of its
 own (`split_ok`, resolved lazily, only for candidates the search compares with or confirms);
@@ -37,7 +44,6 @@ timed in full, and for backward filter every beta-1 plan is built at every size.
 from __future__ import annotations
 
 import dataclasses
-import itertools
 import math
 import statistics
 from collections.abc import Callable, Hashable, Iterable, Sequence
@@ -97,7 +103,7 @@ class Counts:
 
     screened: int = 0  # candidates timed briefly
     pruned: int = 0  # configurations neither built nor timed
-    screened_out: int = 0  # beaten by more than their margin: their brief time stands
+    screened_out: int = 0  # not confirmed: only their brief time is known; no plan takes them
     confirmed: int = 0  # timed in full
 
     def add(self, other: Counts) -> None:
@@ -125,13 +131,16 @@ class Rules:
 
 class KernelSearch:
     """One kernel's search across its sizes, largest first: what each configuration's best
-    per-sample time has been so far."""
+    per-sample time has been so far, and the plannable parts of the sizes done."""
 
     def __init__(self, rules: Rules, kernel: str, batch: int) -> None:
         self.rules = rules
         self.kernel = kernel
         self.batch = batch
         self.measured: dict[ConfigId, dict[int, float]] = {}  # time by size, per configuration
+        # (workspace, per-sample time) of the plannable parts of the sizes done (fast search)
+        self.plannable_parts: list[tuple[int, float]] = []
+        self.sizes_done: list[int] = []
         self.counts = Counts()
 
     def lower_bound(self, config: ConfigId, micro_batch: int) -> float | None:
@@ -151,13 +160,41 @@ class KernelSearch:
             default=None,
         )
 
+    def above_sizes(self, micro_batch: int) -> list[int]:
+        """The sizes done above `micro_batch` that the fast search's choices there depend on
+        (none in the exhaustive search)."""
+        if not self.rules.prune:
+            return []
+        return [size for size in self.sizes_done if size > micro_batch]
+
+    def rival_across_sizes(self, workspace_bytes: int, micro_batch: int) -> float:
+        """The least time in which the sizes done, with a plannable part needing at most
+        `workspace_bytes`, do `micro_batch` samples; inf if none."""
+        per_sample = min(
+            (t for w, t in self.plannable_parts if w <= workspace_bytes), default=math.inf
+        )
+        return per_sample * micro_batch
+
     def at_size(self, micro_batch: int) -> SizeSearch:
         return SizeSearch(self, micro_batch)
 
-    def remember(self, micro_batch: int, times: Iterable[tuple[ConfigId, float]]) -> None:
-        """The times of a size, measured now or served by the cache, for the sizes below."""
-        for config, time_ms in times:
-            self.measured.setdefault(config, {})[micro_batch] = time_ms
+    def remember(self, micro_batch: int, done: Iterable[Remembered]) -> None:
+        """A size's candidates, measured now or served by the cache, for the sizes below."""
+        for item in done:
+            self.measured.setdefault(item.config, {})[micro_batch] = item.time_ms
+            if item.plannable and self.rules.prune:
+                self.plannable_parts.append((item.workspace_bytes, item.time_ms / micro_batch))
+        self.sizes_done.append(micro_batch)
+
+
+@dataclasses.dataclass(frozen=True)
+class Remembered:
+    """What the sizes below need to know of one candidate of a size done."""
+
+    config: ConfigId
+    time_ms: float
+    workspace_bytes: int
+    plannable: bool  # a plan may choose it (`SizeSearch.plannable`)
 
 
 class SizeSearch:
@@ -193,27 +230,27 @@ class SizeSearch:
         return sorted(known, key=known.__getitem__) + [o for o in offers if o not in known]
 
     def worth_screening(self, offer: Offer, usable: Callable[[Trial], bool]) -> bool:
-        """Whether `offer` could beat, per sample, what already ran here in at most its
-        workspace (see the module's notes); new configurations always are."""
+        """Whether `offer` could beat its rival (see the module's notes); new configurations
+        always are."""
         if not self.rules.prune or offer.workspace_bytes is None:
             return True
         bound = self.kernel_search.lower_bound(offer.config, self.micro_batch)
-        if bound is None:
-            return True
-        rival = self._fastest_within(offer.workspace_bytes, usable)
-        return rival is None or bound < rival.time_ms
+        return bound is None or bound < self.rival_time(offer.workspace_bytes, usable)
 
     def prune(self, offer: Offer) -> None:
         self.pruned.append(offer.config)
         self.counts.pruned += 1
 
-    def _fastest_within(
-        self, workspace_bytes: int, usable: Callable[[Trial], bool]
-    ) -> Trial | None:
+    def rival_time(self, workspace_bytes: int, usable: Callable[[Trial], bool]) -> float:
+        """The least time of a part of this size in at most `workspace_bytes`: by a usable
+        candidate measured here, or by the larger sizes' plannable parts; inf if none."""
+        across = self.kernel_search.rival_across_sizes(workspace_bytes, self.micro_batch)
         for trial in sorted(self.trials.values(), key=lambda t: t.time_ms):
+            if trial.time_ms >= across:
+                break  # whether the slower ones can split does not matter: not asked
             if trial.workspace_bytes <= workspace_bytes and usable(trial):
-                return trial
-        return None
+                return trial.time_ms
+        return across
 
     # -- confirming -------------------------------------------------------------------------
     def usable(self, trial: Trial, split_ok: Callable[[Trial], bool]) -> bool:
@@ -226,8 +263,8 @@ class SizeSearch:
         return trial.split_ok or not self.split
 
     def second_look(self, usable: Callable[[Trial], bool]) -> list[Trial]:
-        """Briefly timed candidates that nothing needing at most their workspace beats by
-        more than their margin, with a single run so far."""
+        """Briefly timed candidates that their rival does not beat by more than their margin,
+        with a single run so far."""
         # A second look costs two launches, less than building a beta-1 plan to know first
         # whether a split could use it.
         return [
@@ -238,24 +275,24 @@ class SizeSearch:
 
     def _beaten(self, trial: Trial, usable: Callable[[Trial], bool]) -> bool:
         margin = LEGACY_SCREEN_MARGIN if trial.family == LEGACY else ENGINE_SCREEN_MARGIN
-        rival = self._fastest_within(trial.workspace_bytes, usable)
-        return rival is not None and rival.time_ms * margin < trial.time_ms
+        return self.rival_time(trial.workspace_bytes, usable) * margin < trial.time_ms
 
     def to_confirm(self, usable: Callable[[Trial], bool]) -> list[Trial]:
-        """Candidates on the (workspace, time) front or within NEAR_FRONTIER of it that are
-        not confirmed yet; every candidate, in the exhaustive search."""
+        """Usable candidates within NEAR_FRONTIER of their rival (the front's points are their
+        own rivals) that are not confirmed yet; every candidate, in the exhaustive search."""
+        unconfirmed = [t for t in self.trials.values() if not t.confirmed]
         if not self.rules.screen:
-            return [t for t in self.trials.values() if not t.confirmed and usable(t)]
-        ordered = sorted(self.trials.values(), key=lambda t: (t.workspace_bytes, t.time_ms))
-        best, near = math.inf, []
-        for _, same in itertools.groupby(ordered, key=lambda t: t.workspace_bytes):
-            group = list(same)  # by time, fastest first
-            for trial in group:
-                if trial.time_ms < best and usable(trial):
-                    best = trial.time_ms
-                    break
-            near += [t for t in group if t.time_ms <= NEAR_FRONTIER * best and usable(t)]
-        return [t for t in near if not t.confirmed]
+            return [t for t in unconfirmed if usable(t)]
+        return [  # usable() last: it may build a beta-1 plan
+            t
+            for t in unconfirmed
+            if t.time_ms <= NEAR_FRONTIER * self.rival_time(t.workspace_bytes, usable) and usable(t)
+        ]
+
+    def plannable(self, trial: Trial, usable: Callable[[Trial], bool]) -> bool:
+        """Whether a plan may choose `trial`: its time is confirmed, and it can run every part
+        of this size. A screen's time never reaches a plan."""
+        return trial.confirmed and usable(trial)
 
     def confirm(self, trial: Trial, times: Sequence[float]) -> None:
         trial.timed(times)
@@ -263,17 +300,18 @@ class SizeSearch:
         self.counts.confirmed += 1
 
     def finish(self, usable: Callable[[Trial], bool]) -> None:
-        """Close the size: count who was screened out, and remember each configuration's
-        per-sample time for the sizes below. The exhaustive search knows of every candidate
-        whether its beta-1 plan builds."""
+        """Close the size: count who was screened out, and remember each candidate for the
+        sizes below. The exhaustive search knows of every candidate whether its beta-1 plan
+        builds."""
         if self.check_split_everywhere:
             for trial in self.trials.values():
                 usable(trial)
-        self.counts.screened_out = sum(
-            not t.confirmed and self._beaten(t, usable) for t in self.trials.values()
-        )
-        times = ((config, trial.time_ms) for config, trial in self.trials.items())
-        self.kernel_search.remember(self.micro_batch, times)
+        self.counts.screened_out = sum(not t.confirmed for t in self.trials.values())
+        done = [
+            Remembered(t.config, t.time_ms, t.workspace_bytes, self.plannable(t, usable))
+            for t in self.trials.values()
+        ]
+        self.kernel_search.remember(self.micro_batch, done)
         self.kernel_search.counts.add(self.counts)
 
 
@@ -319,7 +357,7 @@ def search_size(
     _screen_engines(size, offers, device, timing, usable)
     if size.rules.screen:
         for trial in size.second_look(usable):
-            times = device.time_again(trial, timing.screen_warmup, timing.screen_runs, False)
+            times = device.time_again(trial, 0, timing.screen_runs, False)
             if times:
                 trial.timed(trial.times + times)
     while todo := size.to_confirm(usable):

@@ -47,8 +47,10 @@ logger = logging.getLogger(__name__)
 
 # The cache keeps the sets of each search, version and choice of families apart (their
 # `source`): a change to the search gets a new version, so that it measures anew. v1: the
-# search of issue 36, sets that serve a split backward filter (timed with beta 1) apart.
-SEARCH_VERSION = "v1"
+# search of issue 36, sets that serve a split backward filter (timed with beta 1) apart. v2:
+# rivals across sizes; a split size's set names the sizes done above it, and only confirmed
+# times are planned with.
+SEARCH_VERSION = "v2"
 # Every configuration the heuristics' modes (A, then FALLBACK) rank.
 ENGINE_FAMILY = "graph/" + "+".join(graph.HEURISTIC_MODES)
 # cuDNN reads this variable itself and leaves out configurations needing more workspace (MiB),
@@ -279,7 +281,7 @@ class Benchmarker:
         try:
             for micro_batch in sizes:
                 measured = self._size(bench, kernel_search, problem, micro_batch, sizes, buffers)
-                ran = [m.candidate for m in measured if self._usable(m, problem, kernel)]
+                ran = [m.candidate for m in measured if self.plannable(m, problem, kernel)]
                 ran_any = ran_any or bool(ran)
                 if statuses is None:
                     statuses = _status_counts(measured)
@@ -292,11 +294,11 @@ class Benchmarker:
                 made.release()
             self.search_counts.add(kernel_search.counts)
 
-    def _usable(self, measurement: Measurement, problem: ConvProblem, kernel: str) -> bool:
-        """Whether a measurement can serve `problem`'s mini-batch: it ran; if it is a
-        backward-filter part of a split, it can add to dW (beta 1); and it has not failed at
-        run time."""
-        if not measurement.ok:
+    def plannable(self, measurement: Measurement, problem: ConvProblem, kernel: str) -> bool:
+        """Whether a plan for `problem`'s mini-batch may choose a measurement: it ran and its
+        time is not a screen's (`search.SizeSearch.plannable`); if it is a backward-filter part
+        of a split, it can add to dW (beta 1); and it has not failed at run time."""
+        if not measurement.ok or measurement.confirmed is False:
             return False
         b = measurement.micro_batch
         split = kernel == "backward_filter" and b < problem.batch
@@ -308,9 +310,10 @@ class Benchmarker:
             and (problem.key(), kernel, measurement.engine, b) in self.excluded
         )
 
-    def source(self, kernel: str, split: bool) -> str:
-        """The cache's name for what this benchmarker measures of `kernel` at a size."""
-        return measurement_source(self.settings.search, self.engines_on, kernel, split)
+    def source(self, kernel: str, split: bool, above: Sequence[int] = ()) -> str:
+        """The cache's name for what this benchmarker measures of `kernel` at a size, after
+        the sizes `above`."""
+        return measurement_source(self.settings.search, self.engines_on, kernel, split, above)
 
     def _size(
         self,
@@ -324,7 +327,7 @@ class Benchmarker:
         """One size's measurements: known already, or measured now and stored."""
         kernel = kernel_search.kernel
         split = micro_batch < problem.batch
-        source = self.source(kernel, split)
+        source = self.source(kernel, split, kernel_search.above_sizes(micro_batch))
         measured = self._cached(problem, kernel, micro_batch, source)
         self.counts["cached" if measured is not None else "measured"] += 1
         if measured is not None:
@@ -337,8 +340,14 @@ class Benchmarker:
             self._seen[(problem.with_batch(micro_batch).key(), kernel, source)] = measured
             if self.cache is not None:
                 self.cache.store(problem, kernel, micro_batch, self.facts, measured, source=source)
-        ran = ((config_id(m), m.time_ms) for m in measured if m.ok)  # ok: it has a time
-        kernel_search.remember(micro_batch, ran)  # type: ignore[arg-type]
+        done = [
+            search.Remembered(
+                config_id(m), m.time_ms, m.workspace_bytes, self.plannable(m, problem, kernel)
+            )
+            for m in measured
+            if m.ok  # it has a time and a workspace
+        ]
+        kernel_search.remember(micro_batch, done)  # type: ignore[arg-type]
         return measured
 
     def _measure(
@@ -409,13 +418,16 @@ def measurement_source(
     engines_on: bool,
     kernel: str,
     split: bool,
+    above: Sequence[int] = (),
     environ: Mapping[str, str] = os.environ,
 ) -> str:
     """The cache's name for a size's measurements: the search, its version and the families,
-    and "beta1" for a split of backward filter (timed with beta 1, as its later parts run)."""
+    "beta1" for a split of backward filter (timed with beta 1, as its later parts run), and
+    the sizes done `above` it where the search's choices depend on them."""
     families = "legacy" + (f"+{engine_family(environ)}" if engines_on else "")
     beta1 = "/beta1" if kernel == "backward_filter" and split else ""
-    return f"{search_name}/{SEARCH_VERSION}/{families}{beta1}"
+    after = f"/above={','.join(map(str, above))}" if above else ""
+    return f"{search_name}/{SEARCH_VERSION}/{families}{beta1}{after}"
 
 
 def engine_family(environ: Mapping[str, str] = os.environ) -> str:
