@@ -25,6 +25,11 @@ search's optimal plan over its own measurements; `gap` is fast / exhaustive - 1.
 confirmed times can be a plan's choice, so a fast plan's prediction is the recorded time of
 what it chose. With several seeds, each figure is the worst seed's.
 
+`confirmations_floor` is what the fast search's confirmations alone cost when every time is
+known in advance (no noise, nothing screened or built but what is confirmed, and its beta-1
+plan at a split of backward filter), with 10 ms per problem-size: no search that confirms the
+front and its near ties, as this one must, can cost less.
+
 It prints one JSON object.
 """
 
@@ -93,15 +98,24 @@ class Cost:
 
 
 class ReplayDevice:
-    """`ucudnn.planner.search`'s device over one size of a recorded table."""
+    """`ucudnn.planner.search`'s device over one size of a recorded table. With
+    `confirmations_only`, only full timings cost anything, and the builds of what they time."""
 
     def __init__(
-        self, rows: Sequence[Candidate], cost: Cost, noise: Callable[[], float], wave: int
+        self,
+        rows: Sequence[Candidate],
+        cost: Cost,
+        noise: Callable[[], float],
+        wave: int,
+        confirmations_only: bool = False,
+        split: bool = False,  # a split of backward filter: confirmed engines need beta-1 plans
     ) -> None:
         self.recorded = {_config(c): c for c in rows}
-        self.cost = cost
+        self.cost = Cost() if confirmations_only else cost
+        self.confirmation_cost = cost
         self.noise = noise
         self.wave = wave
+        self.confirmed_builds = (1 + split) if confirmations_only else 0
 
     def device(self) -> Device[None]:
         return Device(
@@ -135,6 +149,9 @@ class ReplayDevice:
     def time_again(self, trial: Trial, warmup: int, runs: int, full: bool) -> list[float]:
         row = self.recorded[trial.config]
         times = self._times(row, warmup, runs)
+        if full and self.confirmation_cost is not self.cost:
+            self.confirmation_cost.launch(warmup + runs, row.time_ms)
+            self.confirmation_cost.builds += self.confirmed_builds if row.engine else 0
         return [row.time_ms] if full else times
 
     def split_ok(self, trial: Trial) -> bool:
@@ -150,13 +167,21 @@ class ReplayDevice:
 
 
 def replay(
-    tables: TimingTables, search: str, timing: Timing, wave: int, seed: int
+    tables: TimingTables,
+    search: str,
+    timing: Timing,
+    wave: int,
+    seed: int | None,
+    confirmations_only: bool = False,
 ) -> tuple[TimingTables, Cost]:
-    """What `search` measures of `tables`, as tables of its own times, and what it cost."""
+    """What `search` measures of `tables`, as tables of its own times, and what it cost;
+    with `seed` None, brief timings have no noise."""
     rules = Rules.named(search)
     rng = random.Random(seed)
     noise: Callable[[], float] = (
-        (lambda: math.exp(rng.gauss(0.0, SCREEN_SIGMA))) if rules.screen else (lambda: 1.0)
+        (lambda: math.exp(rng.gauss(0.0, SCREEN_SIGMA)))
+        if rules.screen and seed is not None
+        else (lambda: 1.0)
     )
     cost = Cost()
     measured: dict[object, list[Candidate]] = {}  # by table content: the cache serves repeats
@@ -164,7 +189,9 @@ def replay(
     for (layer, kernel), table in tables.items():
         key = table.content_key()
         if key not in measured:
-            measured[key] = _search_table(table, rules, timing, wave, noise, cost)
+            measured[key] = _search_table(
+                table, rules, timing, wave, noise, cost, confirmations_only
+            )
         out = KernelTable(layer=layer, kernel=kernel, batch=table.batch)
         for candidate in measured[key]:
             out.add(candidate)
@@ -179,13 +206,14 @@ def _search_table(
     wave: int,
     noise: Callable[[], float],
     cost: Cost,
+    confirmations_only: bool,
 ) -> list[Candidate]:
     kernel_search = KernelSearch(rules, table.kernel, table.batch)
     found = []
     for micro_batch in size_order(table.micro_batches()):
         rows = [c for c in table if c.micro_batch == micro_batch]
-        device = ReplayDevice(rows, cost, noise, wave)
         size = kernel_search.at_size(micro_batch)
+        device = ReplayDevice(rows, cost, noise, wave, confirmations_only, size.split)
         search_size(size, device.offers(), device.device(), timing)
         cost.problem_sizes += 1
         found += _candidates(size, device.recorded)
@@ -256,12 +284,18 @@ def run(
         for n, (_, _, ms) in enumerate(_plans(fast_tables, limits, ceiling_bytes)):
             worst_ms[n] = max(worst_ms[n], ms)
     assert worst_cost is not None
+    _, floor = replay(tables, FAST, timing, wave, None, confirmations_only=True)
     return {
         "builds": {"exhaustive": exhaustive.builds, "fast": worst_cost.builds},
         "launches": {"exhaustive": exhaustive.launches, "fast": worst_cost.launches},
         "modelled_seconds": {
             "exhaustive": round(exhaustive.modelled_seconds, 2),
             "fast": round(worst_cost.modelled_seconds, 2),
+        },
+        "confirmations_floor": {
+            "builds": floor.builds,
+            "launches": floor.launches,
+            "modelled_seconds": round(floor.modelled_seconds, 2),
         },
         "plans": [
             {

@@ -3,7 +3,7 @@ exhaustive optimum within 1 % on every plan at the worst of 5 noise seeds, for m
 and the tool's input and output as its docstring says.
 
 The issue's other targets (5x fewer builds + launches, 20 s modelled for ResNet-50 fp16) are
-not met yet (benchmarks/results/2026-11-27-first-use-replay.md); the floor below keeps what is.
+not met (benchmarks/results/2026-11-27-first-use-replay.md): LEAST_REDUCTION keeps what is.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ TABLES = [
     "2026-11-25-h100-engines-resnet50-fp32-tables.zip",
     "2026-11-25-h100-engines-deepbench-fp16-tables.zip",
 ]
-LEAST_REDUCTION = 2.4  # builds + launches, exhaustive over fast: what the search does today
+LEAST_REDUCTION = 3.5  # builds + launches, exhaustive over fast: what the search does today
 
 
 @pytest.mark.parametrize("name", TABLES)
@@ -52,6 +52,10 @@ def test_the_fast_search_finds_the_exhaustive_optimum_within_1_percent(name: str
     assert work["exhaustive"] >= LEAST_REDUCTION * work["fast"], (builds, launches)
     seconds = result["modelled_seconds"]
     assert seconds["fast"] < seconds["exhaustive"] / 2, seconds
+    # Confirming alone, with every time known, costs less than the whole noisy search.
+    floor = result["confirmations_floor"]
+    assert 0 < floor["builds"] < builds["fast"] and 0 < floor["launches"] < launches["fast"]
+    assert floor["modelled_seconds"] < seconds["fast"], (floor, seconds)
 
 
 def test_the_exhaustive_replay_plans_exactly_what_was_recorded() -> None:
@@ -72,7 +76,10 @@ def test_it_reads_a_gzip_csv_and_prints_one_json_object(tmp_path: Path) -> None:
         assert replay.main([str(path), "--seeds", "1", "--limits", "64MiB"]) == 0
     (line,) = out.getvalue().splitlines()
     document = json.loads(line)
-    assert set(document) == {"tables", "seeds", "builds", "launches", "modelled_seconds", "plans"}
+    assert set(document) == {
+        "tables", "seeds", "builds", "launches", "modelled_seconds", "confirmations_floor",
+        "plans",
+    }  # fmt: skip
     assert document["tables"] == "timings.csv.gz" and document["seeds"] == 1
     assert len(document["plans"]) == 4  # WR, WD twice at 64 MiB, and the ceiling
     for plan in document["plans"]:

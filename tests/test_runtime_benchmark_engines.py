@@ -31,18 +31,23 @@ def _benchmarker(cache: BenchmarkCache | None = None, **settings: object):
 
 def _engine_sets(cache: BenchmarkCache, kernel: str, sizes=(4, 2, 1), problem=PROBLEM, **settings):
     """The engine measurements stored for each size (the batch is 4: smaller sizes are splits)."""
+    stored = _stored_sets(cache, kernel, sizes, problem, **settings)
+    return {b: [m for m in found if m.engine] for b, found in stored.items()}
+
+
+def _stored_sets(cache: BenchmarkCache, kernel: str, sizes=(4, 2, 1), problem=PROBLEM, **settings):
+    """Every measurement stored for each size, both families."""
     from ucudnn.core.device import device_facts
 
     facts, benchmarker = device_facts(), _benchmarker(**settings)
-    return {
-        b: [
-            m
-            for m in cache.lookup(problem, kernel, b, facts, benchmarker.source(kernel, b < 4))
-            or []
-            if m.engine
-        ]
-        for b in sizes
-    }
+
+    def source(b: int) -> str:
+        # The fast search's set of a split size names the sizes measured above it: here every
+        # size of the batch of 4 down to b.
+        above = [a for a in (4, 2, 1) if a > b] if benchmarker.settings.search == "fast" else []
+        return benchmarker.source(kernel, b < 4, above)
+
+    return {b: cache.lookup(problem, kernel, b, facts, source(b)) or [] for b in sizes}
 
 
 def test_engines_are_measured_beside_the_legacy_algorithms_and_kept(tmp_path) -> None:
@@ -50,9 +55,10 @@ def test_engines_are_measured_beside_the_legacy_algorithms_and_kept(tmp_path) ->
         benchmarker = _benchmarker(cache)
         tables = benchmarker.tables([Work("conv", PROBLEM, "forward")], [1, 2, 4])
         table = tables[("conv", "forward")]
-        for b in (1, 2, 4):
-            families = {bool(c.engine) for c in table.candidates[b]}
-            assert families == {False, True}, f"both families at micro-batch {b}"
+        assert {bool(c.engine) for c in table.candidates[4]} == {False, True}
+        for b, stored in _stored_sets(cache, "forward").items():
+            families = {bool(m.engine) for m in stored if m.ok}
+            assert families == {False, True}, f"both families measured at micro-batch {b}"
         measured = _engine_sets(cache, "forward")
         assert all(found for found in measured.values())
         for found in measured.values():
@@ -72,7 +78,7 @@ def test_the_fast_search_confirms_the_frontier_and_keeps_the_rest_brief(tmp_path
     marked confirmed; the model's generic FALLBACK engines, 1.5 and 2 times slower than a
     workspace-free configuration, keep their brief time."""
     with BenchmarkCache(tmp_path / "db.sqlite") as cache:
-        _benchmarker(cache, repeats=7).tables([Work("conv", PROBLEM, "forward")], [4])
+        tables = _benchmarker(cache, repeats=7).tables([Work("conv", PROBLEM, "forward")], [4])
         from ucudnn.core.device import device_facts
 
         source = _benchmarker().source("forward", False)
@@ -85,6 +91,27 @@ def test_the_fast_search_confirms_the_frontier_and_keeps_the_rest_brief(tmp_path
         if near:
             assert m.confirmed, f"{m} is on or near the front but was not confirmed"
     assert any(not m.confirmed for m in found), "the slow FALLBACK engines stay screened"
+    # Only confirmed times are planned with.
+    planned = {(c.engine, c.algo, c.math_type) for c in tables[("conv", "forward")]}
+    assert planned == {(m.engine, m.algo, m.math_type) for m in found if m.confirmed}
+
+
+def test_a_split_sizes_set_names_the_sizes_measured_above_it(tmp_path) -> None:
+    """What the fast search keeps at a split size depends on the sizes above it (its rivals):
+    a mini-batch with other sizes above measures that size anew."""
+    with BenchmarkCache(tmp_path / "db.sqlite") as cache:
+        _benchmarker(cache).tables([Work("conv", PROBLEM, "forward")], [1, 2, 4])
+        smaller = _benchmarker(cache)
+        smaller.tables([Work("conv", PROBLEM.with_batch(2), "forward")], [1, 2])
+        assert smaller.counts == {"measured": 2, "cached": 0}  # 2 undivided, 1 below 2 only
+        again = _benchmarker(cache)
+        again.tables([Work("conv", PROBLEM, "forward")], [1, 2, 4])
+        assert again.counts == {"measured": 0, "cached": 3}
+    source = smaller.source("forward", True, [4, 2])
+    assert source.endswith("/above=4,2") and source.startswith("fast/")
+    assert _benchmarker(search="exhaustive").source("forward", True) == (
+        source.replace("fast/", "exhaustive/").removesuffix("/above=4,2")
+    )
 
 
 def test_the_exhaustive_search_times_everything_in_full(tmp_path) -> None:
@@ -121,13 +148,13 @@ def test_backward_filter_configurations_without_beta_1_serve_only_undivided_runs
         measured = _engine_sets(cache, "backward_filter")
     table = tables[("conv", "backward_filter")]
     for b in (1, 2):  # splits: only what was built with beta 1 serves them
-        usable = {c.engine for c in table.candidates[b] if c.engine}
+        usable = {c.engine for c in table.candidates.get(b, []) if c.engine}
         unusable = {
             m.engine
             for m in measured[b]
             if set(m.notes) & {engines.BETA1_UNSUPPORTED, "BETA1_UNCHECKED"}
         }
-        assert usable and not usable & unusable
+        assert not usable & unusable
         assert all(m.confirmed for m in measured[b] if m.engine in usable and m.confirmed)
     refused = {
         m.engine for b in (1, 2) for m in measured[b] if engines.BETA1_UNSUPPORTED in m.notes

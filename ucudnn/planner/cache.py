@@ -4,8 +4,8 @@ A *measurement set* is everything measured for one kernel of one problem at one 
 one device/software stack by one kind of search: its key is the problem at the micro-batch
 (`problem.with_batch(b).key()`, every field), the kernel, the micro-batch, every `DeviceFacts`
 field and the source, so a different GPU, cuDNN or CUDA simply misses. The source names the
-search and the candidate families it measured, e.g. "fast/v1/legacy+graph/A+FALLBACK"
-(`ucudnn.runtime.benchmark.search_source`), so a process that measures other families, or by
+search and the candidate families it measured, e.g. "fast/v2/legacy+graph/A+FALLBACK"
+(`ucudnn.runtime.benchmark.measurement_source`), so a process that measures other families, or by
 another search, never takes a set as complete, and a changed search measures again. Sets of
 older searches ("legacy", "graph/A+FALLBACK/v2": one family each) stay in the file, unused. A
 measurement says whether its time is confirmed (timed in full) or a brief screen's. A set

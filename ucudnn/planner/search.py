@@ -138,9 +138,8 @@ class KernelSearch:
         self.kernel = kernel
         self.batch = batch
         self.measured: dict[ConfigId, dict[int, float]] = {}  # time by size, per configuration
-        # (workspace, per-sample time) of the plannable parts of the sizes done (fast search)
-        self.plannable_parts: list[tuple[int, float]] = []
-        self.sizes_done: list[int] = []
+        # (workspace, per-sample time) of the plannable parts, by size done (fast search)
+        self.plannable_parts: dict[int, list[tuple[int, float]]] = {}
         self.counts = Counts()
 
     def lower_bound(self, config: ConfigId, micro_batch: int) -> float | None:
@@ -165,13 +164,20 @@ class KernelSearch:
         (none in the exhaustive search)."""
         if not self.rules.prune:
             return []
-        return [size for size in self.sizes_done if size > micro_batch]
+        return sorted((size for size in self.plannable_parts if size > micro_batch), reverse=True)
 
     def rival_across_sizes(self, workspace_bytes: int, micro_batch: int) -> float:
-        """The least time in which the sizes done, with a plannable part needing at most
-        `workspace_bytes`, do `micro_batch` samples; inf if none."""
+        """The least time in which the larger sizes done, with a plannable part needing at
+        most `workspace_bytes`, do `micro_batch` samples; inf if none."""
         per_sample = min(
-            (t for w, t in self.plannable_parts if w <= workspace_bytes), default=math.inf
+            (
+                t
+                for size, parts in self.plannable_parts.items()
+                if size > micro_batch
+                for w, t in parts
+                if w <= workspace_bytes
+            ),
+            default=math.inf,
         )
         return per_sample * micro_batch
 
@@ -180,11 +186,11 @@ class KernelSearch:
 
     def remember(self, micro_batch: int, done: Iterable[Remembered]) -> None:
         """A size's candidates, measured now or served by the cache, for the sizes below."""
+        parts = self.plannable_parts.setdefault(micro_batch, []) if self.rules.prune else []
         for item in done:
             self.measured.setdefault(item.config, {})[micro_batch] = item.time_ms
-            if item.plannable and self.rules.prune:
-                self.plannable_parts.append((item.workspace_bytes, item.time_ms / micro_batch))
-        self.sizes_done.append(micro_batch)
+            if item.plannable:
+                parts.append((item.workspace_bytes, item.time_ms / micro_batch))
 
 
 @dataclasses.dataclass(frozen=True)

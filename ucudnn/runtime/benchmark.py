@@ -332,6 +332,7 @@ class Benchmarker:
         self.counts["cached" if measured is not None else "measured"] += 1
         if measured is not None:
             _log_size(problem, kernel, micro_batch, source, measured, None)
+            self._remember(kernel_search, problem, micro_batch, measured)
         else:
             started = time.perf_counter()
             measured = self._measure(bench, kernel_search, problem, micro_batch, sizes, buffers)
@@ -340,15 +341,27 @@ class Benchmarker:
             self._seen[(problem.with_batch(micro_batch).key(), kernel, source)] = measured
             if self.cache is not None:
                 self.cache.store(problem, kernel, micro_batch, self.facts, measured, source=source)
-        done = [
-            search.Remembered(
-                config_id(m), m.time_ms, m.workspace_bytes, self.plannable(m, problem, kernel)
-            )
-            for m in measured
-            if m.ok  # it has a time and a workspace
-        ]
-        kernel_search.remember(micro_batch, done)  # type: ignore[arg-type]
         return measured
+
+    def _remember(
+        self,
+        kernel_search: search.KernelSearch,
+        problem: ConvProblem,
+        micro_batch: int,
+        served: list[Measurement],
+    ) -> None:
+        """What the sizes below need of a size the cache served (a size measured now is
+        remembered by its search)."""
+        kernel = kernel_search.kernel
+        done = []
+        for m in served:
+            if m.ok:  # it has a time and a workspace
+                c = m.candidate
+                plannable = self.plannable(m, problem, kernel)
+                done.append(
+                    search.Remembered(config_id(m), c.time_ms, c.workspace_bytes, plannable)
+                )
+        kernel_search.remember(micro_batch, done)
 
     def _measure(
         self,
