@@ -128,14 +128,19 @@ class ReplayDevice:
         )
 
     def offers(self) -> list[Offer]:
-        return [Offer(k, c.workspace_bytes) for k, c in self.recorded.items() if c.engine]
+        return [
+            Offer(k, c.workspace_bytes, c.deterministic)
+            for k, c in self.recorded.items()
+            if c.engine
+        ]
 
     def legacy_screen(self) -> list[Trial]:
         trials = []
         for config, row in self.recorded.items():
             if not row.engine:
                 self.cost.launch(1, row.time_ms)  # Find's one trial
-                trials.append(Trial(config, LEGACY, row.workspace_bytes, [self._brief(row)]))
+                times = [self._brief(row)]
+                trials.append(Trial(config, LEGACY, row.workspace_bytes, times, row.deterministic))
         return trials
 
     def build(self, offers: list[Offer]) -> list[None]:
@@ -144,7 +149,8 @@ class ReplayDevice:
 
     def time_engine(self, offer: Offer, build: None, warmup: int, runs: int) -> Trial:
         row = self.recorded[offer.config]
-        return Trial(offer.config, ENGINE, row.workspace_bytes, self._times(row, warmup, runs))
+        times = self._times(row, warmup, runs)
+        return Trial(offer.config, ENGINE, row.workspace_bytes, times, row.deterministic)
 
     def time_again(self, trial: Trial, warmup: int, runs: int, full: bool) -> list[float]:
         row = self.recorded[trial.config]

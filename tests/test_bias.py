@@ -101,17 +101,24 @@ def test_conv_forward_adds_the_bias_once(dtype, layout) -> None:
 def test_the_handle_adds_the_bias_after_all_micro_batches(tmp_path, beta) -> None:
     """The Handle runs the schedule of its plan. No policy can force a split (the undivided
     batch is always a candidate, and usually the fastest), so the plan here is the planner's
-    from the Handle's own measurements less the undivided run: every schedule left splits."""
+    from the Handle's own measurements less the undivided run: every schedule left splits. The
+    exhaustive search times every candidate in full, so each size keeps them all (the fast one
+    keeps none where a larger size does the samples faster)."""
     from ucudnn.core.array import DeviceArray
     from ucudnn.planner.plan import make_plan_wr
     from ucudnn.planner.tables import KernelTable, TimingTables
+    from ucudnn.runtime.benchmark import BenchmarkSettings
     from ucudnn.runtime.handle import Handle
     from ucudnn.runtime.work import Work
 
     problem = _problem(2, "float32", True, batch=7)
     host, device = _upload(problem, np.random.default_rng(2))
     b = np.random.default_rng(3).standard_normal(problem.out_channels).astype(np.float32)
-    with Handle(workspace_limit=MiB, policy=[1, 3], database=tmp_path / "db.sqlite") as handle:
+    settings = BenchmarkSettings(search="exhaustive")
+    database = tmp_path / "db.sqlite"
+    with Handle(
+        workspace_limit=MiB, policy=[1, 3], database=database, benchmark=settings
+    ) as handle:
         handle.register(problem, "forward", layer="conv")
         handle.finalize()  # measures micro-batches 7, 3 and 1, and allocates the workspace
         measured = handle.benchmarker.tables([Work("conv", problem, "forward")], handle.policy)

@@ -19,6 +19,7 @@ class Row:
     screen: float  # what a brief run measures
     full: float  # what a full timing measures
     beta1: bool = True  # whether its beta-1 plan builds
+    deterministic: bool = True
 
 
 class ScriptedDevice:
@@ -39,10 +40,13 @@ class ScriptedDevice:
         )  # fmt: skip
 
     def offers(self) -> list[Offer]:
-        return [Offer(name, row.workspace) for name, row in self.engines.items()]
+        return [Offer(name, row.workspace, row.deterministic) for name, row in self.engines.items()]
 
     def legacy_screen(self) -> list[Trial]:
-        return [Trial(n, LEGACY, r.workspace, [r.screen]) for n, r in self.legacy.items()]
+        return [
+            Trial(n, LEGACY, r.workspace, [r.screen], r.deterministic)
+            for n, r in self.legacy.items()
+        ]
 
     def build(self, offers: list[Offer]) -> list[None]:
         self.built += [str(o.config) for o in offers]
@@ -52,7 +56,8 @@ class ScriptedDevice:
         row = self.engines[str(offer.config)]
         full = runs == TIMING.repeats
         self.timed.append((str(offer.config), full))
-        return Trial(offer.config, ENGINE, row.workspace, [row.full if full else row.screen])
+        times = [row.full if full else row.screen]
+        return Trial(offer.config, ENGINE, row.workspace, times, row.deterministic)
 
     def time_again(self, trial: Trial, warmup: int, runs: int, full: bool) -> list[float]:
         row = {**self.legacy, **self.engines}[str(trial.config)]
@@ -159,6 +164,24 @@ def test_a_larger_size_that_does_the_samples_faster_is_a_rival_across_sizes() ->
     device = ScriptedDevice({}, {"lean": Row(0, 1.2, 1.2), "greedy": Row(1024, 0.6, 0.6)})
     run_size(kernel, 1, device)
     assert device.built == ["greedy", "lean"]
+
+
+@pytest.mark.parametrize("deterministic_only", [False, True])
+def test_plans_of_deterministic_candidates_only_have_their_own_rivals(deterministic_only) -> None:
+    """A deterministic Handle plans with deterministic candidates only: what is faster but not
+    deterministic does not rule them out, at their size or across sizes, and is not built."""
+    kernel = search.KernelSearch(search.Rules.named("fast"), "forward", 4, deterministic_only)
+    racy = Row(0, 1.0, 1.0, deterministic=False)
+    size = run_size(kernel, 4, ScriptedDevice({"det": Row(0, 1.5, 1.5)}, {"racy": racy}))
+    assert size.trials["det"].confirmed is deterministic_only  # else racy beats it by 1.5x
+    assert ("racy" in size.trials) is not deterministic_only  # new: built unless useless
+    device = ScriptedDevice(
+        {"det": Row(0, 0.7, 0.7)},  # slower than racy's part of 4 (0.5), not than det's (0.75)
+        {"racy": Row(0, 1.0, 1.0, deterministic=False)},
+    )
+    size = run_size(kernel, 2, device)
+    assert size.trials["det"].confirmed is deterministic_only
+    assert device.built == ([] if deterministic_only else ["racy"])
 
 
 def test_a_configuration_beaten_across_sizes_is_pruned_before_anything_runs_here() -> None:

@@ -256,3 +256,21 @@ def test_cudnns_own_workspace_cap_names_another_search(tmp_path, monkeypatch) ->
         capped.tables(work, [4])
         assert capped.counts == {"measured": 1, "cached": 0}
         assert "wscap=4096" in capped.source("forward", False)
+
+
+def test_a_deterministic_benchmark_keeps_deterministic_candidates_in_sets_of_their_own(tmp_path):
+    """Plans of deterministic candidates only (a deterministic Handle's) have rivals of their
+    own: the fast search measures for them apart, and plans with nothing else."""
+    work = [Work("conv", PROBLEM, "backward_filter")]
+    with BenchmarkCache(tmp_path / "db.sqlite") as cache:
+        anything = _benchmarker(cache).tables(work, [1, 2, 4])
+        only = _benchmarker(cache, deterministic_only=True)
+        tables = only.tables(work, [1, 2, 4])
+        assert only.counts == {"measured": 3, "cached": 0}
+    table = tables[("conv", "backward_filter")]
+    assert list(table) and all(c.deterministic for c in table)
+    assert not all(c.deterministic for c in anything[("conv", "backward_filter")])
+    assert "/deterministic" in only.source("backward_filter", True, [4])
+    assert "/deterministic" not in _benchmarker(
+        search="exhaustive", deterministic_only=True
+    ).source("backward_filter", True)

@@ -173,11 +173,15 @@ def _engines_in_effect(args: argparse.Namespace) -> EnginesSetting:
 
 
 def _benchmark_settings(args: argparse.Namespace) -> BenchmarkSettings:
-    """How the command measures: --engines (unset: as a Handle decides), --search, and a
-    progress bar for a person watching."""
+    """How the command measures: --engines (unset: as a Handle decides), --search, for
+    deterministic plans where --deterministic asks for them, and a progress bar for a person
+    watching."""
     from ucudnn.runtime.benchmark import BenchmarkSettings
 
-    return BenchmarkSettings(progress=_progress(args), engines=_engines(args), search=args.search)
+    return BenchmarkSettings(
+        progress=_progress(args), engines=_engines(args), search=args.search,
+        deterministic_only=getattr(args, "deterministic", False),
+    )  # fmt: skip
 
 
 def _progress(args: argparse.Namespace) -> bool:

@@ -73,6 +73,7 @@ class Offer:
 
     config: ConfigId
     workspace_bytes: int | None  # known before building (cuDNN >= 9.2), else None
+    deterministic: bool  # known before building (the heuristics' notes)
 
 
 @dataclasses.dataclass
@@ -84,6 +85,7 @@ class Trial:
     family: str  # LEGACY or ENGINE
     workspace_bytes: int
     times: list[float]
+    deterministic: bool
     confirmed: bool = False
     split_ok: bool | None = None  # backward filter: can it add to dW (beta 1)? None: unasked
     time_ms: float = dataclasses.field(init=False)
@@ -131,12 +133,19 @@ class Rules:
 
 class KernelSearch:
     """One kernel's search across its sizes, largest first: what each configuration's best
-    per-sample time has been so far, and the plannable parts of the sizes done."""
+    per-sample time has been so far, and the plannable parts of the sizes done.
 
-    def __init__(self, rules: Rules, kernel: str, batch: int) -> None:
+    `deterministic_only`: the plans it serves take deterministic candidates only (a
+    deterministic Handle's), so nothing else is a rival, confirmed or, in the fast search,
+    built."""
+
+    def __init__(
+        self, rules: Rules, kernel: str, batch: int, deterministic_only: bool = False
+    ) -> None:
         self.rules = rules
         self.kernel = kernel
         self.batch = batch
+        self.deterministic_only = deterministic_only
         self.measured: dict[ConfigId, dict[int, float]] = {}  # time by size, per configuration
         # (workspace, per-sample time) of the plannable parts, by size done (fast search)
         self.plannable_parts: dict[int, list[tuple[int, float]]] = {}
@@ -158,6 +167,10 @@ class KernelSearch:
             ),
             default=None,
         )
+
+    def eligible(self, deterministic: bool) -> bool:
+        """Whether a plan it serves may take a candidate that is `deterministic` or not."""
+        return deterministic or not self.deterministic_only
 
     def above_sizes(self, micro_batch: int) -> list[int]:
         """The sizes done above `micro_batch` that the fast search's choices there depend on
@@ -238,7 +251,11 @@ class SizeSearch:
     def worth_screening(self, offer: Offer, usable: Callable[[Trial], bool]) -> bool:
         """Whether `offer` could beat its rival (see the module's notes); new configurations
         always are."""
-        if not self.rules.prune or offer.workspace_bytes is None:
+        if not self.rules.prune:
+            return True
+        if not self.kernel_search.eligible(offer.deterministic):
+            return False
+        if offer.workspace_bytes is None:
             return True
         bound = self.kernel_search.lower_bound(offer.config, self.micro_batch)
         return bound is None or bound < self.rival_time(offer.workspace_bytes, usable)
@@ -248,13 +265,18 @@ class SizeSearch:
         self.counts.pruned += 1
 
     def rival_time(self, workspace_bytes: int, usable: Callable[[Trial], bool]) -> float:
-        """The least time of a part of this size in at most `workspace_bytes`: by a usable
-        candidate measured here, or by the larger sizes' plannable parts; inf if none."""
+        """The least time of a part of this size in at most `workspace_bytes`: by an eligible,
+        usable candidate measured here, or by the larger sizes' plannable parts; inf if none."""
         across = self.kernel_search.rival_across_sizes(workspace_bytes, self.micro_batch)
+        eligible = self.kernel_search.eligible
         for trial in sorted(self.trials.values(), key=lambda t: t.time_ms):
             if trial.time_ms >= across:
                 break  # whether the slower ones can split does not matter: not asked
-            if trial.workspace_bytes <= workspace_bytes and usable(trial):
+            if (
+                trial.workspace_bytes <= workspace_bytes
+                and eligible(trial.deterministic)
+                and usable(trial)
+            ):
                 return trial.time_ms
         return across
 
@@ -276,7 +298,10 @@ class SizeSearch:
         return [
             t
             for t in self.trials.values()
-            if not t.confirmed and len(t.times) == 1 and not self._beaten(t, usable)
+            if not t.confirmed
+            and len(t.times) == 1
+            and self.kernel_search.eligible(t.deterministic)
+            and not self._beaten(t, usable)
         ]
 
     def _beaten(self, trial: Trial, usable: Callable[[Trial], bool]) -> bool:
@@ -284,11 +309,13 @@ class SizeSearch:
         return self.rival_time(trial.workspace_bytes, usable) * margin < trial.time_ms
 
     def to_confirm(self, usable: Callable[[Trial], bool]) -> list[Trial]:
-        """Usable candidates within NEAR_FRONTIER of their rival (the front's points are their
-        own rivals) that are not confirmed yet; every candidate, in the exhaustive search."""
+        """Eligible, usable candidates within NEAR_FRONTIER of their rival (the front's
+        points are their own rivals) that are not confirmed yet; every candidate, in the
+        exhaustive search."""
         unconfirmed = [t for t in self.trials.values() if not t.confirmed]
         if not self.rules.screen:
             return [t for t in unconfirmed if usable(t)]
+        unconfirmed = [t for t in unconfirmed if self.kernel_search.eligible(t.deterministic)]
         return [  # usable() last: it may build a beta-1 plan
             t
             for t in unconfirmed
@@ -296,9 +323,10 @@ class SizeSearch:
         ]
 
     def plannable(self, trial: Trial, usable: Callable[[Trial], bool]) -> bool:
-        """Whether a plan may choose `trial`: its time is confirmed, and it can run every part
-        of this size. A screen's time never reaches a plan."""
-        return trial.confirmed and usable(trial)
+        """Whether a plan may choose `trial`: its time is confirmed, it is eligible, and it
+        can run every part of this size. A screen's time never reaches a plan."""
+        eligible = self.kernel_search.eligible(trial.deterministic)
+        return trial.confirmed and eligible and usable(trial)
 
     def confirm(self, trial: Trial, times: Sequence[float]) -> None:
         trial.timed(times)

@@ -131,6 +131,9 @@ class BenchmarkSettings:
     # How candidates are measured: "fast" screens, prunes and confirms only the frontier
     # (ucudnn.planner.search); "exhaustive" times every candidate at every size in full.
     search: str = "fast"
+    # The plans measured for take deterministic candidates only (a deterministic Handle's): the
+    # fast search then measures for them alone, in sets of their own.
+    deterministic_only: bool = False
     # Threads that build engine plans while the device times others; None: UCUDNN_BUILD_THREADS,
     # else DEFAULT_BUILD_THREADS (benchmarks/results/2026-11-27-h200-plan-build-threads.md).
     build_threads: int | None = None
@@ -274,7 +277,10 @@ class Benchmarker:
         """The candidates that ran at each size; NoAlgorithmError when none ran at any."""
         layer, problem, kernel = item
         kernel_search = search.KernelSearch(
-            search.Rules.named(self.settings.search), kernel, problem.batch
+            search.Rules.named(self.settings.search),
+            kernel,
+            problem.batch,
+            self.settings.deterministic_only,
         )
         buffers: list[ProblemBuffers] = []  # made on the first measurement
         ran_any, statuses = False, None  # statuses: of the largest size (the first)
@@ -295,10 +301,13 @@ class Benchmarker:
             self.search_counts.add(kernel_search.counts)
 
     def plannable(self, measurement: Measurement, problem: ConvProblem, kernel: str) -> bool:
-        """Whether a plan for `problem`'s mini-batch may choose a measurement: it ran and its
-        time is not a screen's (`search.SizeSearch.plannable`); if it is a backward-filter part
-        of a split, it can add to dW (beta 1); and it has not failed at run time."""
+        """Whether a plan for `problem`'s mini-batch may choose a measurement: it ran, its
+        time is not a screen's and it is deterministic where plans must be
+        (`search.SizeSearch.plannable`); if it is a backward-filter part of a split, it can add
+        to dW (beta 1); and it has not failed at run time."""
         if not measurement.ok or measurement.confirmed is False:
+            return False
+        if self.settings.deterministic_only and not measurement.deterministic:
             return False
         b = measurement.micro_batch
         split = kernel == "backward_filter" and b < problem.batch
@@ -313,7 +322,12 @@ class Benchmarker:
     def source(self, kernel: str, split: bool, above: Sequence[int] = ()) -> str:
         """The cache's name for what this benchmarker measures of `kernel` at a size, after
         the sizes `above`."""
-        return measurement_source(self.settings.search, self.engines_on, kernel, split, above)
+        settings = self.settings
+        # The fast search keeps nothing but deterministic candidates for deterministic plans.
+        deterministic = settings.deterministic_only and settings.search == search.FAST
+        return measurement_source(
+            settings.search, self.engines_on, kernel, split, above, deterministic
+        )
 
     def _size(
         self,
@@ -432,15 +446,18 @@ def measurement_source(
     kernel: str,
     split: bool,
     above: Sequence[int] = (),
+    deterministic: bool = False,
     environ: Mapping[str, str] = os.environ,
 ) -> str:
     """The cache's name for a size's measurements: the search, its version and the families,
-    "beta1" for a split of backward filter (timed with beta 1, as its later parts run), and
-    the sizes done `above` it where the search's choices depend on them."""
+    "deterministic" where it kept nothing else, "beta1" for a split of backward filter (timed
+    with beta 1, as its later parts run), and the sizes done `above` it where the search's
+    choices depend on them."""
     families = "legacy" + (f"+{engine_family(environ)}" if engines_on else "")
+    only = "/deterministic" if deterministic else ""
     beta1 = "/beta1" if kernel == "backward_filter" and split else ""
     after = f"/above={','.join(map(str, above))}" if above else ""
-    return f"{search_name}/{SEARCH_VERSION}/{families}{beta1}{after}"
+    return f"{search_name}/{SEARCH_VERSION}/{families}{only}{beta1}{after}"
 
 
 def engine_family(environ: Mapping[str, str] = os.environ) -> str:

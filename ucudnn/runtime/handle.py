@@ -125,7 +125,9 @@ class Handle:
         self.cudnn.set_stream(self.stream)
         self.cache = BenchmarkCache(options.database) if options.database is not None else None
         self.engines = engines_setting(options.engines)
-        settings = dataclasses.replace(options.benchmark, engines=self.engines.enabled)
+        settings = dataclasses.replace(
+            options.benchmark, engines=self.engines.enabled, deterministic_only=self.deterministic
+        )
         self.benchmarker = Benchmarker(self.cudnn, self.facts, self.cache, settings)
         self.plan: Plan | None = None
         self._slots = Slots()

@@ -128,7 +128,7 @@ class SizeOnDevice:
                 continue
             self.failed.pop(key, None)
             self._legacy[key] = (need, perf.deterministic)
-            trials[key] = Trial(key, LEGACY, need, [perf.time_ms])
+            trials[key] = Trial(key, LEGACY, need, [perf.time_ms], perf.deterministic)
         return list(trials.values())
 
     def _legacy_workspace(self, key: LegacyId) -> int | str:
@@ -197,7 +197,8 @@ class SizeOnDevice:
             elif (choice.workspace_bytes or 0) > self.bench.workspace_cap:
                 self._engine_failed(key, "WORKSPACE_OVER_CAP")
             else:
-                offers.append(Offer(key, choice.workspace_bytes))
+                deterministic = engines.deterministic_of(choice.notes)
+                offers.append(Offer(key, choice.workspace_bytes, deterministic))
         return offers
 
     def build(self, offers: list[Offer]) -> list[Built]:
@@ -225,7 +226,9 @@ class SizeOnDevice:
             return None
         self._plans[key] = built
         times = self._time_plan(key, built, warmup, runs)
-        return None if times is None else Trial(key, ENGINE, built.workspace_bytes, times)
+        if times is None:
+            return None
+        return Trial(key, ENGINE, built.workspace_bytes, times, offer.deterministic)
 
     def split_ok(self, trial: Trial) -> bool:
         """Whether the configuration's beta-1 plan builds within the cap; its workspace then
