@@ -111,11 +111,12 @@ class ReplayDevice:
         split: bool = False,  # a split of backward filter: confirmed engines need beta-1 plans
     ) -> None:
         self.recorded = {_config(c): c for c in rows}
+        # With confirmations_only, what screens and builds spend is counted nowhere.
         self.cost = Cost() if confirmations_only else cost
-        self.confirmation_cost = cost
+        self.floor = cost if confirmations_only else None
+        self.split = split
         self.noise = noise
         self.wave = wave
-        self.confirmed_builds = (1 + split) if confirmations_only else 0
 
     def device(self) -> Device[None]:
         return Device(
@@ -155,9 +156,10 @@ class ReplayDevice:
     def time_again(self, trial: Trial, warmup: int, runs: int, full: bool) -> list[float]:
         row = self.recorded[trial.config]
         times = self._times(row, warmup, runs)
-        if full and self.confirmation_cost is not self.cost:
-            self.confirmation_cost.launch(warmup + runs, row.time_ms)
-            self.confirmation_cost.builds += self.confirmed_builds if row.engine else 0
+        if full and self.floor is not None:
+            self.floor.launch(warmup + runs, row.time_ms)
+            if row.engine:
+                self.floor.builds += 1 + self.split  # its plan, and its beta-1 plan at a split
         return [row.time_ms] if full else times
 
     def split_ok(self, trial: Trial) -> bool:

@@ -199,11 +199,15 @@ class KernelSearch:
 
     def remember(self, micro_batch: int, done: Iterable[Remembered]) -> None:
         """A size's candidates, measured now or served by the cache, for the sizes below."""
-        parts = self.plannable_parts.setdefault(micro_batch, []) if self.rules.prune else []
+        done = list(done)
         for item in done:
             self.measured.setdefault(item.config, {})[micro_batch] = item.time_ms
-            if item.plannable:
-                parts.append((item.workspace_bytes, item.time_ms / micro_batch))
+        if self.rules.prune:
+            self.plannable_parts[micro_batch] = [
+                (item.workspace_bytes, item.time_ms / micro_batch)
+                for item in done
+                if item.plannable
+            ]
 
 
 @dataclasses.dataclass(frozen=True)
