@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Sequence
 from typing import NamedTuple
@@ -12,7 +13,7 @@ from ucudnn.core.engines import parse_tag
 from ucudnn.errors import CudnnError, UcudnnError
 from ucudnn.planner.tables import Candidate
 from ucudnn.runtime import backend, graph
-from ucudnn.runtime.engine_calls import EngineRuns, prepared_engine_run
+from ucudnn.runtime.engine_calls import EngineRuns, legacy_fallback, prepared_engine_run
 from ucudnn.runtime.steps import Step, schedule_steps
 
 logger = logging.getLogger(__name__)
@@ -50,13 +51,63 @@ class Launch:
         if engine_runs is None and any(step.engine for step in steps):
             engine_runs = EngineRuns()
         self._engine_runs = engine_runs
-        self._calls = tuple(
+        self._calls = [
             _Call(
                 step,
                 _prepared(descs, kernel, step, engine_runs),
                 accumulates=kernel == "backward_filter" and index > 0,
             )
             for index, step in enumerate(steps)
+        ]
+
+    def check_workspaces(self, handle: _cudnn.Handle) -> list[str]:
+        """Ask cuDNN what workspace each legacy part really needs: a plan made elsewhere (say,
+        `Plan.from_json`) may state less than this device's cuDNN asks for. A part that needs
+        more than this launch's workspace, or whose algorithm cuDNN refuses for it, runs the
+        legacy algorithm with the least workspace within it instead, as a failed engine part
+        does (`engine_calls.legacy_fallback`). Returns what was replaced, said for people.
+
+        Raises:
+            ValueError: no legacy algorithm runs such a part within the workspace.
+        """
+        replaced = []
+        problem = self.descs.problem
+        for index, (step, _, accumulates) in enumerate(self._calls):
+            # An engine part is checked when its execution plan is built (`engine_calls`).
+            why = None if step.engine else self._unfit(handle, step)
+            if why is None:
+                continue
+            where = f"{self.kernel} of {problem.describe()} at micro-batch {step.micro_batch}"
+            found = legacy_fallback(
+                handle, self.descs, self.kernel, step.micro_batch, self.workspace_bytes
+            )
+            if found is None:
+                raise ValueError(
+                    f"{where}: legacy algorithm {step.algo} {why}, and no legacy algorithm runs "
+                    f"it within {self.workspace_bytes} bytes of workspace"
+                )
+            run, algo = found
+            fallback = dataclasses.replace(step, algo=algo, math_type=problem.math_type)
+            self._calls[index] = _Call(fallback, run, accumulates)
+            replaced.append(
+                f"{where}: legacy algorithm {step.algo} {why}; that part runs the legacy "
+                f"algorithm {algo} instead"
+            )
+        return replaced
+
+    def _unfit(self, handle: _cudnn.Handle, step: Step) -> str | None:
+        """Why a legacy part cannot run within this launch's workspace; None if it can."""
+        try:
+            need = backend.workspace_size(
+                handle, self.descs, self.kernel, step.micro_batch, step.algo, step.math_type
+            )
+        except CudnnError as exc:
+            return f"is refused by cuDNN ({exc.status_name})"
+        if need <= self.workspace_bytes:
+            return None
+        return (
+            f"needs {need} bytes of workspace, more than the {self.workspace_bytes} its plan "
+            "gives it"
         )
 
     def build_plans(self, handle: _cudnn.Handle) -> None:

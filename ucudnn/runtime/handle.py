@@ -138,6 +138,7 @@ class Handle:
         # Engine parts that fail at run time are left out when planning again.
         self.benchmarker.excluded = self._engine_runs.failed
         self._fallback_warned = False
+        self._replaced_warned = False
         self._closed = False
 
     # -- the three convolutions -------------------------------------------------------------
@@ -164,7 +165,8 @@ class Handle:
                 layer name is not text.
             ValueError: a tensor of the wrong shape or strides, on another device, or a null
                 pointer; alpha or beta not finite; a layer name that cannot be one; the
-                Handle is closed.
+                Handle is closed; a part of a plan given to `use_plan` that no legacy
+                algorithm runs within the workspace the plan gives it.
             InfeasibleError: no schedule fits the limit or budget (the message names the
                 smallest that would); NoAlgorithmError, a subclass, when cuDNN runs none of
                 its algorithms for the problem. The Handle forgets the kernel and goes on.
@@ -392,6 +394,12 @@ class Handle:
         handle's mode within its limit or budget, and deterministic if the handle is. Kernels it
         leaves out are planned when first used, as before (in WD mode, with the whole network).
 
+        Its parts run within the workspace the plan gives their kernel. Where cuDNN asks more
+        for a legacy part than that (or refuses its algorithm), that part runs the legacy
+        algorithm with the least workspace instead, with one WorkspaceFallbackWarning per
+        handle, as a part whose engine configuration fails falls back with an
+        EngineFallbackWarning; the answer is the same, the time may not be.
+
         Raises:
             TypeError: `plan` is not a Plan.
             ValueError: the plan is of the other mode, needs more workspace than the limit or
@@ -556,6 +564,20 @@ class Handle:
             )
             self._fallback_warned = True
 
+    def _warn_replaced(self, replaced: list[str]) -> None:
+        """Say which legacy parts of a plan could not run as planned (`Launch.check_workspaces`):
+        each in the log, the first as a warning."""
+        for what in replaced:
+            logger.info("%s", what)
+        if replaced and not self._replaced_warned:
+            warn_caller(
+                f"{replaced[0]}, with the same result (warned once per handle; the plan does "
+                "not match this device's cuDNN: replan() plans from this Handle's own "
+                "measurements)",
+                WorkspaceFallbackWarning,
+            )
+            self._replaced_warned = True
+
     def descriptors(self, problem: ConvProblem) -> backend.ProblemDescriptors:
         """The cuDNN descriptors of `problem`, made once per handle and reused."""
         key = problem.key()
@@ -654,6 +676,7 @@ class Handle:
             self.descriptors(problem), kernel, kernel_plan.schedule.parts,
             kernel_plan.workspace_bytes, self._engine_runs,
         )  # fmt: skip
+        self._warn_replaced(launch.check_workspaces(self.cudnn))
         ready = _Ready(launch, kernel_plan.offset or 0, slot, kernel_plan)
         self._ready[(layer, kernel, problem.key())] = ready
         return ready
