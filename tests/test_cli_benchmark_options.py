@@ -11,7 +11,8 @@ import pytest
 
 import ucudnn
 from ucudnn.faces import commands
-from ucudnn.faces.cli import build_parser, main
+from ucudnn.faces.cli import main
+from ucudnn.faces.parser import build_parser
 from ucudnn.runtime import handle, session
 from ucudnn.runtime.benchmark import BenchmarkSettings
 

@@ -99,14 +99,16 @@ def test_ctrl_c_is_an_error_of_the_same_shape(
 
 
 def test_a_usage_error_names_the_command(capsys: pytest.CaptureFixture[str]) -> None:
-    """argparse's own errors name the command; so does -q beside -v, found after parsing."""
+    """argparse's own errors are one line naming the command, with a pointer to its help, and
+    no usage block; so is -q beside -v, found after parsing."""
     for argv in (["plan", "--mode", "xx"], ["-q", *PLAN, "-v"]):
         with pytest.raises(SystemExit) as exit_:
             main(argv)
         assert exit_.value.code == 2
-        *usage, last = capsys.readouterr().err.splitlines()
-        assert usage[0].startswith("usage: ucudnn plan ")
-        assert ERROR_LINE.fullmatch(last + "\n"), last
+        err = capsys.readouterr().err
+        assert ERROR_LINE.fullmatch(err), err
+        assert err.startswith("ucudnn plan: error: ")
+        assert err.endswith("; see ucudnn plan --help\n")
 
 
 def test_warnings_and_log_records_name_the_command(

@@ -107,7 +107,11 @@ def test_unknown_names() -> None:
     with pytest.raises(ValueError, match="unknown network 'lenet'; built-in: alexnet"):
         builtin_network("lenet")
     with pytest.raises(ValueError, match=r"neither a built-in network .* nor a layer-list CSV"):
-        load_network("no/such/file.csv")
+        load_network("lenet")
+    # A name that can only be a file is a missing file, not an unknown network.
+    for path in ("no/such/file.csv", "mynet.csv"):
+        with pytest.raises(ValueError, match=f"^layer list '{path}': no such file$"):
+            load_network(path)
 
 
 def test_bundled_data_files_are_package_data() -> None:

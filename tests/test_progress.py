@@ -13,7 +13,7 @@ from typing import TextIO
 import pytest
 
 from ucudnn.faces import commands
-from ucudnn.faces.cli import build_parser
+from ucudnn.faces.parser import build_parser
 from ucudnn.runtime.progress import progress_bar
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.mypy_strict import strict_errors
-from ucudnn.faces.cli import build_parser
+from ucudnn.faces.parser import build_parser
 
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text()

@@ -29,9 +29,11 @@ from ucudnn.faces.outputs import (
     run_document,
     tune_document,
 )
+from ucudnn.planner.choices import TIME_LIMIT_RANGE_S
 from ucudnn.planner.cli import (
-    TIME_LIMIT_RANGE_S,
+    PlanOptions,
     check_rows,
+    legacy_only,
     limit_from_args,
     mode_from_args,
     plan_output,
@@ -74,11 +76,6 @@ class CommandError(Exception):
         self.status = status
 
 
-def show_error(command: str, message: str) -> None:
-    """Show `message` on stderr as every error of `command` is: "ucudnn plan: error: ..."."""
-    print(f"{messages.line_prefix(command)}: error: {message}", file=sys.stderr)
-
-
 def _command(func: Command) -> Command:
     """Turn expected failures into a one-line error (`show_error`) and an exit status."""
 
@@ -87,18 +84,18 @@ def _command(func: Command) -> Command:
             _read_numbers(args)
             return func(args)
         except CommandError as exc:
-            show_error(args.command, str(exc))
+            messages.show_error(args.command, str(exc))
             return exc.status
         except InfeasibleError as exc:
-            show_error(args.command, f"no plan fits: {exc}")
+            messages.show_error(args.command, f"no plan fits: {exc}")
             return 1
         except BrokenPipeError:
             raise  # not an error of the command: its reader went away (see cli.main)
         except (ValueError, OSError, SolverError) as exc:
-            show_error(args.command, _error_text(exc))
+            messages.show_error(args.command, _error_text(exc))
             return 2
         except UcudnnError as exc:  # the device or cuDNN failed
-            show_error(args.command, f"{type(exc).__name__}: {exc}")
+            messages.show_error(args.command, f"{type(exc).__name__}: {exc}")
             return 1
 
     wrapper.__name__ = func.__name__
@@ -294,24 +291,40 @@ def bench(args: argparse.Namespace) -> int:
 def plan(args: argparse.Namespace) -> int:
     """A plan from a timings file, from measurements (the GPU's, or those shipped with
     ucudnn), or from the cost model."""
-    from ucudnn.planner.tables import TimingTables
-
-    if args.timings is not None:
-        if args.network is not None or args.model:
-            raise CommandError("give --timings FILE or a NETWORK, not both")
-        tables, source = TimingTables.read_csv(args.timings), f"timings file {args.timings}"
-    elif args.network is None:
+    if args.timings is not None and args.network is not None:
+        raise CommandError("give --timings FILE or a NETWORK, not both")
+    if args.timings is not None and args.model:
+        raise CommandError("give --timings FILE or --model, not both")
+    if args.timings is None and args.network is None:
         raise CommandError("give --timings FILE.csv, or a NETWORK to measure (or --model)")
+    options = PlanOptions.from_args(args)
+    if args.timings is not None:
+        tables, source = _timings_file(args)
     else:
-        graph, policy = _network(args), policy_from_args(args, Config.from_env())
+        graph = _network(args)
         if args.model:
-            tables, source = _model_tables_for(graph, policy), MODEL_NOTE
+            tables, source = _model_tables_for(graph, options.policy), MODEL_NOTE
         else:
-            tables, source = _network_timings(args, graph, policy)
+            tables, source = _network_timings(args, graph, options.policy)
     if not args.quiet:
         print(f"planning from {source}", file=sys.stderr)
-    print(plan_output(plan_tables(tables, args, source), tables, args))
+    print(plan_output(plan_tables(tables, options, args, source), tables, args))
     return 0
+
+
+def _timings_file(args: argparse.Namespace) -> tuple[TimingTables, str]:
+    """The timings of --timings and where they come from; without their engine rows when
+    engines are off (--engines off, else UCUDNN_ENGINES), as a Handle would run them."""
+    from ucudnn.planner.tables import TimingTables
+
+    tables, source = TimingTables.read_csv(args.timings), f"timings file {args.timings}"
+    check_rows(tables, source)
+    engines = _engines(args)
+    if engines is None:
+        engines = engines_from_env()
+    if engines is False:
+        tables, source = legacy_only(tables), f"{source}, legacy algorithms only (engines off)"
+    return tables, source
 
 
 @_command
@@ -319,7 +332,6 @@ def tune(args: argparse.Namespace) -> int:
     """The batch size, and its plan, with the most samples per second within --memory."""
     from ucudnn.faces import plots
     from ucudnn.planner.memory import parse_overhead
-    from ucudnn.planner.tables import TimingTables
     from ucudnn.planner.tune import tune as tune_network
 
     config = Config.from_env()
@@ -337,8 +349,7 @@ def tune(args: argparse.Namespace) -> int:
             raise CommandError(
                 "--batch is the batch to measure or model at; a timings file has its own"
             )
-        tables, source = TimingTables.read_csv(args.timings), f"timings file {args.timings}"
-        check_rows(tables, source)
+        tables, source = _timings_file(args)
     elif args.model:
         tables, source = _model_tables_for(graph, policy), MODEL_NOTE
     else:
@@ -469,11 +480,11 @@ def _run_network(args: argparse.Namespace) -> tuple[int, dict[str, object] | Non
 def plot(args: argparse.Namespace) -> int:
     """PNG plots of desirable sets and of a plan's per-layer breakdown."""
     from ucudnn.faces import plots
-    from ucudnn.planner.tables import TimingTables
 
     _check_plotting()
-    tables = TimingTables.read_csv(args.timings)
-    result = plan_tables(tables, args, f"timings file {args.timings}")
+    options = PlanOptions.from_args(args)
+    tables, source = _timings_file(args)
+    result = plan_tables(tables, options, args, source)
     layer = args.layer or plots.most_improved_layer(result)
     written = plots.write_plots(tables, result, args.out, layer=layer)
     if args.json:

@@ -23,9 +23,8 @@ from typing import cast
 from ucudnn.core.checks import shown
 from ucudnn.core.problem import KERNELS, MATH_TYPES
 from ucudnn.planner import plan as plan_module, tables as tables_module
+from ucudnn.planner.choices import DEFAULT_OVERHEAD_TEXT, SOLVERS
 from ucudnn.planner.explain import REASONS
-from ucudnn.planner.memory import DEFAULT_OVERHEAD_TEXT
-from ucudnn.planner.wd import SOLVERS
 from ucudnn.runtime.engines_setting import SOURCES as ENGINES_SOURCES
 
 Schema = dict[str, object]

@@ -1,5 +1,6 @@
-"""The planner's part of `ucudnn plan`: its options, a plan from tables and options, and what
-the command prints of it.
+"""The planner's part of `ucudnn plan`: what its options ask for, a plan from tables and
+options, and what the command prints of it. The options themselves are declared in
+`ucudnn.planner.arguments`.
 
 Pure Python, so that planning from a timings CSV works without a GPU; `ucudnn.faces.cli`
 mounts it and decides where the tables come from.
@@ -8,101 +9,14 @@ mounts it and decides where the tables come from.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 
-from ucudnn.planner.config import WORKSPACE_SHARING, Config, parse_policy, parse_size
+from ucudnn.planner.config import Config, parse_policy, parse_size
 from ucudnn.planner.documents import document_text
 from ucudnn.planner.explain import explain_plan
 from ucudnn.planner.plan import Plan, make_plan_wd, make_plan_wr
 from ucudnn.planner.policies import Policy
-from ucudnn.planner.tables import TimingTables
-from ucudnn.planner.wd import DEFAULT_TIME_LIMIT_S, SOLVERS
-
-EPILOG = """\
-The timings CSV has the header layer,kernel,batch,micro_batch,algo,time_ms,workspace_bytes
-and optionally math_type,deterministic,engine (see ucudnn.planner.tables). Sizes are whole
-bytes and take units: 64MiB, 1.5GiB (KB, MB, GB, TB are decimal).
-The mode is --mode; without it, a total workspace (--total-workspace, else
-UCUDNN_TOTAL_WORKSPACE_SIZE) selects wd and --workspace-limit selects wr; an option beats the
-environment; with neither, wr at UCUDNN_DEFAULT_WORKSPACE_LIMIT or 64MiB. A total the kernels
-share (--workspace-sharing shared) is planned as wr at the total.
-Exit status: 0 planned, 1 nothing fits, 2 bad input or a solver failure, 130 interrupted,
-143 terminated (SIGTERM).
-"""
-
-# --time-limit, seconds: from a nanosecond (which stops the solver at once) to a day. The
-# option stays text here; the command reads it within this range (ucudnn.faces.commands).
-TIME_LIMIT_RANGE_S = (1e-9, 86_400.0)
-
-
-def add_limit_arguments(parser: argparse.ArgumentParser) -> None:
-    """--mode, its two sizes and --policy: what every planning command takes."""
-    parser.add_argument(
-        "--mode",
-        choices=("wr", "wd"),
-        help="wr: a workspace limit per kernel; wd: one budget shared by all (default: wr if "
-        "--workspace-limit is given, wd if --total-workspace or UCUDNN_TOTAL_WORKSPACE_SIZE "
-        "is, else wr)",
-    )
-    parser.add_argument(
-        "--workspace-limit",
-        metavar="SIZE",
-        help="wr: per-kernel limit; selects wr (default: UCUDNN_DEFAULT_WORKSPACE_LIMIT, "
-        "else 64MiB)",
-    )
-    parser.add_argument(
-        "--total-workspace",
-        metavar="SIZE",
-        help="wd: total budget; selects wd (default: UCUDNN_TOTAL_WORKSPACE_SIZE)",
-    )
-    parser.add_argument(
-        "--workspace-sharing",
-        choices=WORKSPACE_SHARING,
-        help="wd: how the kernels use the total: divided, each its own slice (their sizes add "
-        "up), or shared, one buffer each kernel uses in turn (wr at the total) "
-        "(default: UCUDNN_WORKSPACE_SHARING, else divided)",
-    )
-    parser.add_argument(
-        "--policy",
-        metavar="POLICY",
-        help="micro-batch sizes: undivided, powerOfTwo, all, or a list such as 1,2,32 "
-        "(default: UCUDNN_BATCH_SIZE_POLICY, else powerOfTwo)",
-    )
-
-
-def add_solver_arguments(parser: argparse.ArgumentParser) -> None:
-    """--deterministic, --solver and --time-limit: how plans are chosen."""
-    parser.add_argument(
-        "--deterministic", action="store_true", help="use deterministic algorithms only"
-    )
-    parser.add_argument(
-        "--solver", choices=SOLVERS, default="highs", help="wd: ILP solver (default: highs)"
-    )
-    low, high = TIME_LIMIT_RANGE_S
-    parser.add_argument(
-        "--time-limit",
-        default=DEFAULT_TIME_LIMIT_S,
-        metavar="SECONDS",
-        help=f"wd: stop the solver after this long, {low:g} to {high:g} "
-        f"(default: {DEFAULT_TIME_LIMIT_S:g})",
-    )
-
-
-def add_plan_arguments(parser: argparse.ArgumentParser) -> None:
-    """The options of `ucudnn plan`."""
-    parser.epilog = EPILOG
-    parser.formatter_class = argparse.RawDescriptionHelpFormatter
-    parser.add_argument("--timings", metavar="FILE.csv", help="timings to plan from")
-    add_limit_arguments(parser)
-    add_solver_arguments(parser)
-    parser.add_argument(
-        "--json", action="store_true", help="print the plan as a ucudnn-plan JSON document"
-    )
-    parser.add_argument(
-        "--explain",
-        action="store_true",
-        help="also say, per kernel, why it has its schedule: the runner-up of its desirable "
-        "set, the time saved and the workspace used",
-    )
+from ucudnn.planner.tables import KernelTable, TimingTables
 
 
 def policy_from_args(args: argparse.Namespace, config: Config) -> Policy:
@@ -165,19 +79,46 @@ def check_rows(tables: TimingTables, source: str) -> None:
         raise ValueError(f"{source} has no timing rows: expected a header and at least one row")
 
 
-def plan_tables(tables: TimingTables, args: argparse.Namespace, source: str) -> Plan:
-    """The plan that the options in `args` ask for, from `tables` (read from `source`)."""
+@dataclasses.dataclass(frozen=True)
+class PlanOptions:
+    """What the options ask of a plan, read and checked before any timings are loaded, so
+    that a bad option is refused before the command says what it plans from."""
+
+    mode: str  # "wr" or "wd"
+    limit: int  # WR's per-kernel limit or WD's budget, in bytes
+    policy: Policy
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> PlanOptions:
+        config = Config.from_env()
+        mode, limit = mode_from_args(args, config), limit_from_args(args, config)
+        return cls(mode, limit, policy_from_args(args, config))
+
+
+def legacy_only(tables: TimingTables) -> TimingTables:
+    """`tables` without graph-API engine rows: what a plan with engines off may use."""
+    return TimingTables(
+        KernelTable(table.layer, table.kernel, table.batch, (c for c in table if not c.engine))
+        for _, table in tables.items()
+    )
+
+
+def plan_tables(
+    tables: TimingTables, options: PlanOptions, args: argparse.Namespace, source: str
+) -> Plan:
+    """The plan that `options` and the solver options in `args` ask for, from `tables` (read
+    from `source`)."""
     check_rows(tables, source)
-    config = Config.from_env()
-    limit = limit_from_args(args, config)
     common = {
-        "policy": policy_from_args(args, config),
+        "policy": options.policy,
         "deterministic_only": args.deterministic,
         "timings_source": source,
     }
-    if mode_from_args(args, config) == "wr":
-        return make_plan_wr(tables, limit, **common)
-    return make_plan_wd(tables, limit, solver=args.solver, time_limit_s=args.time_limit, **common)
+    if options.mode == "wr":
+        return make_plan_wr(tables, options.limit, **common)
+    return make_plan_wd(
+        tables, options.limit, solver=args.solver, time_limit_s=args.time_limit, **common
+    )
 
 
 def plan_output(plan: Plan, tables: TimingTables, args: argparse.Namespace) -> str:

@@ -24,6 +24,7 @@ import platformdirs
 
 from ucudnn.core.checks import MAX_NUMBER_TEXT, boolean, integer, parse_bool, shown
 from ucudnn.core.problem import MAX_DIM, tf32_allowed
+from ucudnn.planner.choices import WORKSPACE_SHARING
 
 POLICY_NAMES = ("undivided", "powerOfTwo", "all")
 
@@ -208,9 +209,6 @@ def engines_from_env(environ: Mapping[str, str] = os.environ) -> bool | None:
     another variable is bad."""
     text = environ.get("UCUDNN_ENGINES", "").strip()
     return parse_bool(text, "UCUDNN_ENGINES") if text else None
-
-
-WORKSPACE_SHARING = ("divided", "shared")
 
 
 def workspace_sharing(value: object, name: str) -> str:

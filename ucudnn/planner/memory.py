@@ -34,6 +34,7 @@ import re
 from fractions import Fraction
 
 from ucudnn.core.checks import parse_float, shown
+from ucudnn.planner.choices import DEFAULT_OVERHEAD_TEXT
 from ucudnn.planner.config import NotASize, byte_count, parse_size
 from ucudnn.planner.graph import LayerGraph
 from ucudnn.planner.units import format_size
@@ -102,7 +103,6 @@ def parse_overhead(text: str, name: str) -> FrameworkOverhead:
 # with the tensors: a caching allocator (PyTorch's) carves tensors out of larger segments and
 # keeps freed blocks that later tensors may not fit. No bound holds for that, so 10 % is a
 # margin, not a measurement. "0" turns the headroom off.
-DEFAULT_OVERHEAD_TEXT = "1GiB+10%"
 DEFAULT_OVERHEAD = parse_overhead(DEFAULT_OVERHEAD_TEXT, "DEFAULT_OVERHEAD_TEXT")
 
 

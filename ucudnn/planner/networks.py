@@ -160,6 +160,12 @@ def _exists(path: str | os.PathLike[str]) -> bool:
         return False
 
 
+def _names_a_file(name: str) -> bool:
+    """Whether `name` can only mean a file: it has a folder or a file suffix in it, which no
+    built-in network's name has."""
+    return os.sep in name or "." in name
+
+
 def load_network(
     name_or_path: str | os.PathLike[str],
     batch: SupportsIndex | None = None,
@@ -198,6 +204,8 @@ def load_network(
             source = resources.files(__package__) / "data" / _BUNDLED[name]
         elif _exists(name_or_path):
             source = Path(name_or_path)
+        elif _names_a_file(name):
+            raise ValueError(f"layer list {shown(name)}: no such file")
         else:
             raise ValueError(
                 f"{shown(name)} is neither a built-in network ({', '.join(network_names())}) "

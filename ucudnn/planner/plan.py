@@ -26,6 +26,7 @@ from ucudnn.core.facts import DeviceFacts
 from ucudnn.core.problem import check_kernel
 from ucudnn.errors import SlowPlanWarning
 from ucudnn.planner.config import MAX_BYTES, byte_count, micro_batch_policy
+from ucudnn.planner.choices import DEFAULT_TIME_LIMIT_S
 from ucudnn.planner.documents import line_of, read_document
 from ucudnn.planner.dp import eligible_candidates
 from ucudnn.planner.errors import InfeasibleError, SolverError
@@ -45,7 +46,7 @@ from ucudnn.planner.tables import (
 )
 from ucudnn.planner.textable import render_table
 from ucudnn.planner.units import format_size
-from ucudnn.planner.wd import DEFAULT_TIME_LIMIT_S, WDSolution, check_solver, plan_wd
+from ucudnn.planner.wd import WDSolution, check_solver, plan_wd
 from ucudnn.planner.wr import kernel_infeasible, plan_wr
 
 T = TypeVar("T")

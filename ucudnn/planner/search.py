@@ -49,8 +49,7 @@ import statistics
 from collections.abc import Callable, Hashable, Iterable, Sequence
 from typing import Generic, TypeVar
 
-FAST, EXHAUSTIVE = "fast", "exhaustive"
-SEARCHES = (FAST, EXHAUSTIVE)
+from ucudnn.planner.choices import EXHAUSTIVE, FAST, SEARCHES
 
 # Between two brief timings of one candidate the recorded noise has a median of 1.02 and a
 # 95th percentile of 1.25 (shared/reference/first-use.md): a legacy algorithm beaten by more

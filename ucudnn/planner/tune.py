@@ -23,6 +23,7 @@ from typing import SupportsIndex
 from ucudnn.core.arena import CUDNN_ALIGNMENT
 from ucudnn.core.argtypes import PolicyArgument, Size
 from ucudnn.core.checks import integer
+from ucudnn.planner.choices import DEFAULT_TIME_LIMIT_S
 from ucudnn.planner.config import byte_count, micro_batch_policy
 from ucudnn.planner.errors import InfeasibleError
 from ucudnn.planner.graph import LayerGraph
@@ -40,7 +41,7 @@ from ucudnn.planner.policies import DEFAULT_POLICY
 from ucudnn.planner.tables import KernelId, TimingTables, check_batch
 from ucudnn.planner.textable import render_table
 from ucudnn.planner.units import bytes_text, format_size
-from ucudnn.planner.wd import DEFAULT_TIME_LIMIT_S, aligned
+from ucudnn.planner.wd import aligned
 
 # Each batch size tried is a WD plan of the whole network: a tune plans at most this many.
 MAX_TUNE_BATCHES = 128

@@ -38,6 +38,7 @@ from ucudnn.core.arena import CUDNN_ALIGNMENT
 from ucudnn.core.checks import integer, shown
 from ucudnn.errors import SolverWarning
 from ucudnn.planner.background import Background
+from ucudnn.planner.choices import DEFAULT_TIME_LIMIT_S, SOLVERS
 from ucudnn.planner.config import byte_count
 from ucudnn.planner.errors import InfeasibleError, SolverError
 from ucudnn.planner.pareto import pareto_front
@@ -47,8 +48,6 @@ from ucudnn.planner.units import bytes_text
 if TYPE_CHECKING:
     import mip  # untyped: its names are Any to mypy
 
-SOLVERS = ("highs", "cbc")
-DEFAULT_TIME_LIMIT_S = 60.0
 
 logger = logging.getLogger(__name__)
 

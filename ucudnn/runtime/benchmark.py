@@ -33,6 +33,7 @@ from ucudnn.core.facts import DeviceFacts
 from ucudnn.core.problem import ConvProblem
 from ucudnn.planner import search
 from ucudnn.planner.cache import BenchmarkCache, Measurement
+from ucudnn.planner.choices import FAST, SEARCHES
 from ucudnn.planner.config import byte_count
 from ucudnn.planner.errors import NoAlgorithmError
 from ucudnn.planner.policies import Policy, sizes_to_measure
@@ -89,8 +90,8 @@ DEFAULT_BUILD_THREADS = 8
 
 def search_name(value: object) -> str:
     """A search's name as BenchmarkSettings and --search take it."""
-    if not isinstance(value, str) or value.strip().lower() not in search.SEARCHES:
-        searches = ", ".join(search.SEARCHES)
+    if not isinstance(value, str) or value.strip().lower() not in SEARCHES:
+        searches = ", ".join(SEARCHES)
         raise ValueError(f"search must be one of {searches}, got {shown(value)}")
     return value.strip().lower()
 
@@ -324,7 +325,7 @@ class Benchmarker:
         the sizes `above`."""
         settings = self.settings
         # The fast search keeps nothing but deterministic candidates for deterministic plans.
-        deterministic = settings.deterministic_only and settings.search == search.FAST
+        deterministic = settings.deterministic_only and settings.search == FAST
         return measurement_source(
             settings.search, self.engines_on, kernel, split, above, deterministic
         )
