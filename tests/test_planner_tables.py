@@ -563,7 +563,7 @@ def test_csv_and_json_carry_the_engine_column() -> None:
     tables = read(
         HEADER + ",engine\n"
         "conv1,forward,4,4,62,1.0,64,eng62_k25=1_k2=0_k13=1\n"
-        "conv1,forward,4,4,62,1.5,0,\n"
+        "conv1,forward,4,4,6,1.5,0,\n"
         "conv1,forward,4,2,10,0.5,0,eng10_k2=8_k12=-1\n"
     )
     table = tables["conv1", "forward"]

@@ -19,14 +19,15 @@ import warnings
 from collections.abc import Callable, Collection, Mapping
 from typing import SupportsIndex, TypeVar
 
+from ucudnn.core.algorithms import check_legacy_algo
 from ucudnn.core.arena import CUDNN_ALIGNMENT
 from ucudnn.core.argtypes import PolicyArgument, Size
 from ucudnn.core.checks import integer, shown
 from ucudnn.core.facts import DeviceFacts
 from ucudnn.core.problem import check_kernel
 from ucudnn.errors import SlowPlanWarning
-from ucudnn.planner.config import MAX_BYTES, byte_count, micro_batch_policy
 from ucudnn.planner.choices import DEFAULT_TIME_LIMIT_S
+from ucudnn.planner.config import MAX_BYTES, byte_count, micro_batch_policy
 from ucudnn.planner.documents import line_of, read_document
 from ucudnn.planner.dp import eligible_candidates
 from ucudnn.planner.errors import InfeasibleError, SolverError
@@ -177,15 +178,16 @@ class KernelPlan:
         """Inverse of `to_dict`; derived fields (times, texts) are recomputed, not read.
         Errors are FieldErrors naming the kernel and the field."""
         _check_fields(data, _KERNEL_FIELDS, _KERNEL_DERIVED)
+        kernel = str(data["kernel"])  # checked as the place is made
         with field_errors(_kernel_place(data["layer"], data["kernel"])):
             with field_errors("field 'parts'"):
                 parts = _list(data["parts"])
                 schedule = Schedule(
-                    tuple(_candidate(part, f"part {n}") for n, part in enumerate(parts))
+                    tuple(_candidate(part, f"part {n}", kernel) for n, part in enumerate(parts))
                 )
             baseline = data["baseline"]
             if baseline is not None:
-                baseline = _candidate(baseline, "field 'baseline'")
+                baseline = _candidate(baseline, "field 'baseline'", kernel)
         return cls(
             layer=data["layer"],  # type: ignore[arg-type]
             kernel=data["kernel"],  # type: ignore[arg-type]
@@ -223,10 +225,16 @@ def _list(value: object) -> list[object]:
     return value
 
 
-def _candidate(data: object, place: str) -> Candidate:
+def _candidate(data: object, place: str, kernel: str) -> Candidate:
+    """A part or baseline of `kernel` read back; a legacy algorithm must be one of the
+    kernel's, or every call of the kernel would fail."""
     with field_errors(place):
         _check_fields(data, _PART_FIELDS)
-        return Candidate(**data)  # type: ignore[arg-type]
+        candidate = Candidate(**data)  # type: ignore[arg-type]
+        if not candidate.engine:
+            with field_errors("field 'algo'"):
+                check_legacy_algo(kernel, candidate.algo)
+        return candidate
 
 
 def _text_field(value: object, field: str) -> str:

@@ -55,6 +55,7 @@ from typing import IO, SupportsIndex
 
 import numpy as np
 
+from ucudnn.core.algorithms import check_legacy_algo
 from ucudnn.core.checks import integer, parse_bool, shown
 from ucudnn.core.engines import canonical_tag
 from ucudnn.core.problem import MATH_TYPES, MAX_DIM, check_kernel
@@ -136,9 +137,20 @@ def _math_type(value: object) -> str:
     return value
 
 
+# The longest tag of the engine configurations recorded in tests/data and the simulator's data
+# is 57 characters (8 knobs); cuDNN 9 has about 40 knob types, each once per tag. Past this a
+# tag is no configuration but a pasted mistake, which would fill messages and plan reports.
+MAX_ENGINE_TAG_LENGTH = 512
+
+
 def _engine(value: object) -> str:
     if not isinstance(value, str):
         raise TypeError(f"engine must be text (an engine tag, or empty), got {shown(value)}")
+    if len(value) > MAX_ENGINE_TAG_LENGTH:
+        raise ValueError(
+            f"engine tag {shown(value)} is longer than {MAX_ENGINE_TAG_LENGTH} characters, "
+            "the most an engine configuration's tag has"
+        )
     return _canonical_tag(value) if value else ""
 
 
@@ -609,6 +621,9 @@ def _cell(row: Mapping[str, object], column: str) -> object:
 
 def _text_cell(column: str, text: str) -> object:
     """The checked value of a cell given as text (CSV cells; JSON cells may be text too)."""
+    if column == "engine" and text.isspace():
+        # Empty means a legacy algorithm; blanks are no choice between the two.
+        raise ValueError(f"engine {text!r} is white space alone: give an engine tag, or nothing")
     text = text.strip()
     value: object = text
     if text == "" and column in _DEFAULTS:
@@ -640,4 +655,7 @@ def _parse_row(row: Mapping[str, object]) -> tuple[str, str, int, Candidate]:
         )
     with field_errors("column 'engine'"):  # its index may disagree with algo
         candidate = Candidate(**{name: values[name] for name in _CANDIDATE_CHECKS})  # type: ignore[arg-type]
+    if not candidate.engine:
+        with field_errors("column 'algo'"):
+            check_legacy_algo(values["kernel"], candidate.algo)  # type: ignore[arg-type]
     return values["layer"], values["kernel"], batch, candidate  # type: ignore[return-value]

@@ -1,0 +1,127 @@
+"""What the readers of timings and plans refuse: legacy algorithm numbers past their kernel's
+enum, blank engine cells, engine tags of any length; and how fast a large table reads."""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ucudnn.core.algorithms import LEGACY_ALGORITHMS
+from ucudnn.core.problem import Kernel
+from ucudnn.planner.plan import Plan, make_plan_wr
+from ucudnn.planner.tables import MAX_ENGINE_TAG_LENGTH, Candidate, KernelTable, TimingTables
+
+HEADER = "layer,kernel,batch,micro_batch,algo,time_ms,workspace_bytes,engine"
+
+
+def read(text: str) -> TimingTables:
+    f = io.StringIO(text)
+    f.name = "t.csv"
+    return TimingTables.read_csv(f)
+
+
+@pytest.mark.parametrize("kernel", list(LEGACY_ALGORITHMS))
+def test_each_kernels_legacy_algorithms_are_read_up_to_its_last(kernel: Kernel) -> None:
+    last = len(LEGACY_ALGORITHMS[kernel]) - 1
+    tables = read(f"{HEADER}\nc,{kernel},8,8,{last},0.1,0,\n")
+    assert [c.algo for c in tables["c", kernel]] == [last]
+    with pytest.raises(ValueError) as caught:
+        read(f"{HEADER}\nc,{kernel},8,8,{last + 1},0.1,0,\n")
+    assert str(caught.value) == (
+        f"t.csv, line 2, column 'algo': {last + 1} is not a legacy {kernel} algorithm: cuDNN "
+        f"numbers them 0 to {last} (a graph-API engine configuration needs its tag as the engine)"
+    )
+
+
+def test_an_engine_row_may_have_any_engine_index() -> None:
+    tables = read(f"{HEADER}\nc,forward,8,8,99,0.1,0,eng99\n")
+    assert [c.name for c in tables["c", "forward"]] == ["eng99"]
+
+
+def test_json_rows_check_the_legacy_range_too() -> None:
+    row = {"layer": "c", "kernel": "backward_data", "batch": 8, "micro_batch": 8, "algo": 6,
+           "time_ms": 0.1, "workspace_bytes": 0}  # fmt: skip
+    with pytest.raises(ValueError, match=r"^rows, row 1, column 'algo': 6 is not a legacy"):
+        TimingTables.from_rows([row])
+
+
+def test_the_cli_refuses_an_out_of_range_algorithm_cleanly(tmp_path: Path) -> None:
+    path = tmp_path / "t.csv"
+    path.write_text(f"{HEADER}\nc,forward,8,8,99,0.1,0,\n")
+    done = subprocess.run(
+        [sys.executable, "-m", "ucudnn", "plan", "--timings", str(path)],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr == (
+        f"ucudnn plan: error: {path}, line 2, column 'algo': 99 is not a legacy forward "
+        "algorithm: cuDNN numbers them 0 to 7 (a graph-API engine configuration needs its tag "
+        "as the engine)\n"
+    )
+
+
+@pytest.mark.parametrize("blank", [" ", "   ", "\t"])
+def test_an_engine_cell_of_blanks_is_no_legacy_row(blank: str) -> None:
+    with pytest.raises(ValueError, match=r"^t.csv, line 2, column 'engine': engine .* white space"):
+        read(f"{HEADER}\nc,forward,8,8,28,0.1,0,{blank}\n")
+
+
+def test_an_empty_engine_cell_is_a_legacy_row() -> None:
+    assert read(f"{HEADER}\nc,forward,8,8,1,0.1,0,\n")["c", "forward"].candidates[8][0].engine == ""
+
+
+def _plan_document(part: dict[str, object]) -> str:
+    tables = TimingTables([KernelTable("c", "forward", 8, [Candidate(8, 1, 0.1, 0)])])
+    document = make_plan_wr(tables, 1 << 20).to_dict()
+    kernel = document["kernels"][0]  # type: ignore[index]
+    kernel["parts"] = [{**kernel["parts"][0], **part}]
+    return json.dumps(document, indent=2)
+
+
+def test_a_plans_legacy_part_is_checked_against_its_kernel() -> None:
+    with pytest.raises(ValueError) as caught:
+        Plan.from_json(_plan_document({"algo": 62}), "p.json")
+    assert str(caught.value).startswith(
+        "p.json, line 20, kernel c/forward, field 'parts', part 0, field 'algo': 62 is not a "
+        "legacy forward algorithm: cuDNN numbers them 0 to 7"
+    )
+    assert Plan.from_json(_plan_document({"algo": 62, "engine": "eng62"})).kernels[0].schedule
+
+
+# A valid configuration (each knob once), of 18,894 characters.
+LONG_TAG = "eng1" + "".join(f"_k{knob}=0" for knob in range(2_000))
+
+
+def test_the_bound_on_tags_is_far_above_real_ones() -> None:
+    lines = (Path(__file__).parent / "data" / "engine-tags.txt").read_text().splitlines()
+    longest = max(len(line) for line in lines if line.startswith("eng"))
+    assert 8 * longest < MAX_ENGINE_TAG_LENGTH  # 57 characters today
+
+
+def test_a_long_engine_tag_is_refused_and_quoted_cut_short() -> None:
+    with pytest.raises(ValueError) as caught:
+        read(f"{HEADER}\nc,forward,8,8,1,0.1,0,{LONG_TAG}\n")
+    message = str(caught.value)
+    assert message.startswith("t.csv, line 2, column 'engine': engine tag 'eng1_k0=0_k1=0")
+    assert f"... ({len(LONG_TAG)} characters) is longer than 512 characters" in message
+    assert len(message) < 300
+
+
+def test_a_plan_document_refuses_a_long_engine_tag() -> None:
+    with pytest.raises(ValueError, match=r"part 0: engine tag 'eng1_k0.*\.\.\. \(") as caught:
+        Plan.from_json(_plan_document({"algo": 1, "engine": LONG_TAG}), "p.json")
+    assert len(str(caught.value)) < 300
+
+
+@pytest.mark.gpu
+def test_the_pure_python_table_is_the_native_modules() -> None:
+    from ucudnn._native import _cudnn
+
+    assert {kernel: tuple(names) for kernel, names in _cudnn.ALGORITHMS.items()} == (
+        LEGACY_ALGORITHMS
+    )
