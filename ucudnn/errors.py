@@ -316,7 +316,8 @@ class ReplanWarning(UcudnnWarning):
 
 
 class WorkspaceFallbackWarning(UcudnnWarning):
-    """The workspace a plan needs could not be allocated; plans that need less run instead."""
+    """The workspace a plan needs could not be allocated, or a plan's legacy part needs more
+    than the plan gives it; plans or algorithms that need less run instead."""
 
 
 class SlowPlanWarning(UcudnnWarning):

@@ -39,6 +39,7 @@ from ucudnn.planner.errors import NoAlgorithmError
 from ucudnn.planner.policies import Policy, sizes_to_measure
 from ucudnn.planner.tables import Candidate, KernelTable, TimingTables
 from ucudnn.runtime import graph, steps
+from ucudnn.runtime.engines_setting import engines_argument
 from ucudnn.runtime.progress import progress_bar
 from ucudnn.runtime.search_device import BETA1_UNCHECKED, Bench, SizeOnDevice, config_id
 from ucudnn.runtime.timing import Timer
@@ -147,6 +148,7 @@ class BenchmarkSettings:
         # A size like every other: bytes or text such as "256MiB".
         object.__setattr__(self, "workspace_cap", byte_count(self.workspace_cap, "workspace_cap"))
         object.__setattr__(self, "search", search_name(self.search))
+        object.__setattr__(self, "engines", engines_argument(self.engines))
         if self.build_threads is not None:
             object.__setattr__(
                 self, "build_threads", integer(self.build_threads, "build_threads", minimum=1)

@@ -1,8 +1,9 @@
 """Equivalence checking: run the undivided convolution beside the plan and compare.
 
 The reference is one call on the whole batch with one algorithm: the plan's baseline (the
-fastest undivided candidate within the limit), or algorithm 0 when none fits. That algorithm
-may differ from the plan's, so the check has two bounds on the normalised L2 distance
+fastest undivided candidate within the limit), or algorithm 0 when none fits or when the
+baseline is an engine configuration and the Handle's engines are off. That algorithm may differ
+from the plan's, so the check has two bounds on the normalised L2 distance
 ||planned - reference|| / ||reference||:
 
 - Same algorithm (every part runs the reference's algorithm and math type): micro-batching

@@ -30,8 +30,11 @@ logger = logging.getLogger(__name__)
 class EngineRuns:
     """One Handle's built plans and the engine configurations that failed at run time."""
 
-    def __init__(self) -> None:
+    def __init__(self, turn_off: str | None = None) -> None:
+        """`turn_off` says how its user turns engines off (the fallback warning advises it);
+        None: no advice (say, engines are off already)."""
         self.plans = GraphPlans()
+        self._turn_off = turn_off
         # (problem key, kernel, tag, micro-batch): parts that now run legacy algorithms.
         self.failed: set[tuple[str, str, str, int]] = set()
         self._warned = False
@@ -57,11 +60,11 @@ class EngineRuns:
         )
         if not self._warned:
             self._warned = True
+            advice = f"; {self._turn_off} avoids engines" if self._turn_off else ""
             warn_caller(
                 f"{where}: cuDNN could not run engine configuration {tag} "
                 f"({reason}); that part runs the legacy algorithm {algo} instead, "
-                "with the same result (warned once per handle; UCUDNN_ENGINES=off avoids "
-                "engines)",
+                f"with the same result (warned once per handle{advice})",
                 EngineFallbackWarning,
             )
 

@@ -26,6 +26,11 @@ _SOURCE_WORDS = {
 SOURCES = tuple(_SOURCE_WORDS)
 
 
+def engines_argument(value: object) -> bool | None:
+    """An `engines` argument as every API takes it: None (not given), True or False."""
+    return None if value is None else boolean(value, "engines")
+
+
 @dataclasses.dataclass(frozen=True)
 class EnginesRequest:
     """What was asked for (None: nothing, the default decides) and by whom."""
@@ -37,8 +42,9 @@ class EnginesRequest:
     def of(cls, argument: object, environment: bool | None) -> EnginesRequest:
         """From an argument (None: not given; else True or False) and UCUDNN_ENGINES as read
         (`Config.engines`: None when not set)."""
-        if argument is not None:
-            return cls(boolean(argument, "engines"), "argument")
+        asked = engines_argument(argument)
+        if asked is not None:
+            return cls(asked, "argument")
         if environment is not None:
             return cls(environment, "environment")
         return cls(None, "default")
@@ -58,6 +64,13 @@ class EnginesSetting:
         cuDNN 9.1.0 is older than 9.2.0)"..."""
         why = _SOURCE_WORDS[self.source] + (f": {self.reason}" if self.reason else "")
         return f"{'on' if self.enabled else 'off'} ({why})"
+
+    def how_to_turn_off(self) -> str | None:
+        """What turns engines off where this setting came from; None when they are off."""
+        if not self.enabled:
+            return None
+        # An argument beats UCUDNN_ENGINES, so only another argument can turn them off.
+        return "engines=False" if self.source == "argument" else "UCUDNN_ENGINES=off"
 
 
 def engines_setting(request: EnginesRequest) -> EnginesSetting:

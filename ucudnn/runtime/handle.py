@@ -35,7 +35,7 @@ from ucudnn.runtime.benchmark import Benchmarker, BenchmarkSettings
 from ucudnn.runtime.buffers import device_pointer
 from ucudnn.runtime.check import EquivalenceCheck, download
 from ucudnn.runtime.engine_calls import EngineRuns
-from ucudnn.runtime.engines_setting import engines_setting
+from ucudnn.runtime.engines_setting import EnginesSetting, engines_setting
 from ucudnn.runtime.options import HandleOptions, layer_option, scalar_option
 from ucudnn.runtime.planning import plan_kernels
 from ucudnn.runtime.slots import Slot, Slots
@@ -134,7 +134,8 @@ class Handle:
         self._ready: dict[tuple[str | None, str, str], _Ready] = {}  # (layer, kernel, problem key)
         self._descriptors: dict[str, backend.ProblemDescriptors] = {}
         self._workspace = GrowingArena()
-        self._engine_runs = EngineRuns()  # built execution plans, kept across re-plans
+        # Built execution plans, kept across re-plans.
+        self._engine_runs = EngineRuns(self.engines.how_to_turn_off())
         # Engine parts that fail at run time are left out when planning again.
         self.benchmarker.excluded = self._engine_runs.failed
         self._fallback_warned = False
@@ -403,8 +404,9 @@ class Handle:
         Raises:
             TypeError: `plan` is not a Plan.
             ValueError: the plan is of the other mode, needs more workspace than the limit or
-                budget, names a kernel the Handle has not seen or another batch, or runs an
-                algorithm that is not deterministic on a deterministic Handle.
+                budget, names a kernel the Handle has not seen or another batch, runs an
+                algorithm that is not deterministic on a deterministic Handle, or runs engine
+                configurations on a Handle whose engines are off (`self.engines`).
         """
         if not isinstance(plan, Plan):
             raise TypeError(f"plan must be a Plan, got {shown(plan)}")
@@ -434,6 +436,8 @@ class Handle:
                 raise ValueError(
                     f"the plan's {kernel_plan.place} runs an algorithm that is not deterministic"
                 )
+            if not self.engines.enabled:
+                _check_runs_no_engines(kernel_plan, self.engines)
         self._adopt(plan)
 
     def release_workspace(self) -> None:
@@ -681,6 +685,14 @@ class Handle:
         self._ready[(layer, kernel, problem.key())] = ready
         return ready
 
+    def _reference(self, kernel_plan: KernelPlan, problem: ConvProblem) -> Candidate:
+        """The undivided run a check compares with: the plan's baseline, else algorithm 0; also
+        algorithm 0 where the baseline is an engine configuration and engines are off."""
+        baseline = kernel_plan.baseline
+        if baseline is None or (baseline.engine and not self.engines.enabled):
+            return Candidate(problem.batch, 0, 0.0, 0, problem.math_type)
+        return baseline
+
     def _copy(self, ptr: int, nbytes: int) -> _cuda.DeviceBuffer:
         copy = _cuda.DeviceBuffer(nbytes)
         _cuda.memcpy_dtod(copy.ptr, ptr, nbytes, self.stream)
@@ -700,7 +712,7 @@ class Handle:
         slot, kernel_plan, descs = ready.slot, ready.kernel_plan, ready.launch.descs
         problem, kernel = slot.problem, slot.kernel
         output = ROLES[kernel][2]
-        single = kernel_plan.baseline or Candidate(problem.batch, 0, 0.0, 0, problem.math_type)
+        single = self._reference(kernel_plan, problem)
         need = (
             single.workspace_bytes
             if single.engine
@@ -741,6 +753,20 @@ def _forgotten(failures: list[InfeasibleError], forgotten: list[Slot]) -> Infeas
         "forgotten kernel plans it anew"
     )
     return first
+
+
+def _check_runs_no_engines(kernel_plan: KernelPlan, engines: EnginesSetting) -> None:
+    """Refuse a schedule with parts run by engine configurations, for a Handle whose engines
+    are off: off means that none runs, whoever made the plan."""
+    tags = [part.engine for part in kernel_plan.schedule.parts if part.engine]
+    if not tags:
+        return
+    remedy = "" if engines.reason else ", or make the Handle with engines=True"
+    raise ValueError(
+        f"the plan's {kernel_plan.place} runs the engine configuration {shown(tags[0])}, but "
+        f"this Handle's engines are {engines.describe()}: give it a plan of legacy algorithms "
+        f"only (made with engines off){remedy}"
+    )
 
 
 def _check_problem(problem: object) -> None:
