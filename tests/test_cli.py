@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 import sqlite3
 import sys
 import time
@@ -165,6 +166,21 @@ def test_demo_without_gpu_plans_from_the_model_and_says_so(capsys, no_gpu) -> No
     assert "WR plan" in out and "WD plan" in out
 
 
+def test_demo_compares_both_plans_with_one_baseline(capsys, no_gpu) -> None:
+    """Each kernel's baseline is the same in the WR and the WD table, and the demo says which
+    it is (WD's own, the undivided plan within the budget, differs per kernel)."""
+    assert main(["demo", "--batch", "32", "--workspace-limit", "8MiB"]) == 0
+    out = capsys.readouterr().out
+    assert "one baseline: each kernel's fastest undivided algorithm within 8 MiB" in out
+    wr, wd = out.split("\nWR plan")[1].split("\nWD plan")
+
+    def baselines(table: str) -> list[str]:
+        rows = [line.split() for line in table.splitlines() if line.startswith("conv")]
+        return [row[7] for row in rows]
+
+    assert baselines(wr) == baselines(wd) and len(baselines(wr)) == 15
+
+
 @pytest.mark.gpu
 def test_bench_twice_then_plan_from_the_export(capsys, tmp_path) -> None:
     bench = ["bench", "alexnet", "--batch", "8", "--database", str(tmp_path / "db.sqlite")]
@@ -177,6 +193,16 @@ def test_bench_twice_then_plan_from_the_export(capsys, tmp_path) -> None:
     assert main(["plan", "--timings", str(exported), "--json"]) == 0
     plan = json.loads(capsys.readouterr().out)
     assert len(plan["kernels"]) == 15 and plan["timings_source"].endswith("alexnet.csv")
+
+
+@pytest.mark.gpu
+def test_run_names_the_device_it_ran_on(capsys, tmp_path) -> None:
+    argv = ["run", "alexnet", "--batch", "2", "--repeats", "1", "--workspace-limit", "1MiB"]
+    assert main([*argv, "--quiet", "--database", str(tmp_path / "db.sqlite")]) == 0
+    first = capsys.readouterr().out.splitlines()[0]
+    assert first.startswith("alexnet: WR at 1 MiB, policy powerOfTwo on "), first
+    assert re.search(r" \(cuDNN [0-9]+\.[0-9]+\.[0-9]+\)$", first), first
+    assert ("SIMULATED" in first) == simulated()
 
 
 @pytest.mark.gpu

@@ -10,6 +10,7 @@ import sys
 import pytest
 
 from ucudnn.core import device
+from ucudnn.core.facts import DeviceFacts, cuda_version_string, cudnn_version_string
 from ucudnn.errors import NoDeviceError
 
 
@@ -23,10 +24,16 @@ def _has_device() -> bool:
 
 
 def test_version_strings() -> None:
-    assert device.cuda_version_string(13050) == "13.5"
-    assert device.cuda_version_string(12040) == "12.4"
-    assert device.cudnn_version_string(92800) == "9.28.0"
-    assert device.cudnn_version_string(90103) == "9.1.3"
+    assert cuda_version_string(13050) == "13.5"
+    assert cuda_version_string(12040) == "12.4"
+    assert cudnn_version_string(92800) == "9.28.0"
+    assert cudnn_version_string(90103) == "9.1.3"
+
+
+def test_a_measurement_names_its_device_and_cudnn_in_one_form() -> None:
+    """Versions print one way, "cuDNN 9.19.0", never as cuDNN's number (91900)."""
+    facts = DeviceFacts("NVIDIA H200", "9.0", 91900, 13000)
+    assert facts.describe() == "NVIDIA H200 (cuDNN 9.19.0)"
 
 
 def test_versions_are_consistent() -> None:

@@ -31,6 +31,20 @@ def test_every_exported_name_is_the_object_its_module_defines(package: str) -> N
 
 
 @pytest.mark.parametrize("package", ["ucudnn", "ucudnn.planner"])
+def test_dir_lists_what_a_user_may_reach_for_and_not_the_set_up(package: str) -> None:
+    listed = set(dir(importlib.import_module(package)))
+    assert not listed & {"TYPE_CHECKING", "annotations", "lazy_exports", "_EXPORTS"}
+    assert {"__version__", "DeviceArray", "Handle"} <= set(dir(ucudnn))
+
+
+def test_a_framework_author_finds_device_arrays_at_the_top() -> None:
+    from ucudnn.core.array import DeviceArray
+
+    assert ucudnn.DeviceArray is DeviceArray
+    assert "DeviceArray" in ucudnn.__all__
+
+
+@pytest.mark.parametrize("package", ["ucudnn", "ucudnn.planner"])
 def test_an_unknown_name_is_an_attribute_error_naming_it(package: str) -> None:
     module = importlib.import_module(package)
     with pytest.raises(AttributeError, match=f"module '{package}' has no attribute 'conv_fwd'"):

@@ -20,6 +20,7 @@ from ucudnn.core.lazy import lazy_exports
 __version__ = "0.1.0"
 
 if TYPE_CHECKING:  # the lazily loaded names, for type checkers and IDEs
+    from ucudnn.core.array import DeviceArray as DeviceArray
     from ucudnn.core.device import info as info
     from ucudnn.core.problem import KERNELS as KERNELS, ConvProblem as ConvProblem
     from ucudnn.errors import UcudnnWarning as UcudnnWarning
@@ -32,6 +33,7 @@ if TYPE_CHECKING:  # the lazily loaded names, for type checkers and IDEs
     from ucudnn.runtime.handle import Handle as Handle
 
 _EXPORTS = {
+    "DeviceArray": "ucudnn.core.array",
     **dict.fromkeys(["KERNELS", "ConvProblem"], "ucudnn.core.problem"),
     **dict.fromkeys(
         ["conv_backward_bias", "conv_backward_data", "conv_backward_filter", "conv_forward"],

@@ -10,7 +10,7 @@ import importlib
 from types import ModuleType
 
 import ucudnn
-from ucudnn.core.device import cuda_version_string, cudnn_version_string
+from ucudnn.core.facts import cuda_version_string, cudnn_version_string
 
 DEFAULT_CUDA_MAJOR = 13  # what a source tree that was never built would be built for
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Required, TypedDict
 
-from ucudnn.core.facts import DeviceFacts
+from ucudnn.core.facts import DeviceFacts, cuda_version_string, cudnn_version_string
 from ucudnn.core.libraries import LoadedLibrary, owning_distribution
 from ucudnn.errors import NoDeviceError, UcudnnError
 
@@ -25,16 +25,6 @@ class Device:
     multiprocessor_count: int
     uuid: str  # "GPU-…", as nvidia-smi prints it
     pci_bus_id: str
-
-
-def cuda_version_string(version: int) -> str:
-    """13050 -> '13.5' (CUDA encodes versions as 1000 * major + 10 * minor)."""
-    return f"{version // 1000}.{version % 1000 // 10}"
-
-
-def cudnn_version_string(version: int) -> str:
-    """92800 -> '9.28.0' (cuDNN 9 encodes versions as 10000 * major + 100 * minor + patch)."""
-    return f"{version // 10000}.{version % 10000 // 100}.{version % 100}"
 
 
 def versions() -> dict[str, int]:

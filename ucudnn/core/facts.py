@@ -8,6 +8,16 @@ import re
 from ucudnn.core.checks import integer
 
 
+def cuda_version_string(version: int) -> str:
+    """13050 -> '13.5' (CUDA encodes versions as 1000 * major + 10 * minor)."""
+    return f"{version // 1000}.{version % 1000 // 10}"
+
+
+def cudnn_version_string(version: int) -> str:
+    """92800 -> '9.28.0' (cuDNN 9 encodes versions as 10000 * major + 100 * minor + patch)."""
+    return f"{version // 10000}.{version % 10000 // 100}.{version % 100}"
+
+
 @dataclasses.dataclass(frozen=True)
 class DeviceFacts:
     """What a benchmark row or a plan is only valid for."""
@@ -29,6 +39,10 @@ class DeviceFacts:
             )
         for name in ("cudnn_version", "cuda_version"):
             object.__setattr__(self, name, integer(getattr(self, name), name, minimum=0))
+
+    def describe(self) -> str:
+        """Where a measurement was made, as plans name it: "NVIDIA H100 (cuDNN 9.19.0)"."""
+        return f"{self.device_name} (cuDNN {cudnn_version_string(self.cudnn_version)})"
 
     def to_dict(self) -> dict[str, object]:
         return dataclasses.asdict(self)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib
 import sys
 from collections.abc import Callable, Mapping
+from types import ModuleType
 
 
 def lazy_exports(
@@ -28,6 +29,10 @@ def lazy_exports(
         return getattr(importlib.import_module(module, package), name)
 
     def __dir__() -> list[str]:
-        return sorted({*vars(sys.modules[package]), *exports})
+        # What a user may reach for: the exports, the submodules loaded so far and the
+        # dunders (__version__), not the names the package body used to set itself up.
+        namespace = vars(sys.modules[package])
+        shown = (n for n, v in namespace.items() if n.startswith("__") or isinstance(v, ModuleType))
+        return sorted({*shown, *exports})
 
     return __getattr__, __dir__

@@ -8,6 +8,7 @@ for SIGTERM.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import sys
 import time
@@ -56,6 +57,7 @@ from ucudnn.planner.units import format_size
 
 if TYPE_CHECKING:
     from ucudnn.planner.graph import LayerGraph
+    from ucudnn.planner.plan import Plan
     from ucudnn.planner.policies import Policy
     from ucudnn.planner.tables import TimingTables
     from ucudnn.runtime.benchmark import BenchmarkSettings
@@ -422,7 +424,7 @@ def _measured_tables(
     with open_benchmarker(database, _benchmark_settings(args)) as benchmarker:
         tables = benchmarker.tables(work_from_graph(graph), policy)
         facts = benchmarker.facts
-    return tables, f"measurements on {facts.device_name} (cuDNN {facts.cudnn_version})"
+    return tables, f"measurements on {facts.describe()}"
 
 
 @_command
@@ -459,7 +461,9 @@ def _run_network(args: argparse.Namespace) -> tuple[int, dict[str, object] | Non
         timings = measure_plan(handle, work, repeats=args.repeats, progress=_progress(args))
         if not args.json:
             policy = policy_text(handle.policy)
-            print(f"{args.network}: {mode.upper()} at {format_size(limit)}, policy {policy}")
+            device = handle.plan.device if handle.plan is not None else None
+            where = f" on {device.describe()}" if device is not None else ""
+            print(f"{args.network}: {mode.upper()} at {format_size(limit)}, policy {policy}{where}")
             print(timing_report(timings))
         if args.check:
             handle.check = EquivalenceCheck()
@@ -524,15 +528,31 @@ def demo(args: argparse.Namespace) -> int:
     wr = make_plan_wr(tables, limit, timings_source=MODEL_NOTE)
     # Each kernel its limit; past any memory's size a budget means no more.
     budget = min(limit * len(graph.kernel_ids()), MAX_BYTES)
-    wd = make_plan_wd(tables, budget, timings_source=MODEL_NOTE)
+    wd = _with_baselines_of(make_plan_wd(tables, budget, timings_source=MODEL_NOTE), wr)
     if args.json:
         info_part = _info_document(_database_or_default(), engines)
         _emit(demo_document(args.network, args.batch, limit, info_part, model_plans=(wr, wd)))
         return 0
+    print(
+        f"Both plans are compared with one baseline: each kernel's fastest undivided algorithm "
+        f"within {format_size(limit)}.\n"
+    )
     print(wr.report())
     print()
     print(wd.report())
     return 0
+
+
+def _with_baselines_of(plan: Plan, reference: Plan) -> Plan:
+    """`plan` compared with `reference`'s baselines: WD's own baseline is the undivided plan
+    within its budget, whose per-kernel choices trade workspace among kernels, so beside a WR
+    plan its kernels would each be measured against something else."""
+    return dataclasses.replace(
+        plan,
+        kernels=tuple(
+            dataclasses.replace(k, baseline=reference[k.kernel_id].baseline) for k in plan.kernels
+        ),
+    )
 
 
 def _model_tables_for(graph: LayerGraph, policy: Policy = "powerOfTwo") -> TimingTables:

@@ -28,8 +28,7 @@ from ucudnn._native import _cuda, _cudnn
 from ucudnn.core import engines
 from ucudnn.core.arena import GrowingArena
 from ucudnn.core.checks import integer, shown
-from ucudnn.core.device import cudnn_version_string
-from ucudnn.core.facts import DeviceFacts
+from ucudnn.core.facts import DeviceFacts, cudnn_version_string
 from ucudnn.core.problem import ConvProblem
 from ucudnn.planner import search
 from ucudnn.planner.cache import BenchmarkCache, Measurement

@@ -41,7 +41,8 @@ def engine_availability() -> EngineAvailability:
 def _probe() -> EngineAvailability:
     try:
         from ucudnn._native import _cudnn
-        from ucudnn.core.device import cudnn_version_string, device_facts
+        from ucudnn.core.device import device_facts
+        from ucudnn.core.facts import cudnn_version_string
         from ucudnn.runtime import graph
         from ucudnn.runtime.benchmark import MIN_ENGINES_CUDNN
     except ImportError as exc:

@@ -23,7 +23,7 @@ def plan_kernels(
     """WR (`limit` per kernel) or WD (`limit` in total) plan for `work`, from measurements."""
     tables = benchmarker.tables(work, policy)
     facts = benchmarker.facts
-    source = f"measured on {facts.device_name} (cuDNN {facts.cudnn_version})"
+    source = f"measured on {facts.describe()}"
     if mode == "wr":
         return make_plan_wr(
             tables, limit, policy, deterministic, device=facts, timings_source=source
