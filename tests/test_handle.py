@@ -395,3 +395,32 @@ def test_second_benchmark_is_served_from_the_cache(tmp_path) -> None:
 
 def _rows(tables) -> list[tuple]:
     return sorted(tuple(row.values()) for row in tables.to_rows())
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize(
+    ("kernel", "names"),
+    [
+        ("forward", ("x", "w", "y")),
+        ("backward_data", ("w", "dy", "dx")),
+        ("backward_filter", ("x", "dy", "dw")),
+    ],
+)
+def test_a_numpy_array_is_refused_by_its_name_and_told_where_to_go(kernel, names) -> None:
+    """Each tensor in turn passed as a host array: the error names that argument and points to
+    DeviceArray.from_numpy and the numpy functions (issue 37)."""
+    from ucudnn.runtime.handle import Handle
+
+    problem = _problem(2, "float32", False)
+    _, device = _upload(problem, np.random.default_rng(3))
+    with Handle(workspace_limit=1 << 20, use_cache=False, engines=False) as handle:
+        for index, name in enumerate(names):
+            tensors = [device[t] for t in ROLES[kernel]]
+            tensors[index] = tensors[index].to_numpy()
+            with pytest.raises(
+                ValueError,
+                match=rf"^{name}: this numpy ndarray is on the CPU, in host memory; copy it to the "
+                rf"device with ucudnn\.DeviceArray\.from_numpy\({name}\), or pass numpy arrays "
+                r"to ucudnn\.conv_forward, conv_backward_data or conv_backward_filter instead$",
+            ):
+                getattr(handle, kernel)(*tensors, problem)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from ucudnn.core.array import DeviceArray
 from ucudnn.core.problem import ITEMSIZE, ConvProblem, to_logical
 
@@ -30,7 +32,7 @@ def device_pointer(
         if obj == 0 and problem.nbytes(tensor) > 0:  # type: ignore[arg-type]
             raise ValueError(f"{role} is a null pointer")
         return obj
-    array = _as_device_array(obj, stream)
+    array = _imported(obj, role, stream)
     _check_matches(array, problem, tensor, role)
     if device is not None and array.device is not None and array.device != device:
         raise ValueError(
@@ -39,6 +41,22 @@ def device_pointer(
     if array is obj:  # imported arrays were ordered by the import
         array.order_before(stream)
     return array.ptr
+
+
+def _imported(obj: object, role: str, stream: int) -> DeviceArray:
+    """`_as_device_array`, its refusals naming the argument; a numpy array is refused with
+    where host arrays go."""
+    if isinstance(obj, np.ndarray):
+        raise ValueError(
+            f"{role}: this numpy ndarray is on the CPU, in host memory; copy it to the device "
+            f"with ucudnn.DeviceArray.from_numpy({role}), or pass numpy arrays to "
+            "ucudnn.conv_forward, conv_backward_data or conv_backward_filter instead"
+        )
+    try:
+        return _as_device_array(obj, stream)
+    except (TypeError, ValueError) as exc:
+        refusal = TypeError if isinstance(exc, TypeError) else ValueError
+        raise refusal(f"{role}: {exc}") from None
 
 
 def _as_device_array(obj: object, stream: int) -> DeviceArray:
