@@ -42,7 +42,7 @@ def calls(tree: ast.AST) -> list[ast.Call]:
 
 
 # The command line's own modules: the only ones that may write to the terminal.
-CLI_MODULES = {"ucudnn/faces/cli.py", "ucudnn/faces/commands.py"}
+CLI_MODULES = {"ucudnn/faces/cli.py", "ucudnn/faces/commands.py", "ucudnn/faces/parser.py"}
 STREAMS = {"stdout", "stderr", "__stdout__", "__stderr__"}
 
 

@@ -75,12 +75,15 @@ def _interrupts() -> Iterator[None]:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    # Past --help and --version: a command runs, and its module is needed.
+    from ucudnn.faces import commands
+
     verbosity = args.verbose + args.verbose_after_command
     if args.quiet and verbosity:
         args.usage_error("give -q or -v, not both")
     empty = [option for dest, option in _PATH_OPTIONS.items() if getattr(args, dest, None) == ""]
     if empty:
-        messages.show_error(args.command, f"{empty[0]} is empty; expected a path")
+        commands.show_error(args.command, f"{empty[0]} is empty; expected a path")
         return 2
     verbosity = messages.QUIET if args.quiet else verbosity
     with messages.shown(verbosity, args.command), _interrupts():
@@ -90,7 +93,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         except Terminated:
             return 143  # 128 + SIGTERM, quietly: whoever sent it knows why
         except KeyboardInterrupt:
-            messages.show_error(args.command, "interrupted")
+            commands.show_error(args.command, "interrupted")
             return 130  # 128 + SIGINT, as shells report a process stopped by Ctrl-C
         except BrokenPipeError:
             # The reader went away (`ucudnn plan ... | head`): stop quietly, as Unix tools do,

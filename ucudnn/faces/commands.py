@@ -86,18 +86,18 @@ def _command(func: Command) -> Command:
             _read_numbers(args)
             return func(args)
         except CommandError as exc:
-            messages.show_error(args.command, str(exc))
+            show_error(args.command, str(exc))
             return exc.status
         except InfeasibleError as exc:
-            messages.show_error(args.command, f"no plan fits: {exc}")
+            show_error(args.command, f"no plan fits: {exc}")
             return 1
         except BrokenPipeError:
             raise  # not an error of the command: its reader went away (see cli.main)
         except (ValueError, OSError, SolverError) as exc:
-            messages.show_error(args.command, _error_text(exc))
+            show_error(args.command, _error_text(exc))
             return 2
         except UcudnnError as exc:  # the device or cuDNN failed
-            messages.show_error(args.command, f"{type(exc).__name__}: {exc}")
+            show_error(args.command, f"{type(exc).__name__}: {exc}")
             return 1
 
     wrapper.__name__ = func.__name__
@@ -112,6 +112,11 @@ def _error_text(exc: Exception) -> str:
         return str(exc)
     names = [exc.filename] if exc.filename2 is None else [exc.filename, exc.filename2]
     return f"{exc.strerror}: {' -> '.join(shown(os.fsdecode(n)) for n in names)}"
+
+
+def show_error(command: str, message: str) -> None:
+    """Show `message` on stderr as every error of `command` is: "ucudnn plan: error: ..."."""
+    print(f"{messages.line_prefix(command)}: error: {message}", file=sys.stderr)
 
 
 # -- shared argument handling -------------------------------------------------------------

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import sys
 import warnings
 from collections.abc import Iterator
 from typing import TextIO
@@ -30,11 +29,6 @@ def _level(verbosity: int) -> int:
 def line_prefix(command: str | None) -> str:
     """What every line on stderr starts with: "ucudnn plan" within a command, else "ucudnn"."""
     return "ucudnn" if command is None else f"ucudnn {command}"
-
-
-def show_error(command: str, message: str) -> None:
-    """Show `message` on stderr as every error of `command` is: "ucudnn plan: error: ..."."""
-    print(f"{line_prefix(command)}: error: {message}", file=sys.stderr)
 
 
 class _LineFormatter(logging.Formatter):
