@@ -16,8 +16,9 @@ than the limit allows, and the time it saves outweighs the extra launches. conv2
 channels, 5x5, at 16x16, batch 256) is sized for that: on the simulated device its Winograd
 and FFT-tiling algorithms need about 106 MB for 256 samples and 56 MB for 128, and two
 launches of 128 beat the best algorithm that fits 64MiB undivided, so at the default limit
-its three kernels run as 128+128. The other layers are too small for any split to pay. On a
-GPU the planner decides from what it measures there.
+its three kernels run as 128+128 in wr (in wd, where the 64MiB are the whole net's, one of
+them). The other layers are too small for any split to pay: a launch costs more than the
+time a faster algorithm saves them. On a GPU the planner decides from what it measures there.
 """
 
 from __future__ import annotations
