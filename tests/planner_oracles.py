@@ -98,3 +98,50 @@ def best_wd(sets: dict, budget: int, alignment: int) -> float | None:
             time = math.fsum(s.time_ms for s in combo)
             best = time if best is None else min(best, time)
     return best
+
+
+def reference_schedule(
+    candidates: list[Candidate], batch: int, limit: int | None = None
+) -> tuple[float, Schedule] | None:
+    """The general program's schedule, from scratch and without leaving anything out: each
+    b's least option by (time, workspace, order), order 0 for the best candidate at b run
+    undivided and s for that at s (at most b / 2) followed by b - s. With its time as the
+    program adds it up, which may differ from the schedule's own sum in the last digit."""
+    best: dict[int, Candidate] = {}
+    for c in candidates:
+        if (limit is None or c.workspace_bytes <= limit) and (
+            c.micro_batch not in best or c.speed_key() < best[c.micro_batch].speed_key()
+        ):
+            best[c.micro_batch] = c
+    entries: list[tuple[float, int, int]] = [(0.0, 0, 0)]
+    for b in range(1, batch + 1):
+        least = (best[b].time_ms, best[b].workspace_bytes, 0) if b in best else (math.inf, 0, -1)
+        for s in sorted(best):
+            if 2 * s <= b and not math.isinf(entries[b - s][0]):
+                rest = entries[b - s]
+                option = (best[s].time_ms + rest[0], max(best[s].workspace_bytes, rest[1]), s)
+                least = min(least, option)
+        entries.append(least)
+    if math.isinf(entries[batch][0]):
+        return None
+    parts, b = [], batch
+    while b:
+        part = entries[b][2] or b
+        parts.append(best[part])
+        b -= part
+    return entries[batch][0], Schedule(
+        tuple(sorted(parts, key=lambda c: c.micro_batch, reverse=True))
+    )
+
+
+def reference_front(candidates: list[Candidate], batch: int) -> list[Schedule]:
+    """The desirable set by its definition: at each candidate workspace, ascending, the
+    reference schedule within it, kept when strictly faster than the last one kept."""
+    front: list[Schedule] = []
+    last = math.inf
+    for limit in sorted({c.workspace_bytes for c in candidates}):
+        found = reference_schedule(candidates, batch, limit)
+        if found is not None and found[0] < last:
+            last = found[0]
+            front.append(found[1])
+    return front

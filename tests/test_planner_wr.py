@@ -184,8 +184,17 @@ def test_no_schedule_has_more_than_65536_parts() -> None:
 
 
 def test_sizes_that_are_no_divisor_chain_are_bounded() -> None:
+    # Every size runs a sample as fast as the undivided run: none can be left out.
+    table = KernelTable("conv", "forward", 2**24)
+    for b in (257, 263, 269, 2**24):
+        table.add(Candidate(b, 0, b / 1024, 0))
+    with pytest.raises(ValueError, match="sizes 257, 263, 269 do not each divide the next"):
+        plan_wr(table, 0, [257, 263, 269])
+
+
+def test_sizes_that_cannot_beat_the_undivided_run_cost_no_steps() -> None:
+    # A sample takes longer in every part than undivided: the program leaves them all out.
     table = KernelTable("conv", "forward", 2**24)
     for b in (257, 263, 269, 2**24):
         table.add(Candidate(b, 0, 1.0, 0))
-    with pytest.raises(ValueError, match="sizes 257, 263, 269 do not each divide the next"):
-        plan_wr(table, 0, [257, 263, 269])
+    assert plan_wr(table, 0, [257, 263, 269]).micro_batches_text() == str(2**24)

@@ -20,15 +20,21 @@ Two exact solvers find it; which one runs depends only on the sizes offered:
   part beside the chain's best for the rest.
 - **Any other sizes**: T(b) = min(best single candidate at b, min over s <= b/2 of best(s) +
   T(b - s)) for b = 1..N; every split of b has a part of at most b/2, so the cut loses nothing.
-  It costs O(N * sizes), so it is refused beyond MAX_DP_STEPS with an error saying why; the
-  desirable sets solve it again at each workspace size, so a `StepBudget` bounds all their solves
-  together (those of a plan, of an explanation, or of a tune over many batches). Among
-  the fastest splits with a given first part, the one whose remainder needs the least workspace
-  needs the least in all, as the maximum is monotone: the workspace tie-break stays exact.
+  Among the fastest splits with a given first part, the one whose remainder needs the least
+  workspace needs the least in all, as the maximum is monotone: the workspace tie-break stays
+  exact. A solve from scratch costs O(N * sizes); the entries are kept, and a new candidate
+  updates only those whose options changed (see `_GeneralDP`), and candidates that cannot be
+  part of a schedule faster than the one to beat are left out (see `SplitDP`): both give the
+  very entries a solve from scratch would. The worst case is still charged before each solve
+  and refused beyond MAX_DP_STEPS with an error saying why, and what a solve did not take is
+  given back; the desirable sets solve again at each workspace size, so a `StepBudget` bounds
+  all their solves together (those of a plan, of an explanation, or of a tune over many
+  batches).
 """
 
 from __future__ import annotations
 
+import bisect
 import itertools
 import math
 from typing import NamedTuple
@@ -51,14 +57,18 @@ class StepBudget:
     def __init__(self, steps: int = MAX_DP_STEPS) -> None:
         self.limit = self.left = steps
 
-    def spend(self, batch: int, small_sizes: list[int], first: int) -> None:
-        """Charge a solve of T(first), ..., T(batch) with `small_sizes` (those <= batch / 2),
-        or refuse it, before it runs."""
-        # The inner loop runs over the sizes s <= b / 2: size s from b = max(first, 2s) on.
-        steps = sum(batch + 1 - max(first, 2 * s) for s in small_sizes)
+    def spend(self, batch: int, small_sizes: list[int], first: int) -> int:
+        """Reserve the worst case of a solve of T(first), ..., T(batch) with `small_sizes`
+        (those <= batch / 2), or refuse it, before it runs; `refund` gives back what the
+        solve did not take."""
+        # Most solves are far within: a quick bound first, the exact worst case if need be.
+        steps = len(small_sizes) * (batch + 1 - first)
+        if steps > self.left:
+            # The options tried at b are the sizes s <= b / 2: size s from b = max(first, 2s).
+            steps = sum(batch + 1 - max(first, 2 * s) for s in small_sizes)
         if steps <= self.left:
             self.left -= steps
-            return
+            return steps
         spent = self.limit - self.left
         again = (
             f" beyond the {spent} already spent (desirable sets solve again at each workspace size)"
@@ -75,6 +85,10 @@ class StepBudget:
             f"{self.limit} allowed; use sizes that divide each other (such as powers of two) "
             "or a smaller batch"
         )
+
+    def refund(self, steps: int) -> None:
+        """Give back reserved steps that a solve did not take."""
+        self.left += steps
 
 
 def eligible_candidates(
@@ -94,29 +108,75 @@ def eligible_candidates(
     ]
 
 
+# The order of an entry with no way at all: below every option, so that none replaces it
+# unless it has a time (an option of infinite time is no way either).
+_NO_WAY = -1
+
+
 class _Way(NamedTuple):
     """A way to make some number of samples: its time and workspace, its number of parts, and
-    how many parts of each size it runs."""
+    how many parts of each size it runs (None: the general program counts them, when asked)."""
 
     time_ms: float
     workspace_bytes: int
     parts: int
-    counts: dict[int, int]
+    counts: dict[int, int] | None
 
 
 def _is_divisor_chain(sizes: list[int]) -> bool:
     return all(larger % smaller == 0 for smaller, larger in itertools.pairwise(sizes))
 
 
+# A candidate is pruned only when its bound exceeds the threshold by more than this fraction:
+# the bound and the program add the same times in other orders, so their sums may differ by
+# rounding (at most MAX_PARTS * 2**-53 of a total, about 1e-11); keeping a few more is exact.
+_ROUNDING = 1e-9
+# The bound's time per sample moves down in steps of this factor, so that offers that run a
+# sample a little faster each do not make the program look at every size again.
+_RATE_STEP = 2 ** (1 / 8)
+
+
+def _rate_at_most(rate: float) -> float:
+    """A value of at most `rate`, from a coarse ladder (see _RATE_STEP)."""
+    if rate <= 0:
+        return 0.0
+    return min(rate, _RATE_STEP ** math.floor(math.log(rate, _RATE_STEP)))
+
+
 class SplitDP:
     """The fastest schedule of `batch` samples from the candidates offered so far; the general
-    program's solves are charged to `budget` (by default, one of its own)."""
+    program's solves are charged to `budget` (by default, one of its own).
+
+    The general program only looks at candidates that may be part of a schedule faster than
+    a threshold F: the time `fastest` is asked to beat, or that of a schedule already known. A
+    candidate of size s and time t may when t + rate * (batch - s) <= F, where rate is at most
+    the least time per sample of any candidate offered (a bound on the rest of the schedule).
+
+    Why this gives the very same schedules: call the offered candidates S, and b *needed* when
+    T_S(b) + P(b) < F, where P(b) is the least time of any schedule of batch - b. By induction
+    on b, the entry of every needed b is S's own (time, workspace and split): the fastest
+    options at b make schedules of the batch faster than F, so none of their candidates is
+    left out, and the remainders b - s they leave are needed too (P(b - s) <= time(s) + P(b));
+    every other option, left out or not, is a real schedule, so no faster; the tie-breaks see
+    the same fastest options in the same order. The batch is needed whenever the answer is
+    faster than F. An entry computed earlier, with other candidates left out, stays exact as
+    long as no size at most its own has since come in or changed its best (F and the rate
+    only decrease, and candidates are only added, so what was real stays real): those entries
+    are computed again.
+    """
 
     def __init__(self, batch: int, budget: StepBudget | None = None) -> None:
         self.batch = integer(batch, "batch", minimum=1, maximum=MAX_DIM)
         self._budget = StepBudget() if budget is None else budget
         self._best: dict[int, Candidate] = {}
+        self._rate = math.inf  # see the class docstring
+        self._below = math.inf  # F: only schedules faster than this are looked for
+        self._chain = True  # whether the small sizes are a divisor chain (once not, never again)
         self._general: _GeneralDP | None = None  # made on first need: it holds O(batch) lists
+        self._used: dict[int, Candidate] = {}  # the candidates the general program looks at
+        self._look_again = True  # whether the rate or F moved since _used was chosen
+        self._changes: dict[int, Candidate | None] = {}  # to _used since the last solve
+        self._way: _Way | None = None  # the general program's last answer
 
     def offer(self, c: Candidate) -> bool:
         """Make `c` available; True when it becomes the best at its micro-batch."""
@@ -127,25 +187,76 @@ class SplitDP:
         ):
             return False
         self._best[c.micro_batch] = c
-        if self._general is not None:
-            self._general.changed(c.micro_batch)
+        if c.time_ms < self._rate * c.micro_batch:
+            self._rate = _rate_at_most(c.time_ms / c.micro_batch)
+            self._look_again = True
+        elif not self._look_again and self._may_beat(c):
+            self._used[c.micro_batch] = self._changes[c.micro_batch] = c
         return True
+
+    def _may_beat(self, c: Candidate) -> bool:
+        """Whether `c` may be part of a schedule faster than F."""
+        least = c.time_ms + self._rate * (self.batch - c.micro_batch)
+        return least <= self._below * (1 + _ROUNDING)
 
     def solve(self) -> Schedule | None:
         """The fastest schedule of the whole batch from what was offered, or None."""
         way = self.fastest()
         return None if way is None else self.schedule(way)
 
-    def fastest(self) -> _Way | None:
+    def fastest(self, below: float = math.inf) -> _Way | None:
         """The fastest way to make the batch, as numbers: cheaper than a Schedule when the
-        caller may not keep it. Turn it into one with `schedule` before offering more."""
-        small = sorted(s for s in self._best if 2 * s <= self.batch)
-        if _is_divisor_chain(small):
-            return self._solve_chain(small)
-        if self._general is None:
+        caller may not keep it. Turn it into one with `schedule` before offering more.
+
+        Exact when it takes less than `below` ms (the least of every `below` given so far);
+        otherwise it is some schedule no faster than that, or None (as it is when there is
+        none at all)."""
+        if below < self._below:
+            self._below, self._look_again = below, True
+        if self._chain:
+            small = sorted(s for s in self._best if 2 * s <= self.batch)
+            if _is_divisor_chain(small):
+                return self._solve_chain(small)
+            self._chain = False
             self._general = _GeneralDP(self.batch)
-        self._budget.spend(self.batch, small, self._general.stale_from)
-        return self._general.solve(self._best)
+        assert self._general is not None
+        if self._look_again:
+            # A known schedule to beat: the candidates offered since may make it much faster.
+            self._below = min(self._below, self._known_time())
+            self._look_at_again()
+        if self._changes:
+            self._way = self._general.solve(self._changes, self._budget)
+            self._changes = {}
+        return self._way
+
+    def _look_at_again(self) -> None:
+        """Choose the candidates that may beat F again, as the rate or F moved."""
+        rate, batch, below = self._rate, self.batch, self._below * (1 + _ROUNDING)
+        used = {s: c for s, c in self._best.items() if c.time_ms + rate * (batch - s) <= below}
+        self._changes.update((s, None) for s in self._used.keys() - used.keys())
+        self._changes.update((s, c) for s, c in used.items() if self._used.get(s) is not c)
+        self._used, self._look_again = used, False
+
+    def _known_time(self) -> float:
+        """The time of some schedule of the batch, or infinity if none is found: the undivided
+        run, or parts that are powers of two, each made the fastest way from the smaller ones
+        (a divisor chain: see the closed form above). Cheaper than `_solve_chain`, as it does
+        not try each size above half the batch."""
+        known = self._best[self.batch].time_ms if self.batch in self._best else math.inf
+        blocks: list[tuple[int, float]] = []  # (power of two, least time to make it)
+        size = 1
+        while 2 * size <= self.batch:
+            if (c := self._best.get(size)) is not None:
+                block = c.time_ms
+                if blocks:
+                    block = min(block, size // blocks[-1][0] * blocks[-1][1])
+                blocks.append((size, block))
+            size *= 2
+        left, total = self.batch, 0.0
+        for size, block in reversed(blocks):
+            count, left = divmod(left, size)
+            total += count * block
+        return known if left else min(known, total)
 
     def _solve_chain(self, chain: list[int]) -> _Way | None:
         # blocks[j]: (time, workspace, parts) of the best way to make exactly chain[j], and
@@ -199,51 +310,157 @@ class SplitDP:
 
     def schedule(self, way: _Way) -> Schedule:
         # Largest micro-batches first: a canonical order for equal schedules.
-        sizes = sorted(way.counts, reverse=True)
-        return Schedule(tuple(self._best[s] for s in sizes for _ in range(way.counts[s])))
+        counts = way.counts
+        if counts is None:
+            assert self._general is not None  # it made the way
+            counts = self._general.counts()
+        sizes = sorted(counts, reverse=True)
+        return Schedule(tuple(self._best[s] for s in sizes for _ in range(counts[s])))
 
 
 class _GeneralDP:
-    """T(b) over b = 1..batch for sizes that are not a divisor chain, recomputed lazily from the
-    smallest micro-batch whose best candidate changed (T(b) depends only on sizes <= b)."""
+    """T(b) over b = 1..batch for sizes that are not a divisor chain, kept between solves and
+    updated where the candidates looked at changed.
+
+    Each entry is the least of its options by (time, workspace, order), order 0 for the run
+    of b undivided and s for a split of s (at most b / 2) then T(b - s): the tie-breaks of
+    the module docstring. An option changes only when its candidate does or T(b - s) does, so
+    a solve visits b from the smallest size that changed up: where the entry's own option
+    changed (or went), it tries every option again; elsewhere the other options were no
+    better than the entry before, so the entry is the least of itself and the options that
+    changed. The entries come out as a solve from scratch would make them, bit for bit."""
 
     def __init__(self, batch: int) -> None:
         self.batch = batch
         self._time = [0.0] + [math.inf] * batch
         self._workspace = [0] * (batch + 1)  # of the schedule behind _time[b]
-        self._split = [0] * (batch + 1)  # b: run b undivided; s < b: run s, then T(b - s)
-        self.stale_from = 1
+        self._order = [_NO_WAY] * (batch + 1)  # 0: run b undivided; s: run s, then T(b - s)
+        self._parts: dict[int, tuple[float, int]] = {}  # size: (time, workspace) looked at
+        self._small: list[int] = []  # the sizes of _parts up to half the batch, ascending
 
-    def changed(self, micro_batch: int) -> None:
-        self.stale_from = min(self.stale_from, micro_batch)
-
-    def solve(self, best: dict[int, Candidate]) -> _Way | None:
-        time, workspace, split = self._time, self._workspace, self._split
-        parts = [(s, best[s].time_ms, best[s].workspace_bytes) for s in sorted(best)]
-        for b in range(self.stale_from, self.batch + 1):
-            single = best.get(b)
-            t, w, choice = (
-                (single.time_ms, single.workspace_bytes, b) if single else (math.inf, 0, 0)
-            )
-            half = b >> 1
-            for s, ts, ws in parts:  # the hot loop of planning: keep it plain
-                if s > half:
-                    break
-                ts += time[b - s]
-                if ts < t:
-                    rest = workspace[b - s]
-                    t, w, choice = ts, (ws if ws > rest else rest), s
-                elif ts == t and choice:  # equal time: keep the smaller workspace
-                    rest = workspace[b - s]
-                    if ws < w and rest < w:
-                        w, choice = (ws if ws > rest else rest), s
-            time[b], workspace[b], split[b] = t, w, choice
-        self.stale_from = self.batch + 1
-        if math.isinf(time[self.batch]):
+    def solve(self, changes: dict[int, Candidate | None], budget: StepBudget) -> _Way | None:
+        """Update the entries to the candidates looked at, given as `changes` since the last
+        solve (size: its new best, or None for a size no longer looked at), within `budget`;
+        the fastest way to make the batch, or None."""
+        changed, gone = set(), set()
+        for s, c in changes.items():
+            part = None if c is None else (c.time_ms, c.workspace_bytes)
+            if part == self._parts.get(s):
+                continue
+            if part is None:
+                del self._parts[s]
+                gone.add(s)
+                if 2 * s <= self.batch:
+                    self._small.remove(s)
+            else:
+                if s not in self._parts and 2 * s <= self.batch:
+                    bisect.insort(self._small, s)
+                self._parts[s] = part
+                changed.add(s)
+        if changed or gone:
+            start = min(changed | gone)
+            reserved = budget.spend(self.batch, self._small, start)
+            budget.refund(reserved - self._update(start, self._small, changed, gone))
+        if math.isinf(self._time[self.batch]):
             return None
+        # The parts are counted only for a schedule that is kept (see `counts`).
+        return _Way(self._time[self.batch], self._workspace[self.batch], 0, None)
+
+    def _update(self, start: int, small: list[int], changed: set[int], gone: set[int]) -> int:
+        """Entries from `start` on; how many options were tried (at most a solve from scratch
+        tries, as the options of b that changed are tried only while fewer than all)."""
+        time, workspace, order, batch = self._time, self._workspace, self._order, self.batch
+        touched = self._touched(start, changed, gone)  # b: the splits whose option changed
+        split_times = [(s, self._parts[s][0]) for s in small]
+        tried = 0
+        for b in range(start, batch + 1):
+            splits = touched.pop(b, None)
+            if splits is None:  # no option at b changed
+                continue
+            half = b >> 1
+            fewer = bisect.bisect_right(small, half)  # the options a solve from scratch tries
+            own = order[b]
+            single = b in changed
+            if (
+                (own == 0 and (single or b in gone))
+                or (own > 0 and own in splits)
+                or (len(splits) >= fewer)
+            ):
+                best = self._all_options(b, small, half)
+                tried += fewer
+            else:
+                best = self._least_of(b, splits, (time[b], workspace[b], own), single)
+                tried += len(splits)
+            if best != (time[b], workspace[b], own):
+                time[b], workspace[b], order[b] = t, _, _ = best
+                # b is the rest of a split s at b + s when s <= b: that option changed. Its
+                # entry is tried again where the option is its own, or may now win: an entry
+                # not tried again in full only gets faster.
+                most = min(b, batch - b)
+                for s, ts in split_times:
+                    if s > most:
+                        break
+                    if ts + t <= time[b + s] or order[b + s] == s:
+                        touched.setdefault(b + s, []).append(s)
+        return tried
+
+    def _touched(self, start: int, changed: set[int], gone: set[int]) -> dict[int, list[int]]:
+        """The entries whose options changed with the candidates, before any entry does: b:
+        the splits s at b whose candidate changed (or went) and that may now win or were its
+        own. The undivided run of b changed where b is in `changed` or `gone`."""
+        time, order, parts = self._time, self._order, self._parts
+        touched: dict[int, list[int]] = {b: [] for b in changed | gone}
+        for s in changed:
+            ts = parts[s][0]
+            for b in range(max(2 * s, start), self.batch + 1):
+                if ts + time[b - s] <= time[b] or order[b] == s:
+                    touched.setdefault(b, []).append(s)
+        if gone:
+            for b in range(start, self.batch + 1):
+                if order[b] in gone:
+                    touched.setdefault(b, []).append(order[b])
+        return touched
+
+    def _least_of(
+        self, b: int, splits: list[int], best: tuple[float, int, int], single: bool
+    ) -> tuple[float, int, int]:
+        """The least of `best` and the options at b that changed: `splits`, and the run of b
+        undivided if `single`."""
+        time, workspace, parts = self._time, self._workspace, self._parts
+        if single:
+            best = min(best, (*parts[b], 0))
+        for s in splits:
+            ts, ws = parts[s]
+            ts += time[b - s]
+            if ts <= best[0]:
+                rest = workspace[b - s]
+                option = (ts, ws if ws > rest else rest, s)
+                if option < best:
+                    best = option
+        return best
+
+    def _all_options(self, b: int, small: list[int], half: int) -> tuple[float, int, int]:
+        """The least option at b: (time, workspace, order)."""
+        time, workspace, parts = self._time, self._workspace, self._parts
+        best = (*parts[b], 0) if b in parts else (math.inf, 0, _NO_WAY)
+        for s in small:  # ascending, so on a full tie the first stays
+            if s > half:
+                break
+            ts, ws = parts[s]
+            ts += time[b - s]
+            if ts <= best[0]:
+                rest = workspace[b - s]
+                option = (ts, ws if ws > rest else rest, s)
+                if option < best:
+                    best = option
+        return best
+
+    def counts(self) -> dict[int, int]:
+        """How many parts of each size the fastest way to make the batch runs."""
         counts: dict[int, int] = {}
         b = self.batch
         while b:
-            counts[split[b]] = counts.get(split[b], 0) + 1
-            b -= split[b]
-        return _Way(time[self.batch], workspace[self.batch], sum(counts.values()), counts)
+            part = self._order[b] or b
+            counts[part] = counts.get(part, 0) + 1
+            b -= part
+        return counts

@@ -70,8 +70,9 @@ def _front(batch: int, candidates: list[Candidate], budget: StepBudget) -> Itera
         # Not a short-circuit: every candidate of the group must be offered.
         changed = [dp.offer(c) for c in group]
         # A faster schedule must use a new candidate, whose workspace is larger than any
-        # before, so the front grows in order: a point joins when it is strictly faster.
-        if any(changed) and (way := dp.fastest()) is not None and way.time_ms < front_ms:
+        # before, so the front grows in order: a point joins when it is strictly faster (so
+        # the program may leave out what cannot beat the last point).
+        if any(changed) and (way := dp.fastest(front_ms)) is not None and way.time_ms < front_ms:
             yield dp.schedule(way)
             front_ms = way.time_ms
 

@@ -1,0 +1,91 @@
+"""The general program leaves out candidates and updates only what changed: its schedules
+must stay those of a solve from scratch, tie-breaks included (tests/planner_oracles.py)."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from tests.planner_oracles import reference_front, reference_schedule
+from ucudnn.planner.dp import StepBudget, eligible_candidates
+from ucudnn.planner.pareto import desirable_set
+from ucudnn.planner.tables import Candidate, KernelTable
+from ucudnn.planner.wr import plan_wr
+
+NO_CHAIN = st.one_of(
+    st.just("all"),
+    # Lists that are no divisor chains (2 does not divide 3), with sizes left out.
+    st.lists(st.integers(1, 24), min_size=2, max_size=6).map(lambda sizes: [2, 3, *sizes]),
+)
+
+
+@st.composite
+def tied_tables(draw: st.DrawFn) -> KernelTable:
+    """Tables where ties are the rule: few distinct times per sample and few workspaces, so
+    that many schedules take exactly as long (times are multiples of 1/8, summed exactly)."""
+    batch = draw(st.integers(6, 24))
+    # Sizes 2 and 3 from the smallest workspace on: the general program from the start (a
+    # divisor chain has a closed form of its own, tested elsewhere).
+    table = KernelTable(
+        "conv", "forward", batch, [Candidate(2, 7, 1.0, 0), Candidate(3, 7, 1.5, 0)]
+    )
+    for b in range(1, batch + 1):
+        for algo in range(draw(st.integers(0 if b < batch else 1, 3))):  # algo 7 is taken
+            per_sample = draw(st.sampled_from([1, 2, 3]))
+            extra = draw(st.sampled_from([0, 0, 1, 4]))
+            table.add(
+                Candidate(
+                    b, algo, (per_sample * b + extra) / 8, draw(st.sampled_from([0, 8, 64, 8 * b]))
+                )
+            )
+    return table
+
+
+def policy_candidates(table: KernelTable, policy: str | list[int]) -> list[Candidate]:
+    return eligible_candidates(table, None, policy, deterministic_only=False)
+
+
+@settings(max_examples=300, deadline=None)
+@given(tied_tables(), NO_CHAIN)
+def test_fronts_are_those_of_solves_from_scratch(
+    table: KernelTable, policy: str | list[int]
+) -> None:
+    candidates = policy_candidates(table, policy)
+    assert desirable_set(table, None, policy) == reference_front(candidates, table.batch)
+
+
+@settings(max_examples=300, deadline=None)
+@given(tied_tables(), NO_CHAIN, st.sampled_from([0, 8, 64, 1 << 20]))
+def test_wr_is_the_solve_from_scratch(
+    table: KernelTable, policy: str | list[int], limit: int
+) -> None:
+    expected = reference_schedule(policy_candidates(table, policy), table.batch, limit)
+    if expected is None:
+        return  # no schedule: plan_wr's error is tested elsewhere
+    assert plan_wr(table, limit, policy) == expected[1]
+
+
+def test_a_front_whose_sizes_cannot_all_beat_it_takes_a_fraction_of_the_steps() -> None:
+    # Each part pays a launch of 1 ms: only sizes near the largest allowed are ever worth it.
+    batch = 300
+    table = KernelTable(
+        "conv", "forward", batch, [Candidate(b, 0, 1 + b / 100, b) for b in range(1, batch + 1)]
+    )
+    budget = StepBudget()
+    assert desirable_set(table, None, "all", budget=budget) == reference_front(list(table), batch)
+    # Solving from scratch at workspace w (sizes 1..w) from b = w on, for every w.
+    from_scratch = sum(min(w, b // 2) for w in range(1, batch + 1) for b in range(w, batch + 1))
+    assert budget.limit - budget.left < from_scratch / 10
+
+
+def test_hostile_tables_are_still_refused() -> None:
+    # Each larger size runs a sample faster: every size may be in the fastest schedule.
+    batch = 300
+    table = KernelTable(
+        "conv",
+        "forward",
+        batch,
+        [Candidate(b, 0, b - b * b / (4 * batch), b) for b in range(1, batch + 1)],
+    )
+    with pytest.raises(ValueError, match="more than the 1000000 allowed"):
+        desirable_set(table, None, "all", budget=StepBudget(1_000_000))
