@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ucudnn.core.problem import ConvProblem
 from ucudnn.planner.synthetic import model_candidates, model_table, model_tables
+from ucudnn.planner.tables import Candidate
 
 CONV3 = ConvProblem.create(256, 64, 64, (56, 56), 3, padding=1)
 CONV1_STRIDED = ConvProblem.create(256, 256, 512, (56, 56), 1, stride=2)
@@ -61,3 +62,25 @@ def test_layers_sharing_a_problem_share_its_candidates_made_once(monkeypatch) ->
     for name, problem, kernels in layers:
         for kernel in kernels:
             assert tables[name, kernel] == model_table(name, kernel, problem, "all")
+
+
+def test_model_candidates_are_those_the_checked_constructor_makes() -> None:
+    for kernel in ("forward", "backward_data", "backward_filter"):
+        for c in model_candidates(CONV3, kernel, 24):
+            fields = {f: getattr(c, f) for f in ("micro_batch", "algo", "time_ms")}
+            checked = Candidate(
+                **fields,
+                workspace_bytes=c.workspace_bytes,
+                deterministic=c.deterministic,
+            )
+            assert c == checked and c.values() == checked.values() and hash(c) == hash(checked)
+
+
+def test_a_renamed_table_equals_one_made_for_its_layer() -> None:
+    table = model_table("a", "forward", CONV3, "all")
+    key = table.content_key()
+    renamed = table.renamed("b")
+    assert renamed == model_table("b", "forward", CONV3, "all")
+    assert renamed.content_key() is key  # worked out once
+    renamed.add(Candidate(3, 99, 1.0, 0))  # its rows are its own
+    assert 99 not in {c.algo for c in table.candidates[3]}

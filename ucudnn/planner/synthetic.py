@@ -27,11 +27,13 @@ MAX_TIME_MS) is left out, as a GPU could not run it either.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Iterable
 
 from ucudnn.core.argtypes import PolicyArgument
-from ucudnn.core.problem import ConvProblem, check_kernel
+from ucudnn.core.checks import integer
+from ucudnn.core.problem import MAX_DIM, ConvProblem, check_kernel
 from ucudnn.planner.config import micro_batch_policy
 from ucudnn.planner.policies import DEFAULT_POLICY, sizes_to_measure
 from ucudnn.planner.tables import (
@@ -116,53 +118,91 @@ def _spectrum(p: ConvProblem, tile: int | None) -> int:
     return tiles * tile * (tile // 2 + 1)
 
 
-def _workspace(family: str, p: ConvProblem, b: int) -> int:
-    c, k, item = p.in_channels // p.groups, p.out_channels, p.itemsize
-    taps, outputs = math.prod(p.filter_size), math.prod(p.output_size)
-    if family == "precomp_gemm":
-        return 4 * c * taps
-    if family == "gemm":
-        return b * c * taps * outputs * item
-    if family in ("fft", "fft_tiling"):
-        spectrum = _spectrum(p, None if family == "fft" else 32)
-        return (b * c + b * k + c * k) * spectrum * 8
-    if family == "winograd_nonfused":
-        tiles = math.prod(-(-n // 4) for n in p.output_size)
-        return (b * (c + k) * tiles + c * k) * 36 * item
-    return 0
+class _Family:
+    """One algorithm family's cost model for one kernel of one problem, its per-problem terms
+    worked out once: a table asks it at every micro-batch size (256 of them under policy
+    "all"). Each size's numbers are the expressions of the module docstring, evaluated in the
+    same order, so they do not depend on what was worked out before."""
+
+    def __init__(self, kernel: str, family: str, p: ConvProblem) -> None:
+        self.family = family
+        self.c, self.k, self.item = p.in_channels // p.groups, p.out_channels, p.itemsize
+        self.taps, self.outputs = math.prod(p.filter_size), math.prod(p.output_size)
+        self.out_channels = p.out_channels
+        self.efficiency = _FAMILIES[family][0] * _KERNEL_EFFICIENCY[kernel]
+        self.spectrum = 0
+        if family in ("fft", "fft_tiling"):
+            self.spectrum = _spectrum(p, None if family == "fft" else 32)
+            self.log_spectrum = math.log2(self.spectrum)
+        self.tiles = math.prod(-(-n // 4) for n in p.output_size)
+
+    def workspace(self, b: int) -> int:
+        c, k, item, family = self.c, self.k, self.item, self.family
+        if family == "precomp_gemm":
+            return 4 * c * self.taps
+        if family == "gemm":
+            return b * c * self.taps * self.outputs * item
+        if family in ("fft", "fft_tiling"):
+            return (b * c + b * k + c * k) * self.spectrum * 8
+        if family == "winograd_nonfused":
+            return (b * (c + k) * self.tiles + c * k) * 36 * item
+        return 0
+
+    def flops(self, b: int) -> float:
+        c, k, family = self.c, self.k, self.family
+        direct = 2.0 * b * k * c * self.taps * self.outputs
+        if family not in ("fft", "fft_tiling"):
+            return direct * _FAMILIES[family][1]
+        spectrum = self.spectrum
+        transforms = 5.0 * (b * c + b * k + c * k) * spectrum * self.log_spectrum
+        return transforms + 8.0 * b * c * k * spectrum
+
+    def time_ms(self, b: int, workspace: int) -> float:
+        outputs = b * self.out_channels * self.outputs
+        occupancy = outputs / (outputs + HALF_OCCUPANCY)
+        compute = self.flops(b) / (PEAK_TFLOPS * 1e12 * self.efficiency * occupancy)
+        traffic = 2 * workspace / (BANDWIDTH_GBS * 1e9)
+        return LAUNCH_MS + 1e3 * (compute + traffic)
 
 
-def _flops(family: str, p: ConvProblem, b: int) -> float:
-    c, k = p.in_channels // p.groups, p.out_channels
-    direct = 2.0 * b * k * c * math.prod(p.filter_size) * math.prod(p.output_size)
-    if family not in ("fft", "fft_tiling"):
-        return direct * _FAMILIES[family][1]
-    spectrum = _spectrum(p, None if family == "fft" else 32)
-    transforms = 5.0 * (b * c + b * k + c * k) * spectrum * math.log2(spectrum)
-    return transforms + 8.0 * b * c * k * spectrum
+def _families(problem: ConvProblem, kernel: str) -> list[tuple[int, _Family, bool]]:
+    """(algo, cost model, deterministic) of each family that applies to the problem."""
+    return [
+        (algo, _Family(kernel, family, problem), deterministic)
+        for algo, family, deterministic in _ALGORITHMS[kernel]
+        if _applies(family, problem)
+    ]
 
 
-def _time_ms(kernel: str, family: str, p: ConvProblem, b: int) -> float:
-    efficiency = _FAMILIES[family][0] * _KERNEL_EFFICIENCY[kernel]
-    outputs = b * p.out_channels * math.prod(p.output_size)
-    occupancy = outputs / (outputs + HALF_OCCUPANCY)
-    compute = _flops(family, p, b) / (PEAK_TFLOPS * 1e12 * efficiency * occupancy)
-    traffic = 2 * _workspace(family, p, b) / (BANDWIDTH_GBS * 1e9)
-    return LAUNCH_MS + 1e3 * (compute + traffic)
+_FIELDS = tuple(f.name for f in dataclasses.fields(Candidate))
+
+
+def _candidate(micro_batch: int, algo: int, time_ms: float, workspace: int, det: bool) -> Candidate:
+    """A Candidate of values the model makes valid (integers, a rounded time, bounds checked
+    by the caller), without checking each field again: a network's tables under policy
+    "all" hold tens of thousands. Equal to Candidate(...) of the same values."""
+    c = object.__new__(Candidate)
+    values = (micro_batch, algo, time_ms + 0.0, workspace, "default", det, "")
+    c.__dict__.update(zip(_FIELDS, values, strict=True))
+    c.__dict__["_values"] = values
+    return c
+
+
+def _candidates_at(families: list[tuple[int, _Family, bool]], micro_batch: int) -> list[Candidate]:
+    found = []
+    for algo, model, deterministic in families:
+        workspace = model.workspace(micro_batch)
+        time_ms = round(model.time_ms(micro_batch, workspace), 6)
+        if time_ms <= MAX_TIME_MS and workspace <= MAX_WORKSPACE_BYTES:
+            found.append(_candidate(micro_batch, algo, time_ms, workspace, deterministic))
+    return found
 
 
 def model_candidates(problem: ConvProblem, kernel: str, micro_batch: int) -> list[Candidate]:
     """The model's candidates for `kernel` of `problem` run on `micro_batch` samples."""
     check_kernel(kernel)
-    found = []
-    for algo, family, deterministic in _ALGORITHMS[kernel]:
-        if not _applies(family, problem):
-            continue
-        time_ms = round(_time_ms(kernel, family, problem, micro_batch), 6)
-        workspace = _workspace(family, problem, micro_batch)
-        if time_ms <= MAX_TIME_MS and workspace <= MAX_WORKSPACE_BYTES:
-            found.append(Candidate(micro_batch, algo, time_ms, workspace, "default", deterministic))
-    return found
+    micro_batch = integer(micro_batch, "micro_batch", minimum=1, maximum=MAX_DIM)
+    return _candidates_at(_families(problem, kernel), micro_batch)
 
 
 def model_table(
@@ -176,9 +216,11 @@ def model_table(
             unknown policy or one that asks for more sizes than can be measured.
     """
     policy = micro_batch_policy(policy, "policy")
+    check_kernel(kernel)
     table = KernelTable(layer, kernel, problem.batch)
+    families = _families(problem, kernel)
     for b in sizes_to_measure(policy, problem.batch):
-        for c in model_candidates(problem, kernel, b):
+        for c in _candidates_at(families, b):
             table.add(c)
     return table
 
@@ -205,5 +247,5 @@ def model_tables(
                 same = made[problem.key(), kernel] = model_table(name, kernel, problem, policy)
                 tables.append(same)
             else:
-                tables.append(KernelTable(name, kernel, problem.batch, same))
+                tables.append(same.renamed(name))
     return TimingTables(tables)

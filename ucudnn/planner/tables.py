@@ -338,6 +338,14 @@ class KernelTable:
                 table.candidates[b] = list(found)  # already checked and in canonical order
         return table
 
+    def renamed(self, layer: str) -> KernelTable:
+        """This table's rows as another layer's (a network repeats its blocks): they are not
+        checked or ordered again, and the content key, once worked out, is shared."""
+        table = KernelTable(layer, self.kernel, self.batch)
+        table.candidates = {b: list(found) for b, found in self.candidates.items()}
+        table._content_key = self._content_key
+        return table
+
     def __iter__(self) -> Iterator[Candidate]:
         for b in self.micro_batches():
             yield from self.candidates[b]
