@@ -3,7 +3,7 @@ program's steps behind desirable sets, and naming many layers that share a label
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
 import pytest
@@ -61,14 +61,22 @@ def test_a_tune_plans_a_bounded_number_of_batches(monkeypatch: pytest.MonkeyPatc
 def test_a_batch_over_memory_needs_no_whole_front(monkeypatch: pytest.MonkeyPatch) -> None:
     graph = LayerGraph.from_layers([("conv", PROBLEM.with_batch(1024))])
     tables = model_tables((n, graph.problem(n), graph.kernels(n)) for n in graph)
-    computed: list[object] = []
-    monkeypatch.setattr(pareto, "desirable_set", counted(computed, pareto.desirable_set))
+    pulled: dict[int, int] = {}  # batch: the points of its forward front found
+    real = pareto.desirable_points
+
+    def counted_points(table: KernelTable, *args: Any) -> Iterator[object]:
+        for point in real(table, *args):
+            if table.kernel == "forward":
+                pulled[table.batch] = pulled.get(table.batch, 0) + 1
+            yield point
+
+    monkeypatch.setattr(pareto, "desirable_points", counted_points)
     result = tune(graph, tables, "16MiB", overhead="0")  # fronts, not headroom
     planned = {p.batch for p in result.points if p.status == "fits"}
     assert planned and len(planned) < len(result.points)
-    # Whole fronts (the unlimited ones a plan takes its sets from) only for batches planned.
-    fronts = {t.batch for t in computed if isinstance(t, KernelTable) and t.kernel == "forward"}
-    assert fronts == planned
+    # Beyond the first point, only the fronts of the batches planned are looked into.
+    assert {b for b, n in pulled.items() if n > 1} <= planned
+    assert all(pulled[p.batch] == 1 for p in result.points if p.status == "over_memory")
 
 
 def wide_table(batch: int) -> KernelTable:
@@ -98,7 +106,7 @@ def test_an_explanation_reuses_the_plans_desirable_sets(monkeypatch: pytest.Monk
     graph = LayerGraph.from_layers([("a", PROBLEM), ("b", PROBLEM), ("c", PROBLEM.with_batch(4))])
     tables = model_tables((n, graph.problem(n), graph.kernels(n)) for n in graph)
     calls: list[object] = []
-    monkeypatch.setattr(pareto, "desirable_set", counted(calls, pareto.desirable_set))
+    monkeypatch.setattr(pareto, "desirable_points", counted(calls, pareto.desirable_points))
     sets = DesirableSets()
     explain_plan(make_plan_wd(tables, 64 << 20, sets=sets), tables, sets)
     assert len(calls) == len({t.content_key() for _, t in tables.items()}) == 6

@@ -110,3 +110,16 @@ def test_a_plan_refuses_sets_kept_for_another_policy() -> None:
     table = KernelTable("a", "forward", 4, [Candidate(4, 0, 1.0, 0)])
     with pytest.raises(ValueError, match="made for policy undivided, not for this plan's all"):
         make_plan_wd(TimingTables([table]), 0, "all", sets=DesirableSets("undivided"))
+
+
+def test_a_set_within_a_limit_is_found_no_further_than_the_limit() -> None:
+    table = KernelTable(
+        "conv", "forward", 64, [Candidate(b, 0, 1 + b / 100, b) for b in range(1, 65)]
+    )
+    whole = desirable_set(table, None, "all")
+    sets = DesirableSets("all")
+    within = sets.within(table, 8)
+    assert within == [s for s in whole if s.workspace_bytes <= 8]
+    kept = sets._fronts[table.content_key()]  # what was found so far
+    assert len(kept.known) == len(within) + 1 < len(whole)
+    assert sets.front(table) == whole and sets.smallest(table) == whole[0]

@@ -77,6 +77,37 @@ def _front(batch: int, candidates: list[Candidate], budget: StepBudget) -> Itera
             front_ms = way.time_ms
 
 
+def desirable_points(
+    table: KernelTable, policy: Policy, deterministic_only: bool, budget: StepBudget
+) -> Iterator[Schedule]:
+    """The points of `table`'s unlimited desirable set one at a time, workspace ascending:
+    each is found before the next is looked for, so a caller that needs only those within
+    some limit stops there."""
+    candidates = eligible_candidates(table, None, policy, deterministic_only)
+    return _front(table.batch, candidates, budget)
+
+
+class _KeptFront:
+    """A desirable set found as far as asked: its first points, and what finds the rest."""
+
+    def __init__(self, points: Iterator[Schedule]) -> None:
+        self.known: list[Schedule] = []
+        self._points: Iterator[Schedule] | None = points  # None once all are known
+
+    def up_to(self, limit_bytes: int | None) -> list[Schedule]:
+        """The points known once every point within `limit_bytes` (None: all) is, with at
+        least one point (when there is one) and at most one beyond the limit."""
+        while self._points is not None and (
+            limit_bytes is None or not self.known or self.known[-1].workspace_bytes <= limit_bytes
+        ):
+            point = next(self._points, None)
+            if point is None:
+                self._points = None
+            else:
+                self.known.append(point)
+        return self.known
+
+
 def smallest_workspace(
     table: KernelTable, policy: Policy = DEFAULT_POLICY, deterministic_only: bool = False
 ) -> int | None:
@@ -91,16 +122,16 @@ class DesirableSets:
     The set under any limit is a prefix of the unlimited one (a schedule within the limit
     that an unlimited point dominates is dominated by one no larger, so also within the
     limit), so one front per table answers every limit: planning a network again at another
-    budget, or at several batch sizes (`ucudnn.planner.tune`), reuses what was computed. All
-    of them together are solved within one `StepBudget`.
+    budget, or at several batch sizes (`ucudnn.planner.tune`), reuses what was computed. A
+    front is found only as far as a limit asks (its points come workspace ascending). All of
+    them together are solved within one `StepBudget`.
     """
 
     def __init__(self, policy: Policy = DEFAULT_POLICY, deterministic_only: bool = False) -> None:
         self.policy = micro_batch_policy(policy, "policy")
         self.deterministic_only = bool(deterministic_only)
         self.budget = StepBudget()
-        self._fronts: dict[ContentKey, list[Schedule]] = {}
-        self._smallest: dict[ContentKey, Schedule | None] = {}
+        self._fronts: dict[ContentKey, _KeptFront] = {}
 
     def check_made_for(self, policy: Policy, deterministic_only: bool) -> None:
         """Refuse to serve a plan of another policy or determinism."""
@@ -116,25 +147,27 @@ class DesirableSets:
 
     def front(self, table: KernelTable) -> list[Schedule]:
         """The unlimited desirable set of `table`, workspace ascending."""
-        key = table.content_key()
-        front = self._fronts.get(key)
-        if front is None:
-            front = desirable_set(table, None, self.policy, self.deterministic_only, self.budget)
-            self._fronts[key] = front
-        return front
+        return self._up_to(table, None)
 
     def smallest(self, table: KernelTable) -> Schedule | None:
         """The front's first point (None: no schedule at all), found without the rest of the
-        front when that is not known yet: all a batch that is over memory needs."""
-        key = table.content_key()
-        if key in self._fronts:
-            return next(iter(self._fronts[key]), None)
-        if key not in self._smallest:
-            candidates = eligible_candidates(table, None, self.policy, self.deterministic_only)
-            self._smallest[key] = next(_front(table.batch, candidates, self.budget), None)
-        return self._smallest[key]
+        front: all a batch that is over memory needs."""
+        return next(iter(self._up_to(table, -1)), None)
 
     def within(self, table: KernelTable, limit_bytes: int) -> list[Schedule]:
-        """The desirable set of `table` within `limit_bytes`: equal to `desirable_set`'s."""
-        front = self.front(table)
+        """The desirable set of `table` within `limit_bytes`: equal to `desirable_set`'s,
+        found no further than the limit (a plan at a small budget needs none of the rest)."""
+        front = self._up_to(table, limit_bytes)
         return front[: bisect.bisect_right(front, limit_bytes, key=lambda s: s.workspace_bytes)]
+
+    def _up_to(self, table: KernelTable, limit_bytes: int | None) -> list[Schedule]:
+        key = table.content_key()
+        kept = self._fronts.get(key)
+        if kept is None:
+            points = desirable_points(table, self.policy, self.deterministic_only, self.budget)
+            kept = self._fronts[key] = _KeptFront(points)
+        try:
+            return kept.up_to(limit_bytes)
+        except ValueError:  # over the budget: the points cannot be found any further
+            del self._fronts[key]
+            raise

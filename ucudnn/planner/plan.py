@@ -622,9 +622,12 @@ def make_plan_wd(
     def options(table: KernelTable) -> list[Schedule]:
         # A kernel with nothing under the budget brings its smallest schedule, so that plan_wd
         # can name the minimum feasible budget of the whole network.
-        found = sets.within(table, budget_bytes) or sets.front(table)[:1]
+        found = sets.within(table, budget_bytes)
         if not found:
-            raise kernel_infeasible(table, budget_bytes, policy, deterministic_only)
+            smallest = sets.smallest(table)
+            if smallest is None:
+                raise kernel_infeasible(table, budget_bytes, policy, deterministic_only)
+            found = [smallest]
         return found
 
     def solve(sets: Mapping[KernelId, list[Schedule]]) -> WDSolution:
