@@ -17,6 +17,7 @@ import contextlib
 import csv
 import gzip
 import io
+import itertools
 import os
 import secrets
 import stat
@@ -162,46 +163,129 @@ def decode(data: bytes, name: str) -> str:
 
 
 class CsvRecords:
-    """The header and records of a CSV file, each record a {column: text} with its first
-    line. Columns are named once; every record has as many fields as the header."""
+    """The header and records of a CSV file. Columns are named once; every record has as many
+    fields as the header. Records come one by one, each a {column: text} with its first line
+    (iteration), or all at once, column by column (`columns`), which large files read faster.
+
+    The text is split at once, up to its first broken record (one of the wrong length, or a
+    quote the csv module refuses): iteration yields the records before it, then raises its
+    error, so that errors come in the order of the file. A blank line is no record."""
 
     def __init__(self, source: Source, default_name: str) -> None:
         self.name = source_name(source, default_name)
         text = read_text(source, default_name)
-        self._reader = csv.reader(io.StringIO(text, newline=""))
-        self._line = 0  # the last line read so far
-        self.header = self._read_header()
+        self._error: ValueError | None = None  # the first broken record's
+        lines = _plain_lines(text)
+        if lines is None:
+            self._read_quoted(text)
+        else:
+            self._read_plain(lines)
 
-    def _next(self) -> list[str] | None:
+    def _read_quoted(self, text: str) -> None:
+        """Records as the csv module reads them: quoted cells may hold commas and lines."""
+        reader = csv.reader(io.StringIO(text, newline=""))
+
+        def next_fields() -> list[str] | None:
+            try:
+                return next(reader, None)
+            except csv.Error as exc:
+                raise located_error(exc, self.name, f"line {reader.line_num}") from None
+
+        header = next_fields()
+        if header is None:
+            raise ValueError(self._empty())
+        self.header = self._check_header(header)
+        last, self._lines, rows = reader.line_num, [], []  # last: the last line read so far
         try:
-            return next(self._reader, None)
-        except csv.Error as exc:
-            raise located_error(exc, self.name, f"line {self._reader.line_num}") from None
+            while (fields := next_fields()) is not None:
+                line, last = last + 1, reader.line_num
+                if fields:
+                    self._check_length(line, len(fields))
+                    self._lines.append(line)
+                    rows.append(fields)
+        except ValueError as exc:
+            self._error = exc
+        self._columns = [list(cells) for cells in zip(*rows, strict=True)]
 
-    def _read_header(self) -> list[str]:
-        fields = self._next()
-        if fields is None:
-            raise ValueError(f"{self.name}, line 1: empty file, expected a header line")
+    def _read_plain(self, lines: list[str]) -> None:
+        """Records that are lines split at each comma (see `_plain_lines`), cut into columns in
+        bulk: string methods, not a loop over the cells."""
+        if not lines:
+            raise ValueError(self._empty())
+        self.header = self._check_header(lines[0].split(",") if lines[0] else [])
+        body, numbers = lines[1:], list(range(2, len(lines) + 1))
+        if "" in body:
+            numbers = [n for n, line in zip(numbers, body, strict=True) if line]
+            body = [line for line in body if line]
+        commas = list(map(str.count, body, itertools.repeat(",")))
+        whole = len(self.header) - 1
+        if any(count != whole for count in commas):
+            broken = next(k for k, count in enumerate(commas) if count != whole)
+            try:
+                self._check_length(numbers[broken], commas[broken] + 1)
+            except ValueError as exc:
+                self._error = exc
+            body, numbers = body[:broken], numbers[:broken]
+        width = len(self.header)
+        cells = ",".join(body).split(",") if body else []
+        self._lines = numbers
+        self._columns = [cells[column::width] for column in range(width)] if width else []
+
+    def _empty(self) -> str:
+        return f"{self.name}, line 1: empty file, expected a header line"
+
+    def _check_header(self, fields: list[str]) -> list[str]:
         header = [column.strip() for column in fields]
         repeated = next((c for n, c in enumerate(header) if c in header[:n]), None)
         if repeated is not None:
             raise ValueError(
                 f"{self.name}, line 1, column {shown(repeated)}: the column is repeated"
             )
-        self._line = self._reader.line_num
         return header
 
+    def _check_length(self, line: int, count: int) -> None:
+        if count != len(self.header):
+            raise ValueError(
+                f"{self.name}, line {line}: has {count} fields "
+                f"but the header has {len(self.header)}"
+            )
+
+    def __len__(self) -> int:
+        """How many whole records come before the first broken one."""
+        return len(self._lines)
+
+    def columns(self) -> dict[str, list[str]] | None:
+        """Each column's cells, record by record; None when a record is broken (iterate to
+        reach its error in the order of the file)."""
+        if self._error is not None:
+            return None
+        cells = self._columns if self._lines else [[] for _ in self.header]
+        return dict(zip(self.header, cells, strict=True))
+
+    def line(self, index: int) -> int:
+        """The first line of the record at `index` (0 for the first after the header)."""
+        return self._lines[index]
+
     def __iter__(self) -> Iterator[tuple[int, dict[str, str]]]:
-        while (fields := self._next()) is not None:
-            line, self._line = self._line + 1, self._reader.line_num
-            if not fields:
-                continue  # a blank line
-            if len(fields) != len(self.header):
-                raise ValueError(
-                    f"{self.name}, line {line}: has {len(fields)} fields "
-                    f"but the header has {len(self.header)}"
-                )
-            yield line, dict(zip(self.header, fields, strict=True))
+        for index, line in enumerate(self._lines):
+            cells = (column[index] for column in self._columns)
+            yield line, dict(zip(self.header, cells, strict=True))
+        if self._error is not None:
+            raise self._error
+
+
+def _plain_lines(text: str) -> list[str] | None:
+    """The lines of `text` when its records are its lines split at each comma, as the csv
+    module would read them: no quote, no carriage return, no line longer than the csv module
+    takes a field. None otherwise: the csv module reads the text."""
+    if '"' in text or "\r" in text:
+        return None
+    lines = text.split("\n")
+    if lines[-1] == "":
+        lines.pop()  # what follows the last line's end (or an empty text): no line
+    if lines and max(map(len, lines)) > csv.field_size_limit():
+        return None
+    return lines
 
 
 # -- writing --------------------------------------------------------------------------------

@@ -39,14 +39,18 @@ with or without ``engine``: the field is optional):
 from __future__ import annotations
 
 import bisect
+import collections
+import contextlib
 import csv
 import dataclasses
 import functools
+import gc
 import io
 import itertools
 import json
 import math
 import numbers
+import operator
 import os
 import re
 import unicodedata
@@ -183,6 +187,15 @@ _CANDIDATE_CHECKS: dict[str, Callable[[object], object]] = {
 }
 
 
+def _check_engine_index(engine: str, algo: int) -> None:
+    """An engine candidate's algo is its engine index, which its canonical tag starts with."""
+    if engine and engine.partition("_")[0] != f"eng{algo}":
+        raise ValueError(
+            f"engine {engine} is a configuration of engine {engine.partition('_')[0][3:]}, but "
+            f"algo is {algo} (an engine candidate's algo is its engine index)"
+        )
+
+
 @dataclasses.dataclass(frozen=True, order=True)
 class Candidate:
     """One measured way to run a kernel on `micro_batch` samples: a legacy cuDNN algorithm
@@ -200,15 +213,19 @@ class Candidate:
     def __post_init__(self) -> None:
         for name, check in _CANDIDATE_CHECKS.items():
             object.__setattr__(self, name, check(getattr(self, name)))
-        # The canonical tag starts with eng<index>.
-        if self.engine and self.engine.partition("_")[0] != f"eng{self.algo}":
-            raise ValueError(
-                f"engine {self.engine} is a configuration of engine "
-                f"{self.engine.partition('_')[0][3:]}, but algo is {self.algo} (an engine "
-                "candidate's algo is its engine index)"
-            )
+        _check_engine_index(self.engine, self.algo)
         values = tuple(getattr(self, f.name) for f in dataclasses.fields(self))
         object.__setattr__(self, "_values", values)
+
+    @classmethod
+    def _of_checked(cls, values: tuple[object, ...]) -> Candidate:
+        """The candidate of field values in order, each already as its check returns it and
+        checked together (`_check_engine_index`): readers make 1e5 of them."""
+        candidate = object.__new__(cls)
+        fields = candidate.__dict__
+        fields.update(zip(_CANDIDATE_FIELDS, values, strict=True))
+        fields["_values"] = values
+        return candidate
 
     def values(self) -> tuple[object, ...]:
         """The fields' values, in order: plain values, which compare and hash faster than
@@ -228,6 +245,11 @@ class Candidate:
     def name(self) -> str:
         """The algorithm number, or the engine configuration's tag."""
         return self.engine or str(self.algo)
+
+
+_CANDIDATE_FIELDS = tuple(f.name for f in dataclasses.fields(Candidate))
+# Candidate.slot() of a candidate's field values.
+_SLOT_FIELDS = operator.itemgetter(*map(_CANDIDATE_FIELDS.index, ("algo", "engine", "math_type")))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -317,6 +339,16 @@ class KernelTable:
                 f"math_type {c.math_type} is already in {self.layer}/{self.kernel}"
             )
         at_size.insert(index, c)
+        self._content_key = None
+
+    def _set_size(self, micro_batch: int, rows: list[tuple[object, ...]]) -> None:
+        """The candidates at `micro_batch`, a size not yet here and at most this table's
+        batch: those of `rows`, each the checked field values of one (`Candidate._of_checked`),
+        in the order `add` keeps. A ValueError (that does not say which) if two share a slot."""
+        rows.sort(key=_SLOT_FIELDS)
+        if len(set(map(_SLOT_FIELDS, rows))) != len(rows):
+            raise ValueError(f"duplicate candidates in {self.layer}/{self.kernel}")
+        self.candidates[micro_batch] = list(map(Candidate._of_checked, rows))
         self._content_key = None
 
     def micro_batches(self) -> list[int]:
@@ -513,6 +545,12 @@ class TimingTables:
             _check_columns(records.header)
         except ValueError as exc:
             raise located_error(exc, records.name, "line 1") from None
+        columns = records.columns()
+        if columns is not None:
+            # The fast way checks what the rows hold, not where; the first error of a file
+            # that it refuses is then found row by row, and located.
+            with contextlib.suppress(TypeError, ValueError), _collector_paused():
+                return _tables_from_columns(columns, len(records))
         return cls._from_records(records, records.name, lambda line, _: (f"line {line}",))
 
     def write_csv(self, dest: str | os.PathLike[str] | IO[str]) -> None:
@@ -645,6 +683,69 @@ def _text_cell(column: str, text: str) -> object:
 # their checked values are kept, not worked out again.
 _REPEATING = frozenset(COLUMNS) - {"time_ms", "workspace_bytes"}
 _repeated_text_cell = functools.lru_cache(maxsize=8192)(_text_cell)
+
+
+def _tables_from_columns(columns: Mapping[str, list[str]], count: int) -> TimingTables:
+    """The tables of `count` rows given column by column as text, checked as `_parse_row`
+    checks each row, but each distinct cell text once and the checks across columns once per
+    distinct combination; a TypeError or ValueError, unlocated, for anything `_parse_row`
+    refuses."""
+    values = {column: _column_values(column, columns.get(column), count) for column in COLUMNS}
+    layers, kernels, batches = values["layer"], values["kernel"], values["batch"]
+    for batch, micro_batch in set(zip(batches, values["micro_batch"], strict=True)):
+        if micro_batch > batch:  # type: ignore[operator]
+            raise ValueError(f"micro_batch {micro_batch} is larger than batch {batch}")
+    for kernel, algo, engine in set(zip(kernels, values["algo"], values["engine"], strict=True)):
+        _check_engine_index(engine, algo)  # type: ignore[arg-type]
+        if not engine:
+            check_legacy_algo(kernel, algo)  # type: ignore[arg-type]
+    # Each size's rows of each table, as Candidate field values.
+    sizes: dict[tuple[object, ...], list[tuple[object, ...]]] = collections.defaultdict(list)
+    keys = zip(layers, kernels, batches, values["micro_batch"], strict=True)
+    fields = zip(*(values[name] for name in _CANDIDATE_FIELDS), strict=True)
+    for key, row in zip(keys, fields, strict=True):
+        sizes[key].append(row)
+    tables = TimingTables()
+    for (layer, kernel, batch, micro_batch), found in sizes.items():
+        # Its rows' batch conflicts with that of the rows before them.
+        table = tables.setdefault(layer, kernel, batch)  # type: ignore[arg-type]
+        table._set_size(micro_batch, found)  # type: ignore[arg-type]
+    for _, table in tables.items():
+        table.check_complete()
+    return tables
+
+
+@contextlib.contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Python's cyclic garbage collector off for the block, as it was before after it. Every
+    object a reader makes lives on, so the collector's passes over them, many as they grow by
+    1e5, free nothing: they took a third of the time a large table takes to read."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def _column_values(column: str, texts: list[str] | None, count: int) -> list[object]:
+    """The checked value of each cell of `column` (`count` of the default without a column)."""
+    if texts is None:
+        return [_DEFAULTS[column]] * count
+    return list(map(_CheckedTexts(column).__getitem__, texts))
+
+
+class _CheckedTexts(dict[str, object]):
+    """The checked value of each text of a column, worked out the first time it is asked for."""
+
+    def __init__(self, column: str) -> None:
+        super().__init__()
+        self.column = column
+
+    def __missing__(self, text: str) -> object:
+        value = self[text] = _text_cell(self.column, text)
+        return value
 
 
 def _parse_row(row: Mapping[str, object]) -> tuple[str, str, int, Candidate]:
