@@ -1,6 +1,21 @@
 """How fast the planner plans, on the CPU (printed, not a test).
 
-Networks at N=256 with the powerOfTwo policy, two from MODEL timing tables
+First the goals of issue 37, each case with its goal and the figure the goal is about: "CLI"
+is the median wall time of whole `ucudnn` processes (python -m ucudnn ..., start-up included),
+"in-process" the median of calls in this process once the inputs exist. The cases:
+
+- ResNet-50 WD under policy "all" at 8, 64 and 512 MiB (CLI, MODEL tables: <= 2 s each);
+- `ucudnn tune resnet50 --model --memory 16GiB --policy all` (CLI: <= 5 s);
+- ResNet-50 WR under policy "all" (CLI, MODEL tables built for all 256 sizes: <= 0.5 s; the
+  in-process figure, tables included, is printed beside it);
+- deep-600 WD at 512 MiB (in-process: <= 1 s);
+- WD on the measured fp16 engine tables at 64 and 512 MiB (in-process: <= 0.1 s);
+- the first WR plan of newly read engine tables (in-process: <= 10 ms; it works out each
+  table's content key).
+
+The start-up of a bare `ucudnn --version` is printed too: the CLI figures include it.
+
+Then, per network at N=256 with the powerOfTwo policy, two from MODEL timing tables
 (ucudnn.planner.synthetic: a documented cost model, not measurements):
 
 - ResNet-50: 53 convolution layers x 3 kernels, many of them identical (repeated blocks);
@@ -9,8 +24,7 @@ Networks at N=256 with the powerOfTwo policy, two from MODEL timing tables
 
 and one MEASURED: resnet50-engines, the H100 probe's cuDNN graph-API engine configurations for
 ResNet-50 fp16 NCHW (tests/data/engines-resnet50-fp16-nchw.csv.gz: 158 kernels, 62,165 rows,
-about 400 candidates per kernel where the model has a few dozen). For it the first WR plan is
-timed apart too: the first plan of a set of tables also works out each table's content key.
+about 400 candidates per kernel where the model has a few dozen).
 
 Times what a user calls: make_plan_wr for every kernel at 64 MiB, and make_plan_wd at budgets
 of 64 MiB, 512 MiB and 4 GiB (desirable sets, the ILP, and the ILP over undivided runs that
@@ -20,15 +34,18 @@ N=256 tables (a memory model and a WD plan per batch that fits). Each figure is 
 --repeat runs.
 
     python benchmarks/planner_speed.py [--repeat 5] [--solver highs] \
-        [--networks resnet50 deep-600 resnet50-engines]
+        [--networks resnet50 deep-600 resnet50-engines] [--no-goals | --goals-only]
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import gzip
 import io
 import statistics
+import subprocess
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -82,9 +99,13 @@ def median_s(run: Callable[[], object], repeat: int) -> tuple[float, object]:
     return statistics.median(times), result
 
 
+def read_engine_tables() -> TimingTables:
+    return TimingTables.read_csv(io.BytesIO(gzip.decompress(ENGINE_TABLES.read_bytes())))
+
+
 def engine_tables() -> TimingTables:
     start = time.perf_counter()
-    tables = TimingTables.read_csv(io.BytesIO(gzip.decompress(ENGINE_TABLES.read_bytes())))
+    tables = read_engine_tables()
     print(f"resnet50-engines: read {ENGINE_TABLES.name} in {time.perf_counter() - start:.1f} s")
     first_s, _ = median_s(lambda: make_plan_wr(tables, 64 * MiB), 1)
     print(f"  WR, 64 MiB per kernel, first plan of the tables: {first_s * 1e3:8.1f} ms")
@@ -123,13 +144,81 @@ def report_tune(graph: LayerGraph, tables: TimingTables, repeat: int, solver: st
     )
 
 
+def cli_s(args: list[str], repeat: int) -> float | None:
+    """The median wall time of `ucudnn ARGS` as a process, or None if it fails."""
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        done = subprocess.run(
+            [sys.executable, "-m", "ucudnn", *args], capture_output=True, check=False
+        )
+        times.append(time.perf_counter() - start)
+        if done.returncode != 0:
+            return None
+    return statistics.median(times)
+
+
+def resnet50_model_tables(policy: str) -> TimingTables:
+    graph = NETWORKS["resnet50"]()
+    return model_tables(((n, graph.problem(n), graph.kernels(n)) for n in graph.layers()), policy)
+
+
+def goal_row(case: str, figure: str, seconds: float | None, goal_s: float | None) -> str:
+    took = "refused" if seconds is None else f"{seconds:8.3f} s"
+    if goal_s is None:  # shown for what it adds to the others
+        return f"  {case:<52} {figure:<11} {took:>10}"
+    met = "no" if seconds is None or seconds > goal_s else "yes"
+    return f"  {case:<52} {figure:<11} {took:>10}  <= {goal_s:<5g} s {met}"
+
+
+def report_goals(repeat: int, solver: str) -> None:
+    """The cases of issue 37's table, each with its goal and the figure it is about."""
+    print(f"Goals (issue 37); medians of {repeat}; CLI: whole processes, start-up included")
+    print(f"  {'case':<52} {'figure':<11} {'median':>10}  goal      met")
+    print(goal_row("ucudnn --version (start-up alone)", "CLI", cli_s(["--version"], repeat), None))
+    for budget in ("8MiB", "64MiB", "512MiB"):
+        args = ["plan", "resnet50", "--model", "--mode", "wd", "--policy", "all"]
+        took = cli_s([*args, "--total-workspace", budget, "--solver", solver], repeat)
+        print(goal_row(f"ResNet-50 WD, policy all, {budget}", "CLI", took, 2.0))
+    tune_args = ["tune", "resnet50", "--model", "--memory", "16GiB", "--policy", "all"]
+    print(goal_row("tune resnet50 --memory 16GiB --policy all", "CLI", cli_s(tune_args, repeat), 5))
+    wr_args = ["plan", "resnet50", "--model", "--policy", "all"]
+    print(goal_row("ResNet-50 WR, policy all, tables included", "CLI", cli_s(wr_args, repeat), 0.5))
+    in_process, _ = median_s(
+        lambda: make_plan_wr(resnet50_model_tables("all"), 64 * MiB, "all"), repeat
+    )
+    print(goal_row("  the same, in-process (MODEL tables, then WR)", "in-process", in_process, 0.5))
+    graph = deep_chain()
+    deep = model_tables((n, graph.problem(n), graph.kernels(n)) for n in graph.layers())
+    deep_s, _ = median_s(lambda: make_plan_wd(deep, 512 * MiB, solver=solver), repeat)
+    print(goal_row("deep-600 WD, 512 MiB (powerOfTwo)", "in-process", deep_s, 1.0))
+    engines = read_engine_tables()
+    for nbytes in (64 * MiB, 512 * MiB):
+        wd_s, _ = median_s(functools.partial(make_plan_wd, engines, nbytes, solver=solver), repeat)
+        print(goal_row(f"fp16 engine tables WD, {format_size(nbytes)}", "in-process", wd_s, 0.1))
+    # New tables each time (read before the clock starts): their content keys are unknown.
+    first = statistics.median(
+        median_s(functools.partial(make_plan_wr, read_engine_tables(), 64 * MiB), 1)[0]
+        for _ in range(repeat)
+    )
+    print(goal_row("first WR plan of new engine tables", "in-process", first, 0.010))
+    print()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--solver", choices=("highs", "cbc"), default="highs")
     names = (*NETWORKS, "resnet50-engines")
     parser.add_argument("--networks", nargs="+", choices=names, default=list(names))
+    goals = parser.add_mutually_exclusive_group()
+    goals.add_argument("--no-goals", action="store_true", help="skip issue 37's goals")
+    goals.add_argument("--goals-only", action="store_true", help="print only those")
     args = parser.parse_args()
+    if not args.no_goals:
+        report_goals(args.repeat, args.solver)
+    if args.goals_only:
+        return
     print(f"N={BATCH}, powerOfTwo; medians of {args.repeat}\n")
     for name in args.networks:
         if name == "resnet50-engines":
