@@ -188,7 +188,10 @@ class SplitDP:
             return False
         self._best[c.micro_batch] = c
         if c.time_ms < self._rate * c.micro_batch:
-            self._rate = _rate_at_most(c.time_ms / c.micro_batch)
+            rate = c.time_ms / c.micro_batch
+            # Exact until the general program first solves (WR offers all before that);
+            # from then on each new rate makes it look at every size again: coarse steps.
+            self._rate = rate if self._general is None else _rate_at_most(rate)
             self._look_again = True
         elif not self._look_again and self._may_beat(c):
             self._used[c.micro_batch] = self._changes[c.micro_batch] = c
@@ -370,6 +373,8 @@ class _GeneralDP:
         """Entries from `start` on; how many options were tried (at most a solve from scratch
         tries, as the options of b that changed are tried only while fewer than all)."""
         time, workspace, order, batch = self._time, self._workspace, self._order, self.batch
+        if 2 * len(changed) >= len(small):  # as good as new: solve from scratch
+            return self._from_scratch(start, small)
         touched = self._touched(start, changed, gone)  # b: the splits whose option changed
         split_times = [(s, self._parts[s][0]) for s in small]
         tried = 0
@@ -402,6 +407,15 @@ class _GeneralDP:
                         break
                     if ts + t <= time[b + s] or order[b + s] == s:
                         touched.setdefault(b + s, []).append(s)
+        return tried
+
+    def _from_scratch(self, start: int, small: list[int]) -> int:
+        """Every entry from `start` on, trying every option; how many were tried."""
+        tried = 0
+        for b in range(start, self.batch + 1):
+            half = b >> 1
+            self._time[b], self._workspace[b], self._order[b] = self._all_options(b, small, half)
+            tried += bisect.bisect_right(small, half)
         return tried
 
     def _touched(self, start: int, changed: set[int], gone: set[int]) -> dict[int, list[int]]:

@@ -304,6 +304,10 @@ class Schedule:
         return names[0] if len(set(names)) == 1 else ",".join(names)
 
 
+# A candidate's values as Candidate.values() gives them, read in C (see content_key).
+_VALUES = operator.attrgetter("_values")
+
+
 class KernelTable:
     """The measured candidates of one kernel of one layer at mini-batch `batch`.
 
@@ -372,10 +376,10 @@ class KernelTable:
 
     def renamed(self, layer: str) -> KernelTable:
         """This table's rows as another layer's (a network repeats its blocks): they are not
-        checked or ordered again, and the content key, once worked out, is shared."""
+        checked or ordered again, and the content key is worked out once for both."""
         table = KernelTable(layer, self.kernel, self.batch)
         table.candidates = {b: list(found) for b, found in self.candidates.items()}
-        table._content_key = self._content_key
+        table._content_key = self.content_key()
         return table
 
     def __iter__(self) -> Iterator[Candidate]:
@@ -386,11 +390,12 @@ class KernelTable:
         """Equal for tables with the same batch and candidates, whatever layer they are of.
         Kept until a candidate is added: every plan of the tables asks for it again."""
         if self._content_key is None:
-            # Candidate.values() read in place: engine tables hold hundreds of candidates per
-            # table, and the method calls were most of a first plan's time.
-            sizes = sorted(self.candidates)
-            values = tuple(c.__dict__["_values"] for b in sizes for c in self.candidates[b])
-            self._content_key = (self.batch, values)
+            # Candidate.values() read in place, in C: engine tables hold hundreds of
+            # candidates per table, and the method calls were most of a first plan's time.
+            rows = itertools.chain.from_iterable(
+                map(self.candidates.__getitem__, sorted(self.candidates))
+            )
+            self._content_key = (self.batch, tuple(map(_VALUES, rows)))
         return self._content_key
 
     def check_complete(self) -> None:
