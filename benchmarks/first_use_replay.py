@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import io
 import json
 import math
 import random
@@ -269,8 +268,9 @@ def read_tables(path: Path, member: str | None) -> TimingTables:
                 f"first_use_replay: error: {path} holds {len(names)} CSV files ({listed}); "
                 "name one with --member"
             )
-        text = archive.read(names[0]).decode("utf-8")
-    return TimingTables.read_csv(io.StringIO(text))
+        # The member as it is stored: the one reader of timings decodes and bounds it.
+        with archive.open(names[0]) as csv:
+            return TimingTables.read_csv(csv)
 
 
 def run(

@@ -41,8 +41,6 @@ from __future__ import annotations
 
 import argparse
 import functools
-import gzip
-import io
 import statistics
 import subprocess
 import sys
@@ -100,7 +98,7 @@ def median_s(run: Callable[[], object], repeat: int) -> tuple[float, object]:
 
 
 def read_engine_tables() -> TimingTables:
-    return TimingTables.read_csv(io.BytesIO(gzip.decompress(ENGINE_TABLES.read_bytes())))
+    return TimingTables.read_csv(ENGINE_TABLES)
 
 
 def engine_tables() -> TimingTables:

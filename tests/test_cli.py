@@ -192,7 +192,8 @@ def test_bench_twice_then_plan_from_the_export(capsys, tmp_path) -> None:
     assert (" on SIMULATED " in out.splitlines()[-1]) == simulated()
     assert main(["plan", "--timings", str(exported), "--json"]) == 0
     plan = json.loads(capsys.readouterr().out)
-    assert len(plan["kernels"]) == 15 and plan["timings_source"].endswith("alexnet.csv")
+    assert len(plan["kernels"]) == 15
+    assert plan["timings_source"].startswith(f"timings file {exported}, measured on ")
 
 
 @pytest.mark.gpu

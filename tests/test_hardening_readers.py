@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import io
 import os
+import re
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -110,7 +111,7 @@ def test_a_gzip_bomb_stops_at_the_bound(tmp_path: Path, small_bound: None) -> No
     with gzip.open(path) as f, pytest.raises(ValueError, match=r"larger than 64 KiB"):
         TimingTables.read_csv(f)
     table = MeasuredTable("t", "float32", "NCHW", "default", {}, "a label", path)
-    with pytest.raises(ValueError, match=r"^t.csv.gz: larger than 64 KiB"):
+    with pytest.raises(ValueError, match=rf"^{re.escape(str(path))}: larger than 64 KiB"):
         table.read()
 
 

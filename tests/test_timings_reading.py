@@ -3,8 +3,10 @@ enum, blank engine cells, engine tags of any length; and how fast a large table 
 
 from __future__ import annotations
 
+import ast
 import io
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -196,3 +198,44 @@ def test_a_kernel_at_two_batches_is_refused_at_the_later_row() -> None:
     text = f"{HEADER}\nc,forward,8,8,1,0.1,0,\nc,forward,16,8,2,0.1,0,\nc,forward,16,16,1,0.1,0,\n"
     with pytest.raises(ValueError, match=r"^t.csv, line 3, column 'batch': batch 16 conflicts"):
         read(text)
+
+
+def test_a_gzip_stream_reads_as_a_gzip_path_does() -> None:
+    """Package data and archive members come as open binary files, not paths."""
+    with ENGINE_TABLE.open("rb") as f:
+        assert TimingTables.read_csv(f) == TimingTables.read_csv(ENGINE_TABLE)
+
+
+ROOT = Path(__file__).parent.parent
+
+
+def test_every_reader_of_timings_leaves_opening_them_to_read_csv() -> None:
+    """One reader opens timings, gzip or not (paths, streams, archive members), and bounds
+    what it reads: its callers neither decompress nor decode them themselves."""
+    callers = []
+    for path in sorted([*(ROOT / "ucudnn").rglob("*.py"), *(ROOT / "benchmarks").glob("*.py")]):
+        tree = ast.parse(path.read_text())
+        calls = [
+            node
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "read_csv"
+        ]
+        if not calls or path.name == "tables.py":
+            continue
+        callers.append(path.name)
+        arguments = " ".join(ast.unparse(arg) for call in calls for arg in call.args)
+        assert not re.search(r"gzip|decompress|StringIO|BytesIO|decode", arguments), path
+        assert "gzip" not in _imported(tree), path
+    assert {"commands.py", "measured.py", "planner_speed.py", "first_use_replay.py"} <= set(callers)
+
+
+def _imported(tree: ast.AST) -> set[str]:
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            names.add(node.module)
+    return names

@@ -280,6 +280,7 @@ def bench(args: argparse.Namespace) -> int:
         counts, facts = benchmarker.counts, benchmarker.facts
     kernels = len(graph.kernel_ids())
     if args.export:
+        tables.device = facts  # the CSV records where it was measured
         tables.write_csv(args.export)
     if args.json:
         network = _network_fields(args)
@@ -324,7 +325,10 @@ def _timings_file(args: argparse.Namespace) -> tuple[TimingTables, str]:
     engines are off (--engines off, else UCUDNN_ENGINES), as a Handle would run them."""
     from ucudnn.planner.tables import TimingTables
 
-    tables, source = TimingTables.read_csv(args.timings), f"timings file {args.timings}"
+    tables = TimingTables.read_csv(args.timings)
+    source = f"timings file {args.timings}"
+    if tables.device is not None:
+        source += f", measured on {tables.device.describe()}"
     check_rows(tables, source)
     engines = _engines(args)
     if engines is None:
@@ -428,8 +432,8 @@ def _measured_tables(
     database = _database(args, Config.from_env())
     with open_benchmarker(database, _benchmark_settings(args)) as benchmarker:
         tables = benchmarker.tables(work_from_graph(graph), policy)
-        facts = benchmarker.facts
-    return tables, f"measurements on {facts.describe()}"
+        tables.device = benchmarker.facts
+    return tables, f"measurements on {tables.device.describe()}"
 
 
 @_command

@@ -98,8 +98,11 @@ class PlanOptions:
 def legacy_only(tables: TimingTables) -> TimingTables:
     """`tables` without graph-API engine rows: what a plan with engines off may use."""
     return TimingTables(
-        KernelTable(table.layer, table.kernel, table.batch, (c for c in table if not c.engine))
-        for _, table in tables.items()
+        (
+            KernelTable(table.layer, table.kernel, table.batch, (c for c in table if not c.engine))
+            for _, table in tables.items()
+        ),
+        device=tables.device,
     )
 
 
@@ -113,6 +116,7 @@ def plan_tables(
         "policy": options.policy,
         "deterministic_only": args.deterministic,
         "timings_source": source,
+        "device": tables.device,
     }
     if options.mode == "wr":
         return make_plan_wr(tables, options.limit, **common)

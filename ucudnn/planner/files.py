@@ -101,9 +101,10 @@ def source_name(source: Source, default: str) -> str:
 
 
 def read_text(source: Source, default_name: str) -> str:
-    """The text of a path or an open file, decoded as UTF-8 without a byte-order mark. A path
-    must be a regular file or a FIFO; at most `MAX_READ_BYTES` are read (characters, from a
-    text stream)."""
+    """The text of a path or an open file, decoded as UTF-8 without a byte-order mark, and
+    decompressed first when it is gzip (but for a text stream). A path must be a regular file
+    or a FIFO; at most `MAX_READ_BYTES` are read (characters, from a text stream; decompressed
+    bytes, from gzip)."""
     name = source_name(source, default_name)
     if isinstance(source, str | os.PathLike):
         # Checked before opening: opening a device may block or act (a tape rewinds).
@@ -120,6 +121,8 @@ def read_text(source: Source, default_name: str) -> str:
         except UnicodeDecodeError as exc:
             # The stream decodes itself, so the position in the file is unknown here.
             raise ValueError(f"{name}: {exc}") from None
+        if isinstance(data, bytes) and data.startswith(GZIP_MAGIC):
+            data = _read_file(io.BufferedReader(io.BytesIO(data)), name)
     text = decode(data, name) if isinstance(data, bytes) else data
     return text.removeprefix("\ufeff")
 
@@ -171,9 +174,14 @@ class CsvRecords:
     quote the csv module refuses): iteration yields the records before it, then raises its
     error, so that errors come in the order of the file. A blank line is no record."""
 
-    def __init__(self, source: Source, default_name: str) -> None:
+    def __init__(self, source: Source, default_name: str, *, comments: bool = False) -> None:
+        """With `comments`, lines that start with '#' before the header are comments, kept
+        with their line numbers in `comments`; the header is the line after them."""
         self.name = source_name(source, default_name)
         text = read_text(source, default_name)
+        self.comments: list[tuple[int, str]] = []
+        if comments:
+            self.comments, text = _leading_comments(text)
         self._error: ValueError | None = None  # the first broken record's
         lines = _plain_lines(text)
         if lines is None:
@@ -191,6 +199,8 @@ class CsvRecords:
             except csv.Error as exc:
                 raise located_error(exc, self.name, f"line {reader.line_num}") from None
 
+        for _ in self.comments:
+            next_fields()  # blank now
         header = next_fields()
         if header is None:
             raise ValueError(self._empty())
@@ -210,10 +220,11 @@ class CsvRecords:
     def _read_plain(self, lines: list[str]) -> None:
         """Records that are lines split at each comma (see `_plain_lines`), cut into columns in
         bulk: string methods, not a loop over the cells."""
-        if not lines:
+        first = len(self.comments)  # the header's index
+        if len(lines) <= first:
             raise ValueError(self._empty())
-        self.header = self._check_header(lines[0].split(",") if lines[0] else [])
-        body, numbers = lines[1:], list(range(2, len(lines) + 1))
+        self.header = self._check_header(lines[first].split(",") if lines[first] else [])
+        body, numbers = lines[first + 1 :], list(range(first + 2, len(lines) + 1))
         if "" in body:
             numbers = [n for n, line in zip(numbers, body, strict=True) if line]
             body = [line for line in body if line]
@@ -232,14 +243,19 @@ class CsvRecords:
         self._columns = [cells[column::width] for column in range(width)] if width else []
 
     def _empty(self) -> str:
-        return f"{self.name}, line 1: empty file, expected a header line"
+        return f"{self.name}, line {self.header_line}: empty file, expected a header line"
+
+    @property
+    def header_line(self) -> int:
+        return len(self.comments) + 1
 
     def _check_header(self, fields: list[str]) -> list[str]:
         header = [column.strip() for column in fields]
         repeated = next((c for n, c in enumerate(header) if c in header[:n]), None)
         if repeated is not None:
             raise ValueError(
-                f"{self.name}, line 1, column {shown(repeated)}: the column is repeated"
+                f"{self.name}, line {self.header_line}, column {shown(repeated)}: "
+                "the column is repeated"
             )
         return header
 
@@ -272,6 +288,19 @@ class CsvRecords:
             yield line, dict(zip(self.header, cells, strict=True))
         if self._error is not None:
             raise self._error
+
+
+def _leading_comments(text: str) -> tuple[list[tuple[int, str]], str]:
+    """The lines at the start of `text` that begin with '#', each with its number, and
+    `text` with them blank, so that the lines after them keep their numbers."""
+    comments: list[tuple[int, str]] = []
+    start = 0
+    while text.startswith("#", start):
+        end = text.find("\n", start)
+        end = len(text) if end < 0 else end
+        comments.append((len(comments) + 1, text[start:end].rstrip("\r")))
+        start = end + 1
+    return comments, "\n" * len(comments) + text[start:]
 
 
 def _plain_lines(text: str) -> list[str] | None:

@@ -13,7 +13,6 @@ else gets None, and a log record says why.
 from __future__ import annotations
 
 import dataclasses
-import gzip
 import logging
 from importlib import resources
 from importlib.resources.abc import Traversable
@@ -52,9 +51,8 @@ class MeasuredTable:
         return None
 
     def read(self) -> TimingTables:
-        # Decompressed as read, so the readers' bound stops a file that expands without end;
-        # errors name the file.
-        with self.file.open("rb") as raw, gzip.GzipFile(self.file.name, "rb", fileobj=raw) as csv:
+        # The one reader of timings: it decompresses within its bound, and errors name the file.
+        with self.file.open("rb") as csv:
             return TimingTables.read_csv(csv)
 
 

@@ -62,6 +62,7 @@ import numpy as np
 from ucudnn.core.algorithms import check_legacy_algo
 from ucudnn.core.checks import integer, parse_bool, shown
 from ucudnn.core.engines import canonical_tag
+from ucudnn.core.facts import DeviceFacts
 from ucudnn.core.problem import MATH_TYPES, MAX_DIM, check_kernel
 from ucudnn.planner.documents import line_of, read_document
 from ucudnn.planner.files import (
@@ -72,6 +73,7 @@ from ucudnn.planner.files import (
     field_errors,
     located_error,
 )
+from ucudnn.planner.provenance import device_comment, device_of_comments
 
 KernelId = tuple[str, str]
 # A table's batch and its candidates' values (see KernelTable.content_key).
@@ -420,9 +422,15 @@ class KernelTable:
 
 
 class TimingTables:
-    """Kernel tables keyed by (layer, kernel), in the order they were added."""
+    """Kernel tables keyed by (layer, kernel), in the order they were added; `device` is where
+    they were measured, when known (a CSV records it in a comment: see `provenance`)."""
 
-    def __init__(self, tables: Iterable[KernelTable] = ()) -> None:
+    def __init__(
+        self, tables: Iterable[KernelTable] = (), device: DeviceFacts | None = None
+    ) -> None:
+        if device is not None and not isinstance(device, DeviceFacts):
+            raise TypeError(f"device must be DeviceFacts or None, got {shown(device)}")
+        self.device = device
         self._tables: dict[KernelId, KernelTable] = {}
         for table in tables:
             self.add(table)
@@ -537,7 +545,8 @@ class TimingTables:
     # -- CSV --------------------------------------------------------------------------------
     @classmethod
     def read_csv(cls, source: Source) -> TimingTables:
-        """Tables from a CSV file: a path, or an open text or binary file.
+        """Tables from a CSV file: a path (gzip or not), or an open text or binary file. A
+        device comment before the header (as `write_csv` writes it) sets `device`.
 
         Raises:
             ValueError: a file that is not timing tables: an unknown or missing column, a
@@ -545,11 +554,20 @@ class TimingTables:
                 kernel without its undivided run (the message names the line and column).
             OSError: the file cannot be read.
         """
-        records = CsvRecords(source, "<stream>")
+        records = CsvRecords(source, "<stream>", comments=True)
         try:
+            device = device_of_comments(records.comments)
             _check_columns(records.header)
+        except FieldError as exc:
+            raise located_error(exc, records.name) from None
         except ValueError as exc:
-            raise located_error(exc, records.name, "line 1") from None
+            raise located_error(exc, records.name, f"line {records.header_line}") from None
+        tables = cls._read_records(records)
+        tables.device = device
+        return tables
+
+    @classmethod
+    def _read_records(cls, records: CsvRecords) -> TimingTables:
         columns = records.columns()
         if columns is not None:
             # The fast way checks what the rows hold, not where; the first error of a file
@@ -567,6 +585,8 @@ class TimingTables:
             self._write_csv(dest)
 
     def _write_csv(self, f: IO[str]) -> None:
+        if self.device is not None:
+            f.write(device_comment(self.device) + "\n")
         writer = csv.DictWriter(f, fieldnames=COLUMNS, lineterminator="\n")
         writer.writeheader()
         for row in self.to_rows():
