@@ -7,8 +7,11 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from tests.planner_oracles import reference_front, reference_schedule
-from ucudnn.planner.dp import StepBudget, eligible_candidates
-from ucudnn.planner.pareto import desirable_set
+from ucudnn.planner.dp import MAX_DP_STEPS, StepBudget, eligible_candidates
+from ucudnn.planner.networks import builtin_network
+from ucudnn.planner.pareto import DesirableSets, desirable_set
+from ucudnn.planner.plan import make_plan_wd
+from ucudnn.planner.synthetic import model_tables
 from ucudnn.planner.tables import Candidate, KernelTable
 from ucudnn.planner.wr import plan_wr
 
@@ -89,3 +92,12 @@ def test_hostile_tables_are_still_refused() -> None:
     )
     with pytest.raises(ValueError, match="more than the 1000000 allowed"):
         desirable_set(table, None, "all", budget=StepBudget(1_000_000))
+
+
+def test_resnet50_plans_under_policy_all_within_the_step_budget() -> None:
+    graph = builtin_network("resnet50")  # its default batch, 256
+    tables = model_tables(((n, graph.problem(n), graph.kernels(n)) for n in graph), "all")
+    sets = DesirableSets("all")
+    plan = make_plan_wd(tables, 8 << 20, "all", sets=sets)
+    assert plan.workspace_bytes <= 8 << 20 and plan.solver_status == "optimal"
+    assert 0 < sets.budget.limit - sets.budget.left < MAX_DP_STEPS
