@@ -423,7 +423,8 @@ class KernelTable:
 
 class TimingTables:
     """Kernel tables keyed by (layer, kernel), in the order they were added; `device` is where
-    they were measured, when known (a CSV records it in a comment: see `provenance`)."""
+    they were measured, when known (a CSV records it in a comment: see `provenance`). Tables
+    compare by what they hold, wherever it was measured."""
 
     def __init__(
         self, tables: Iterable[KernelTable] = (), device: DeviceFacts | None = None
