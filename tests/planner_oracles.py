@@ -136,12 +136,14 @@ def reference_schedule(
 
 def reference_front(candidates: list[Candidate], batch: int) -> list[Schedule]:
     """The desirable set by its definition: at each candidate workspace, ascending, the
-    reference schedule within it, kept when strictly faster than the last one kept."""
+    reference schedule within it, kept when strictly faster than the last one kept (by the
+    program's sums, and by its own: rounding makes no point)."""
     front: list[Schedule] = []
     last = math.inf
     for limit in sorted({c.workspace_bytes for c in candidates}):
         found = reference_schedule(candidates, batch, limit)
         if found is not None and found[0] < last:
             last = found[0]
-            front.append(found[1])
+            if not front or found[1].time_ms < front[-1].time_ms:
+                front.append(found[1])
     return front

@@ -123,3 +123,16 @@ def test_a_set_within_a_limit_is_found_no_further_than_the_limit() -> None:
     kept = sets._fronts[table.content_key()]  # what was found so far
     assert len(kept.known) == len(within) + 1 < len(whole)
     assert sets.front(table) == whole and sets.smallest(table) == whole[0]
+
+
+def test_a_sum_smaller_by_rounding_alone_adds_no_point() -> None:
+    # 36 x 1 sums to 0.07200000000000001 one part at a time, and to 0.072 as 3 x 10 + 6 x 1
+    # once size 10 comes (at 64 bytes): the same schedule, which was a second point.
+    table = KernelTable(
+        "conv",
+        "forward",
+        36,
+        [Candidate(1, 0, 0.002, 0), Candidate(10, 0, 0.02, 64), Candidate(36, 0, 1.0, 0)],
+    )
+    front = desirable_set(table, None, [1, 10])
+    assert [(s.micro_batches_text(), s.workspace_bytes) for s in front] == [("36x1", 0)]

@@ -199,8 +199,13 @@ class SplitDP:
 
     def _may_beat(self, c: Candidate) -> bool:
         """Whether `c` may be part of a schedule faster than F."""
+        return self.may_beat(c, self._below)
+
+    def may_beat(self, c: Candidate, below: float) -> bool:
+        """Whether offered `c` may be part of a schedule faster than `below` ms: one with c
+        takes at least its time and the rate's bound on the rest."""
         least = c.time_ms + self._rate * (self.batch - c.micro_batch)
-        return least <= self._below * (1 + _ROUNDING)
+        return least <= below * (1 + _ROUNDING)
 
     def solve(self) -> Schedule | None:
         """The fastest schedule of the whole batch from what was offered, or None."""

@@ -65,16 +65,26 @@ def _front(batch: int, candidates: list[Candidate], budget: StepBudget) -> Itera
     """The front's points, workspace ascending, each found before the next is looked for."""
     candidates.sort(key=lambda c: (c.workspace_bytes, c.speed_key()))
     dp = SplitDP(batch, budget)
-    front_ms = math.inf
+    front_ms = math.inf  # the program's sum for the last schedule it found faster
+    last: Schedule | None = None
     for _, group in itertools.groupby(candidates, key=lambda c: c.workspace_bytes):
-        # Not a short-circuit: every candidate of the group must be offered.
-        changed = [dp.offer(c) for c in group]
+        offered = [c for c in group if dp.offer(c)]  # every one offered: no short-circuit
         # A faster schedule must use a new candidate, whose workspace is larger than any
         # before, so the front grows in order: a point joins when it is strictly faster (so
-        # the program may leave out what cannot beat the last point).
-        if any(changed) and (way := dp.fastest(front_ms)) is not None and way.time_ms < front_ms:
-            yield dp.schedule(way)
+        # the program may leave out what cannot beat the last point, and need not solve at
+        # all when no new candidate can).
+        if (
+            any(dp.may_beat(c, front_ms) for c in offered)
+            and (way := dp.fastest(front_ms)) is not None
+            and way.time_ms < front_ms
+        ):
             front_ms = way.time_ms
+            schedule = dp.schedule(way)
+            # The program adds the parts in its own order: a sum smaller by rounding alone
+            # (the same schedule, or one just as fast) is no point of the front.
+            if last is None or schedule.time_ms < last.time_ms:
+                yield schedule
+                last = schedule
 
 
 def desirable_points(
