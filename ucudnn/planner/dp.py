@@ -378,13 +378,15 @@ class _GeneralDP:
         """Entries from `start` on; how many options were tried (at most a solve from scratch
         tries, as the options of b that changed are tried only while fewer than all)."""
         time, workspace, order, batch = self._time, self._workspace, self._order, self.batch
+        # (size, time, workspace) of each split, ascending: read once per solve, not per entry.
+        options = [(s, *self._parts[s]) for s in small]
         if 2 * len(changed) >= len(small):  # as good as new: solve from scratch
-            return self._from_scratch(start, small)
-        touched = self._touched(start, changed, gone)  # b: the splits whose option changed
-        split_times = [(s, self._parts[s][0]) for s in small]
+            return self._from_scratch(start, small, options)
+        touched = self._touched(start, changed, gone)  # [b]: the splits whose option changed
+        split_times = [(s, t) for s, t, _ in options]
         tried = 0
         for b in range(start, batch + 1):
-            splits = touched.pop(b, None)
+            splits = touched[b]
             if splits is None:  # no option at b changed
                 continue
             half = b >> 1
@@ -396,48 +398,59 @@ class _GeneralDP:
                 or (own > 0 and own in splits)
                 or (len(splits) >= fewer)
             ):
-                best = self._all_options(b, small, half)
+                t, w, o = self._all_options(b, options, fewer)
                 tried += fewer
             else:
-                best = self._least_of(b, splits, (time[b], workspace[b], own), single)
+                t, w, o = self._least_of(b, splits, (time[b], workspace[b], own), single)
                 tried += len(splits)
-            if best != (time[b], workspace[b], own):
-                time[b], workspace[b], order[b] = t, _, _ = best
+            if t != time[b] or w != workspace[b] or o != own:
+                time[b], workspace[b], order[b] = t, w, o
                 # b is the rest of a split s at b + s when s <= b: that option changed. Its
                 # entry is tried again where the option is its own, or may now win: an entry
                 # not tried again in full only gets faster.
-                most = min(b, batch - b)
-                for s, ts in split_times:
-                    if s > most:
-                        break
-                    if ts + t <= time[b + s] or order[b + s] == s:
-                        touched.setdefault(b + s, []).append(s)
+                for s, ts in split_times[: bisect.bisect_right(small, min(b, batch - b))]:
+                    later = b + s
+                    if ts + t <= time[later] or order[later] == s:
+                        if (found := touched[later]) is None:
+                            touched[later] = [s]
+                        else:
+                            found.append(s)
         return tried
 
-    def _from_scratch(self, start: int, small: list[int]) -> int:
+    def _from_scratch(
+        self, start: int, small: list[int], options: list[tuple[int, float, int]]
+    ) -> int:
         """Every entry from `start` on, trying every option; how many were tried."""
         tried = 0
         for b in range(start, self.batch + 1):
-            half = b >> 1
-            self._time[b], self._workspace[b], self._order[b] = self._all_options(b, small, half)
-            tried += bisect.bisect_right(small, half)
+            fewer = bisect.bisect_right(small, b >> 1)
+            self._time[b], self._workspace[b], self._order[b] = self._all_options(b, options, fewer)
+            tried += fewer
         return tried
 
-    def _touched(self, start: int, changed: set[int], gone: set[int]) -> dict[int, list[int]]:
-        """The entries whose options changed with the candidates, before any entry does: b:
+    def _touched(self, start: int, changed: set[int], gone: set[int]) -> list[list[int] | None]:
+        """The entries whose options changed with the candidates, before any entry does: [b]:
         the splits s at b whose candidate changed (or went) and that may now win or were its
-        own. The undivided run of b changed where b is in `changed` or `gone`."""
+        own (None: none). The undivided run of b changed where b is in `changed` or `gone`."""
         time, order, parts = self._time, self._order, self._parts
-        touched: dict[int, list[int]] = {b: [] for b in changed | gone}
+        touched: list[list[int] | None] = [None] * (self.batch + 1)
+        for b in changed | gone:
+            touched[b] = []
         for s in changed:
             ts = parts[s][0]
             for b in range(max(2 * s, start), self.batch + 1):
                 if ts + time[b - s] <= time[b] or order[b] == s:
-                    touched.setdefault(b, []).append(s)
+                    if (found := touched[b]) is None:
+                        touched[b] = [s]
+                    else:
+                        found.append(s)
         if gone:
             for b in range(start, self.batch + 1):
                 if order[b] in gone:
-                    touched.setdefault(b, []).append(order[b])
+                    if (found := touched[b]) is None:
+                        touched[b] = [order[b]]
+                    else:
+                        found.append(order[b])
         return touched
 
     def _least_of(
@@ -458,21 +471,27 @@ class _GeneralDP:
                     best = option
         return best
 
-    def _all_options(self, b: int, small: list[int], half: int) -> tuple[float, int, int]:
-        """The least option at b: (time, workspace, order)."""
-        time, workspace, parts = self._time, self._workspace, self._parts
-        best = (*parts[b], 0) if b in parts else (math.inf, 0, _NO_WAY)
-        for s in small:  # ascending, so on a full tie the first stays
-            if s > half:
-                break
-            ts, ws = parts[s]
+    def _all_options(
+        self, b: int, options: list[tuple[int, float, int]], fewer: int
+    ) -> tuple[float, int, int]:
+        """The least option at b, (time, workspace, order), of the run of b undivided and the
+        first `fewer` of `options`: the splits of at most b / 2."""
+        time, workspace = self._time, self._workspace
+        part = self._parts.get(b)
+        best_time, best_workspace, best_order = (
+            (math.inf, 0, _NO_WAY) if part is None else (*part, 0)
+        )
+        # Ascending sizes, so a split ties the best so far only on a larger order: it wins on
+        # time, then on workspace, as (time, workspace, order) compares.
+        for s, ts, ws in options[:fewer]:
             ts += time[b - s]
-            if ts <= best[0]:
+            if ts <= best_time:
                 rest = workspace[b - s]
-                option = (ts, ws if ws > rest else rest, s)
-                if option < best:
-                    best = option
-        return best
+                if rest > ws:
+                    ws = rest
+                if ts < best_time or ws < best_workspace:
+                    best_time, best_workspace, best_order = ts, ws, s
+        return best_time, best_workspace, best_order
 
     def counts(self) -> dict[int, int]:
         """How many parts of each size the fastest way to make the batch runs."""
