@@ -108,6 +108,36 @@ def eligible_candidates(
     ]
 
 
+def fastest_by_size(
+    table: KernelTable, limit_bytes: int | None, policy: Policy, deterministic_only: bool
+) -> dict[int, Candidate]:
+    """The fastest of `eligible_candidates` at each size that has one (the least speed_key):
+    all that the fastest schedule under one limit can use, as it runs each part with the
+    fastest candidate at its size. One plain pass, as WR's plans go through every row."""
+    if limit_bytes is not None:
+        limit_bytes = byte_count(limit_bytes, "limit_bytes")
+    allowed = sizes_for_policy(policy, table.batch)
+    fastest = {}
+    for b, candidates in table.candidates.items():
+        if b not in allowed:
+            continue
+        best: Candidate | None = None
+        for c in candidates:
+            if (
+                (limit_bytes is None or c.workspace_bytes <= limit_bytes)
+                and (c.deterministic or not deterministic_only)
+                and (
+                    best is None
+                    or c.time_ms < best.time_ms
+                    or (c.time_ms == best.time_ms and c.speed_key() < best.speed_key())
+                )
+            ):
+                best = c
+        if best is not None:
+            fastest[b] = best
+    return fastest
+
+
 # The order of an entry with no way at all: below every option, so that none replaces it
 # unless it has a time (an option of infinite time is no way either).
 _NO_WAY = -1

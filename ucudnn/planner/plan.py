@@ -29,7 +29,7 @@ from ucudnn.errors import SlowPlanWarning
 from ucudnn.planner.choices import DEFAULT_TIME_LIMIT_S
 from ucudnn.planner.config import MAX_BYTES, byte_count, micro_batch_policy
 from ucudnn.planner.documents import line_of, read_document
-from ucudnn.planner.dp import eligible_candidates
+from ucudnn.planner.dp import fastest_by_size
 from ucudnn.planner.errors import InfeasibleError, SolverError
 from ucudnn.planner.files import FieldError, field_errors, located_error
 from ucudnn.planner.pareto import DesirableSets, desirable_set
@@ -516,8 +516,7 @@ def baseline(
         ValueError: text that is no size, a negative size or one larger than any memory.
     """
     limit_bytes = byte_count(limit_bytes, "limit_bytes")
-    singles = eligible_candidates(table, limit_bytes, "undivided", deterministic_only)
-    return min(singles, key=Candidate.speed_key, default=None)
+    return fastest_by_size(table, limit_bytes, "undivided", deterministic_only).get(table.batch)
 
 
 def _per_content(tables: TimingTables, solve: Callable[[KernelTable], T]) -> dict[KernelId, T]:
@@ -559,8 +558,16 @@ def make_plan_wr(
     """
     limit_bytes = byte_count(limit_bytes, "limit_bytes")
     policy = micro_batch_policy(policy, "policy")
-    schedules = _per_content(tables, lambda t: plan_wr(t, limit_bytes, policy, deterministic_only))
-    baselines = {k: baseline(t, limit_bytes, deterministic_only) for k, t in tables.items()}
+    # Both from one pass over the contents: finding a content is a large part of a plan.
+    solved = _per_content(
+        tables,
+        lambda t: (
+            plan_wr(t, limit_bytes, policy, deterministic_only),
+            baseline(t, limit_bytes, deterministic_only),
+        ),
+    )
+    schedules = {k: schedule for k, (schedule, _) in solved.items()}
+    baselines = {k: undivided for k, (_, undivided) in solved.items()}
     return _plan(
         "wr",
         tables,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ucudnn.core.argtypes import PolicyArgument, Size
 from ucudnn.planner.config import byte_count, micro_batch_policy
-from ucudnn.planner.dp import SplitDP, eligible_candidates
+from ucudnn.planner.dp import SplitDP, fastest_by_size
 from ucudnn.planner.errors import InfeasibleError
 from ucudnn.planner.pareto import smallest_workspace
 from ucudnn.planner.policies import DEFAULT_POLICY, Policy, policy_text
@@ -34,7 +34,7 @@ def plan_wr(
     limit_bytes = byte_count(limit_bytes, "limit_bytes")
     policy = micro_batch_policy(policy, "policy")
     dp = SplitDP(table.batch)
-    for c in eligible_candidates(table, limit_bytes, policy, deterministic_only):
+    for c in fastest_by_size(table, limit_bytes, policy, deterministic_only).values():
         dp.offer(c)
     schedule = dp.solve()
     if schedule is None:
