@@ -14,6 +14,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from tests.planner_oracles import best_wd, kernel_tables
+from ucudnn.planner import wd
 from ucudnn.planner.errors import InfeasibleError, SolverError
 from ucudnn.planner.networks import builtin_network
 from ucudnn.planner.pareto import desirable_set
@@ -142,8 +143,21 @@ def knapsack_the_greedy_gets_wrong() -> dict:
     }
 
 
+@pytest.fixture
+def ilp_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The exact search gives up at once, as on a problem too large for it: the ILP decides."""
+    monkeypatch.setattr(wd, "DP_WORK_LIMIT", 0)
+
+
+def test_what_the_bounds_cannot_settle_the_exact_search_does() -> None:
+    solution = plan_wd(knapsack_the_greedy_gets_wrong(), 4 * 256)
+    assert (solution.solver, solution.status, solution.time_ms) == ("dp", "optimal", 22.0)
+    assert [s.workspace_bytes for s in solution.choices.values()] == [0, 512, 512]
+
+
+@pytest.mark.usefixtures("ilp_only")
 @pytest.mark.parametrize("solver", ["highs", "cbc"])
-def test_what_the_bounds_cannot_settle_goes_to_the_solver(solver: str) -> None:
+def test_what_the_exact_search_gives_up_on_goes_to_the_solver(solver: str) -> None:
     solution = plan_wd(knapsack_the_greedy_gets_wrong(), 4 * 256, solver=solver)
     assert (solution.solver, solution.status, solution.time_ms) == (solver, "optimal", 22.0)
     assert [s.workspace_bytes for s in solution.choices.values()] == [0, 512, 512]
@@ -162,6 +176,7 @@ def test_identical_kernels_share_variables_and_still_get_one_schedule_each() -> 
     check_layout(solution, 9 * 256, 256)
 
 
+@pytest.mark.usefixtures("ilp_only")
 def test_a_solver_stopped_by_its_time_limit_still_gives_a_plan() -> None:
     # The solver starts from the greedy solution, so even no time at all leaves a plan.
     solution = plan_wd(knapsack_the_greedy_gets_wrong(), 4 * 256, time_limit_s=1e-9)
@@ -209,7 +224,9 @@ def test_without_highs_cbc_solves_and_says_so(tmp_path) -> None:
     probe = (
         "import warnings\n"
         "from tests.test_planner_wd import knapsack_the_greedy_gets_wrong\n"
+        "from ucudnn.planner import wd\n"
         "from ucudnn.planner.wd import plan_wd\n"
+        "wd.DP_WORK_LIMIT = 0  # the ILP decides\n"
         "with warnings.catch_warnings(record=True) as caught:\n"
         "    warnings.simplefilter('always')\n"
         "    solution = plan_wd(knapsack_the_greedy_gets_wrong(), 4 * 256)\n"
@@ -258,6 +275,7 @@ def _without_libraries(monkeypatch: pytest.MonkeyPatch, *solvers: str) -> None:
     monkeypatch.setattr(mip, "Model", fake_model)
 
 
+@pytest.mark.usefixtures("ilp_only")
 def test_cbc_that_does_not_load_is_one_error_naming_the_package(monkeypatch) -> None:
     _without_libraries(monkeypatch, "CBC")
     with pytest.raises(SolverError) as caught:
@@ -266,6 +284,7 @@ def test_cbc_that_does_not_load_is_one_error_naming_the_package(monkeypatch) -> 
     assert str(caught.value) == expected
 
 
+@pytest.mark.usefixtures("ilp_only")
 def test_cbc_missing_is_found_before_python_mip_logs_about_it(monkeypatch) -> None:
     monkeypatch.setitem(sys.modules, "cbcbox", None)  # as if it were not installed
     monkeypatch.delenv("PMIP_CBC_LIBRARY", raising=False)
@@ -273,6 +292,7 @@ def test_cbc_missing_is_found_before_python_mip_logs_about_it(monkeypatch) -> No
         plan_wd(knapsack_the_greedy_gets_wrong(), 4 * 256, solver="cbc")
 
 
+@pytest.mark.usefixtures("ilp_only")
 def test_neither_solver_loading_is_one_error_naming_both(monkeypatch) -> None:
     _without_libraries(monkeypatch, "HiGHS", "CBC")
     with pytest.raises(SolverError) as caught:
@@ -287,6 +307,8 @@ def test_plan_with_cbc_missing_says_so_in_one_line() -> None:
     code = (
         "import sys\n"
         "sys.modules['cbcbox'] = None\n"
+        "import ucudnn.planner.wd\n"
+        "ucudnn.planner.wd.DP_WORK_LIMIT = 0  # the ILP decides\n"
         "from ucudnn.faces.cli import main\n"
         "sys.exit(main(['plan', 'resnet50', '--model', '--mode', 'wd', '--total-workspace',"
         " '8MiB', '--solver', 'cbc', '-q']))\n"

@@ -31,8 +31,8 @@ import numbers
 import os
 import time
 import warnings
-from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, TypeVar
 
 from ucudnn.core.arena import CUDNN_ALIGNMENT
 from ucudnn.core.checks import integer, shown
@@ -121,6 +121,7 @@ def plan_wd(
     budget_bytes = byte_count(budget_bytes, "budget_bytes")
     alignment = integer(alignment, "alignment", minimum=1)
     solver, time_limit_s = check_solver(solver, time_limit_s)
+    deadline = time.monotonic() + time_limit_s
     groups = _groups(sets, alignment)
     need = sum(len(g.kernels) * g.units[0] for g in groups) * alignment
     if need > budget_bytes:
@@ -135,8 +136,11 @@ def plan_wd(
         logger.debug(
             "WD over %d kernels: the greedy choice meets the LP bound, so it is optimal", len(sets)
         )
+    elif _settle_exactly(groups, start, budget, deadline):
+        used = "dp"
     else:
-        status, used = _solve(groups, start, budget, solver, time_limit_s)
+        left_s = max(deadline - time.monotonic(), _LEAST_SOLVE_S)
+        status, used = _solve(groups, start.counts, budget, solver, left_s)
     choices = _choices(sets, groups)
     offsets, end = {}, 0
     for k, schedule in choices.items():
@@ -222,10 +226,19 @@ def _on_or_above(g: _Group, a: int, b: int, c: int) -> bool:
     return left >= (g.times[c] - g.times[a]) * (g.units[b] - g.units[a])
 
 
-def _prove_greedy_or_prune(groups: list[_Group], budget: int) -> list[dict[int, int]] | None:
+@dataclasses.dataclass(frozen=True)
+class _Start:
+    """A known solution that uses no dropped option, and the LP's price of a unit."""
+
+    counts: list[dict[int, int]]  # per group: option -> kernels
+    time_ms: float
+    multiplier: float
+
+
+def _prove_greedy_or_prune(groups: list[_Group], budget: int) -> _Start | None:
     """Settle every group when the integer greedy is provably optimal (None); otherwise drop
     the options no optimal solution uses, settle the groups left with one, and return the
-    greedy's counts (a solution that uses no dropped option) to start the solver from."""
+    greedy's solution to start the exact search from."""
     steps = _increments(groups)
     left = budget - sum(len(g.kernels) * g.units[0] for g in groups)
     multiplier = 0.0  # the LP relaxation's price of a unit of workspace
@@ -252,7 +265,7 @@ def _prove_greedy_or_prune(groups: list[_Group], budget: int) -> list[dict[int, 
         g.allowed = [i for i in g.allowed if bound + p[i] - lowest <= greedy_ms + margin]
         if len(g.allowed) == 1:
             g.settle({g.allowed[0]: len(g.kernels)})
-    return greedy
+    return _Start(greedy, greedy_ms, multiplier)
 
 
 def _greedy(
@@ -272,6 +285,187 @@ def _greedy(
         n * g.times[i] for g, c in zip(groups, counts, strict=True) for i, n in c.items()
     )
     return counts, time_ms
+
+
+# -- the exact search ---------------------------------------------------------------------
+# How many partial solutions the exact search may build before it leaves the problem to the
+# ILP solver: about a second of pure Python.
+DP_WORK_LIMIT = 600_000
+# The first round allows this share of the start's distance from the bound; each next one
+# this many times more, up to all of it.
+_FIRST_SLACK_SHARE = 64.0
+_SLACK_GROWTH = 4.0
+# A solve past its deadline still gets this long: the solver returns the solution it starts from.
+_LEAST_SOLVE_S = 1e-9
+
+
+# A partial solution over the first groups: (units, time, reduced cost, the partial of the
+# previous layer it extends, the group's choice it adds). Tuples: there are up to a million.
+_Partial = tuple[int, float, float, int, int]
+# A group's choice for all its kernels: (units, time, reduced cost, kernels per allowed option).
+_Choice = tuple[int, float, float, tuple[int, ...]]
+_Sized = TypeVar("_Sized", _Partial, _Choice)
+
+
+def _settle_exactly(groups: list[_Group], start: _Start, budget: int, deadline: float) -> bool:
+    """Settle the groups that still have a choice by an exact dynamic programme over them,
+    unless it would take more than DP_WORK_LIMIT partial solutions or run past `deadline`
+    (False: nothing is settled).
+
+    Why the result is optimal. Let lambda >= 0 be the LP's unit price and, for a group g of
+    n_g kernels, m_g the least priced time t_i + lambda * u_i of its options; the reduced cost
+    of a choice is its time plus lambda times its units, less n_g * m_g, and is >= 0. Every
+    complete solution using U <= R units (R: the budget the free groups share) takes
+    T = sum(n_g * m_g) - lambda * R + (sum of reduced costs) + lambda * (R - U), so a solution
+    as fast as the start T0 has reduced costs summing to at most T0 - sum(n_g * m_g) +
+    lambda * R, the slack; the last two terms are >= 0. A partial solution over the first k
+    groups whose reduced cost exceeds the slack therefore extends to no solution as fast as T0,
+    and one that uses more units than R to none at all: both are dropped. Of two partial
+    solutions over the same groups, one using no more units and no more time (dominating the
+    other) extends by the same choices of the later groups to a solution no worse, so only the
+    non-dominated ones are kept; within a group of identical kernels the same holds for its
+    choices, which are built kernel by kernel. What remains after the last group holds an
+    optimal solution if any is faster than T0; the fastest found is compared with T0 (with a
+    margin for rounding in the pruning, and exactly by fsum at the end) and the better kept.
+    """
+    free = [
+        (g, counts) for g, counts in zip(groups, start.counts, strict=True) if len(g.allowed) > 1
+    ]
+    room = budget - sum(
+        n * g.units[i] for g in groups if len(g.allowed) == 1 for i, n in g.counts.items()
+    )
+    search = _Search([g for g, _ in free], start.multiplier, room, deadline)
+    start_ms = math.fsum(n * g.times[i] for g, counts in free for i, n in counts.items())
+    gap = start_ms - search.bound_ms
+    margin = 1e-9 * max(1.0, abs(start_ms), start.multiplier * room)
+    slack = gap / _FIRST_SLACK_SHARE
+    while True:
+        slack = min(slack, gap)
+        found = search.run(slack + margin)
+        if found is None:
+            logger.debug("WD: the exact search gave up after %d partial solutions", search.work)
+            return False
+        if found or slack >= gap:
+            break
+        slack *= _SLACK_GROWTH
+    logger.debug("WD: the exact search built %d partial solutions", search.work)
+    found_ms = (
+        math.fsum(
+            n * g.times[i]
+            for g, counts in zip(search.groups, found, strict=True)
+            for i, n in counts.items()
+        )
+        if found
+        else math.inf
+    )
+    chosen = dict(zip(map(id, search.groups), found, strict=True)) if found_ms < start_ms else {}
+    for g, counts in free:
+        g.settle(chosen.get(id(g), counts))
+    return True
+
+
+class _Search:
+    """The exact search over the groups that still have a choice, in rounds of growing slack.
+
+    Groups whose cheapest departure from their priced minimum costs most come first: they
+    add few partials, so the layers stay small until the last groups."""
+
+    def __init__(self, groups: list[_Group], multiplier: float, room: int, deadline: float) -> None:
+        lowest = {
+            id(g): min(g.times[i] + multiplier * g.units[i] for i in g.allowed) for g in groups
+        }
+        self.options = {
+            id(g): [
+                (g.units[i], g.times[i], g.times[i] + multiplier * g.units[i] - lowest[id(g)])
+                for i in g.allowed
+            ]
+            for g in groups
+        }
+        self.groups = sorted(
+            groups, key=lambda g: -_second_smallest(o[2] for o in self.options[id(g)])
+        )
+        self.multiplier, self.room, self.deadline = multiplier, room, deadline
+        self.bound_ms = (
+            math.fsum(len(g.kernels) * lowest[id(g)] for g in groups) - multiplier * room
+        )
+        self.work = 0
+
+    def run(self, slack: float) -> list[dict[int, int]] | None:
+        """The counts of the fastest solution within `slack` of the bound ([] if none is), or
+        None when the work limit or the deadline stops the search first."""
+        layers: list[list[_Partial]] = [[(0, 0.0, 0.0, -1, -1)]]
+        fronts = []
+        for g in self.groups:
+            front = _group_front(len(g.kernels), self.options[id(g)], slack, self.room)
+            self.work += len(front) * len(layers[-1])
+            if self.work > DP_WORK_LIMIT or time.monotonic() > self.deadline:
+                return None
+            fronts.append(front)
+            layers.append(_extend(layers[-1], front, slack, self.room))
+        # The last partial is the fastest; its reduced cost counts the units it leaves unused.
+        last = layers[-1][-1] if layers[-1] else None
+        if last is None or last[2] + self.multiplier * (self.room - last[0]) > slack:
+            return []
+        return _trace(layers, fronts, self.groups)
+
+
+def _second_smallest(values: Iterable[float]) -> float:
+    return sorted(values)[1]
+
+
+def _group_front(
+    kernels: int, options: list[tuple[int, float, float]], slack: float, room: int
+) -> list[_Choice]:
+    """The group's non-dominated choices (counts of its kernels per allowed option) within the
+    slack and the room, built kernel by kernel, fewest units first."""
+    front: list[_Choice] = [(0, 0.0, 0.0, (0,) * len(options))]
+    for _ in range(kernels):
+        front = _non_dominated(
+            [
+                (u + du, t + dt, r + dr, (*c[:j], c[j] + 1, *c[j + 1 :]))
+                for u, t, r, c in front
+                for j, (du, dt, dr) in enumerate(options)
+                if r + dr <= slack and u + du <= room
+            ]
+        )
+    return front
+
+
+def _extend(layer: list[_Partial], front: list[_Choice], slack: float, room: int) -> list[_Partial]:
+    """The non-dominated partials that add one of the group's choices to one of `layer`'s."""
+    return _non_dominated(
+        [
+            (u + du, t + dt, r + dr, p, j)
+            for p, (u, t, r, _, _) in enumerate(layer)
+            for j, (du, dt, dr, _) in enumerate(front)
+            if r + dr <= slack and u + du <= room
+        ]
+    )
+
+
+def _non_dominated(items: list[_Sized]) -> list[_Sized]:
+    """The items no other beats in both units and time, fewest units (so most time) first."""
+    items.sort(key=lambda x: (x[0], x[1]))
+    kept, fastest = [], math.inf
+    for item in items:
+        if item[1] < fastest:
+            kept.append(item)
+            fastest = item[1]
+    return kept
+
+
+def _trace(
+    layers: list[list[_Partial]], fronts: list[list[_Choice]], groups: list[_Group]
+) -> list[dict[int, int]]:
+    """Each group's counts in the fastest complete solution (the last of the last layer)."""
+    found = []
+    at = len(layers[-1]) - 1
+    for layer, front, g in zip(
+        reversed(layers[1:]), reversed(fronts), reversed(groups), strict=True
+    ):
+        _, _, _, at, choice = layer[at]
+        found.append(dict(zip(g.allowed, front[choice][3], strict=True)))
+    return found[::-1]
 
 
 # -- the solver ---------------------------------------------------------------------------

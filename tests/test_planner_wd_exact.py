@@ -1,0 +1,83 @@
+"""WD's exact search (the dynamic programme between the bounds and the ILP) against exhaustive
+search: small instances with ties, groups of identical kernels, tight and loose budgets."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from tests.planner_oracles import best_wd
+from ucudnn.planner import wd
+from ucudnn.planner.errors import InfeasibleError
+from ucudnn.planner.tables import Candidate, Schedule
+from ucudnn.planner.wd import aligned, plan_wd
+
+
+def single(time_ms: float, workspace: int) -> Schedule:
+    return Schedule((Candidate(1, 0, time_ms, workspace),))
+
+
+# Times on a coarse grid and sizes of a few units, so that totals tie often.
+tied_lists = st.lists(
+    st.builds(single, st.integers(0, 12).map(float), st.integers(0, 6).map(lambda u: u * 256)),
+    min_size=1,
+    max_size=4,
+)
+
+
+@pytest.fixture(autouse=True)
+def no_ilp(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Reaching the ILP fails the test: instances this small are the exact search's."""
+
+    def refuse(*args: object) -> tuple[str, str]:
+        raise AssertionError("the ILP solver was reached")
+
+    monkeypatch.setattr(wd, "_solve", refuse)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.tuples(tied_lists, st.integers(1, 4)), min_size=1, max_size=4),
+    st.integers(0, 40),
+)
+def test_the_exact_search_finds_the_optimum(lists, budget_units: int) -> None:
+    sets = {(f"l{i}.{j}", "forward"): s for i, (s, n) in enumerate(lists) for j in range(n)}
+    budget = budget_units * 256
+    best = best_wd(sets, budget, 256)
+    if best is None:
+        with pytest.raises(InfeasibleError):
+            plan_wd(sets, budget)
+        return
+    solution = plan_wd(sets, budget)
+    assert solution.status == "optimal" and solution.solver in ("none", "dp")
+    assert solution.time_ms == best  # times on a grid of whole ms add up exactly
+    assert all(solution.choices[k] in sets[k] for k in sets)
+    assert sum(aligned(s.workspace_bytes, 256) for s in solution.choices.values()) <= budget
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(
+        st.lists(
+            st.builds(single, st.floats(0, 50, allow_nan=False), st.integers(0, 3000)),
+            min_size=2,
+            max_size=5,
+        ),
+        min_size=2,
+        max_size=5,
+    ),
+    st.floats(0.0, 1.0),
+)
+def test_the_exact_search_is_exact_with_real_times(lists, share: float) -> None:
+    """Budgets between the smallest and the fastest choices, where trading is needed."""
+    sets = {(f"l{i}", "forward"): s for i, s in enumerate(lists)}
+    low = sum(min(aligned(s.workspace_bytes, 256) for s in v) for v in lists)
+    high = sum(max(aligned(s.workspace_bytes, 256) for s in v) for v in lists)
+    budget = low + math.floor(share * (high - low))
+    best = best_wd(sets, budget, 256)
+    assert best is not None
+    solution = plan_wd(sets, budget)
+    assert solution.solver in ("none", "dp")
+    assert solution.time_ms == pytest.approx(best, rel=1e-12, abs=1e-12)
