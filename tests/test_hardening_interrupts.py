@@ -110,7 +110,12 @@ def test_a_signal_during_the_solver_ends_the_command_at_once(
 ) -> None:
     """Ctrl-C says so in one line (status 130); SIGTERM ends it silently (143)."""
     budget = hard_wd_timings(tmp_path / "hard.csv")
-    argv = [sys.executable, "-m", "ucudnn.faces.cli", "plan", "-q"]
+    # The exact search settles these timings in a moment: without it, HiGHS takes them.
+    ilp_only = (
+        "import sys, ucudnn.planner.wd as wd; wd.DP_WORK_LIMIT = 0; "
+        "from ucudnn.faces.cli import main; sys.exit(main(sys.argv[1:]))"
+    )
+    argv = [sys.executable, "-c", ilp_only, "plan", "-q"]
     argv += ["--mode", "wd", "--total-workspace", str(budget)]
     argv += ["--timings", str(tmp_path / "hard.csv")]
     process = subprocess.Popen(

@@ -274,7 +274,8 @@ PLAN = _document(
         "policy": _POLICY,
         "deterministic_only": _flag("whether only deterministic algorithms were allowed"),
         "solver": _text(
-            "dp (wr), or the ILP solver (wd); none: the bounds alone proved the optimum",
+            "dp: dynamic programming (wr; wd when its exact search decided), or the ILP solver "
+            "(wd); none: the bounds alone proved the optimum",
             ("dp", *SOLVERS, "none"),
         ),
         "solver_status": _text(

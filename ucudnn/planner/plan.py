@@ -254,7 +254,7 @@ class Plan:
     policy: str | tuple[int, ...]
     kernels: tuple[KernelPlan, ...]
     deterministic_only: bool = False
-    solver: str = "dp"  # "dp" (wr), "highs", "cbc", or "none" (wd, nothing to trade)
+    solver: str = "dp"  # "dp" (wr, or wd by exact search), "highs", "cbc", or "none" (wd)
     solver_status: str = "optimal"
     alignment: int | None = None  # of arena offsets (wd)
     device: DeviceFacts | None = None
