@@ -13,8 +13,6 @@ import pytest
 
 from ucudnn.faces.cli import main
 from ucudnn.faces.parser import build_parser
-from ucudnn.planner.networks import builtin_network
-from ucudnn.planner.synthetic import model_tables
 from ucudnn.planner.tables import Candidate, KernelTable, TimingTables
 
 ONE_LINE = re.compile(r"ucudnn(?: [a-z]+)?: error: [^\n]+; see ucudnn(?: [a-z]+)? --help\n")
@@ -28,14 +26,6 @@ def usage_error(capsys: pytest.CaptureFixture[str], argv: list[str]) -> str:
     assert out == ""
     assert ONE_LINE.fullmatch(err), err
     return err
-
-
-@pytest.fixture
-def timings(tmp_path: Path) -> Path:
-    graph = builtin_network("alexnet", batch=8)
-    path = tmp_path / "alexnet.csv"
-    model_tables((n, graph.problem(n), graph.kernels(n)) for n in graph.layers()).write_csv(path)
-    return path
 
 
 def test_an_unknown_option_is_one_line_naming_the_subcommand(
@@ -72,9 +62,8 @@ def test_a_value_that_starts_with_a_dash_reaches_its_check(
     assert "argument --batch: expected one argument" in err
 
 
-def test_each_conflict_names_what_was_given(
-    capsys: pytest.CaptureFixture[str], timings: Path
-) -> None:
+def test_each_conflict_names_what_was_given(capsys: pytest.CaptureFixture[str]) -> None:
+    timings = Path(__file__).parent / "data" / "engines-resnet50-fp16-nchw.csv.gz"  # unread
     assert main(["plan", "--timings", str(timings), "--model", "-q"]) == 2
     assert capsys.readouterr().err == (
         "ucudnn plan: error: give --timings FILE or --model, not both\n"

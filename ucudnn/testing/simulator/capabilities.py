@@ -31,24 +31,17 @@ import math
 from pathlib import Path
 from typing import Any
 
+from ucudnn.core.algorithms import LEGACY_ALGORITHMS
 from ucudnn.testing.simulator.problem import NOT_SUPPORTED, SUCCESS, AlgoFacts, SimProblem
 
 DATA = Path(__file__).parent / "data"
 TABLES = "h100-cudnn-9.19.0.json.gz"
 OBSERVED = "observed:h100-gpu-tests-2026-11-24"
 
+# cuDNN's legacy algorithms, as the simulated library numbers them: cuDNN's own enums.
 ALGORITHMS: dict[str, tuple[str, ...]] = {
-    "forward": (
-        "implicit_gemm", "implicit_precomp_gemm", "gemm", "direct",
-        "fft", "fft_tiling", "winograd", "winograd_nonfused",
-    ),
-    "backward_data": (
-        "algo_0", "algo_1", "fft", "fft_tiling", "winograd", "winograd_nonfused",
-    ),
-    "backward_filter": (
-        "algo_0", "algo_1", "fft", "algo_3", "winograd", "winograd_nonfused", "fft_tiling",
-    ),
-}  # fmt: skip
+    kernel: names for kernel, names in LEGACY_ALGORITHMS.items()
+}
 # Measured on the H100: exactly these are non-deterministic.
 _NON_DETERMINISTIC = {("backward_data", "algo_0"), ("backward_filter", "algo_0"),
                       ("backward_filter", "algo_3")}  # fmt: skip
