@@ -270,6 +270,7 @@ from cudnn cimport (
     cudnnTensorFormat_t,
 )
 
+from ucudnn.core.algorithms import LEGACY_ALGORITHMS
 from ucudnn.errors import cudnn_error_class
 
 
@@ -355,19 +356,9 @@ SOFTMAX_ALGORITHMS = {
 }
 SOFTMAX_MODES = {"instance": CUDNN_SOFTMAX_MODE_INSTANCE, "channel": CUDNN_SOFTMAX_MODE_CHANNEL}
 
-# Algorithm names by enum value (cudnnConvolution{Fwd,BwdData,BwdFilter}Algo_t).
-ALGORITHMS = {
-    "forward": (
-        "implicit_gemm", "implicit_precomp_gemm", "gemm", "direct",
-        "fft", "fft_tiling", "winograd", "winograd_nonfused",
-    ),
-    "backward_data": (
-        "algo_0", "algo_1", "fft", "fft_tiling", "winograd", "winograd_nonfused",
-    ),
-    "backward_filter": (
-        "algo_0", "algo_1", "fft", "algo_3", "winograd", "winograd_nonfused", "fft_tiling",
-    ),
-}
+# Algorithm names by enum value (cudnnConvolution{Fwd,BwdData,BwdFilter}Algo_t): the planner's
+# pure-Python table, held here to the counts these headers give.
+ALGORITHMS = dict(LEGACY_ALGORITHMS)
 if [len(names) for names in ALGORITHMS.values()] != [
     CUDNN_CONVOLUTION_FWD_ALGO_COUNT,
     CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT,

@@ -121,15 +121,6 @@ def test_a_plan_document_refuses_a_long_engine_tag() -> None:
     assert len(str(caught.value)) < 300
 
 
-@pytest.mark.gpu
-def test_the_pure_python_table_is_the_native_modules() -> None:
-    from ucudnn._native import _cudnn
-
-    assert {kernel: tuple(names) for kernel, names in _cudnn.ALGORITHMS.items()} == (
-        LEGACY_ALGORITHMS
-    )
-
-
 ENGINE_TABLE = Path(__file__).parent / "data" / "engines-resnet50-fp16-nchw.csv.gz"
 
 

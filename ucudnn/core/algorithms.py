@@ -3,7 +3,8 @@
 
 Pure Python, so that the planner can check the algorithm numbers of the files it reads without
 cuDNN: a number past a kernel's enum would make every call of that kernel fail at run time.
-The native module builds its own table from the cuDNN headers; a test holds the two equal.
+The native module serves this table as `ucudnn.cudnn.ALGORITHMS`, and refuses to import when
+its counts differ from those of the cuDNN headers it was built with.
 """
 
 from __future__ import annotations
