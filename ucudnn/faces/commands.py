@@ -324,16 +324,14 @@ def _timings_file(args: argparse.Namespace) -> tuple[TimingTables, str]:
     """The timings of --timings and where they come from; without their engine rows when
     engines are off (--engines off, else UCUDNN_ENGINES), as a Handle would run them."""
     from ucudnn.planner.tables import TimingTables
+    from ucudnn.runtime.engines_setting import EnginesRequest
 
     tables = TimingTables.read_csv(args.timings)
     source = f"timings file {args.timings}"
     if tables.device is not None:
         source += f", measured on {tables.device.describe()}"
     check_rows(tables, source)
-    engines = _engines(args)
-    if engines is None:
-        engines = engines_from_env()
-    if engines is False:
+    if EnginesRequest.of(_engines(args), engines_from_env()).asked is False:
         tables, source = legacy_only(tables), f"{source}, legacy algorithms only (engines off)"
     return tables, source
 
