@@ -270,7 +270,7 @@ from cudnn cimport (
     cudnnTensorFormat_t,
 )
 
-from ucudnn.core.algorithms import LEGACY_ALGORITHMS
+from ucudnn.core.algorithms import LEGACY_ALGORITHMS as _LEGACY_ALGORITHMS
 from ucudnn.errors import cudnn_error_class
 
 
@@ -358,7 +358,7 @@ SOFTMAX_MODES = {"instance": CUDNN_SOFTMAX_MODE_INSTANCE, "channel": CUDNN_SOFTM
 
 # Algorithm names by enum value (cudnnConvolution{Fwd,BwdData,BwdFilter}Algo_t): the planner's
 # pure-Python table, held here to the counts these headers give.
-ALGORITHMS = dict(LEGACY_ALGORITHMS)
+ALGORITHMS = dict(_LEGACY_ALGORITHMS)
 if [len(names) for names in ALGORITHMS.values()] != [
     CUDNN_CONVOLUTION_FWD_ALGO_COUNT,
     CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT,
