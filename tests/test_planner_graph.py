@@ -28,8 +28,11 @@ def test_build_from_code() -> None:
     assert len(graph) == 4 and "b1" in graph and "z" not in graph
     assert graph.problem("c") == C
     assert graph.predecessors("c") == ["b1", "b2"]
-    assert nx.is_directed_acyclic_graph(graph.graph)
-    assert next(iter(nx.topological_sort(graph.graph))) == "a"
+    as_nx = graph.to_networkx()
+    assert nx.is_directed_acyclic_graph(as_nx)
+    assert next(iter(nx.topological_sort(as_nx))) == "a"
+    assert as_nx.nodes["b2"] == {"problem": B, "kernels": ("forward", "backward_filter")}
+    assert list(as_nx.predecessors("c")) == ["b1", "b2"]
 
 
 def test_kernel_ids_in_layer_then_kernel_order() -> None:
@@ -51,7 +54,7 @@ def test_with_batch_leaves_the_original_alone() -> None:
     assert all(bigger.problem(n).batch == 64 for n in bigger)
     assert all(graph.problem(n).batch == 8 for n in graph)
     assert bigger.kernel_ids() == graph.kernel_ids()
-    assert list(bigger.graph.edges) == list(graph.graph.edges)
+    assert list(bigger.to_networkx().edges) == list(graph.to_networkx().edges)
 
 
 def test_without_input_gradient_drops_backward_data_of_sources_only() -> None:
@@ -85,7 +88,7 @@ def test_from_csv_chains_rows_and_renames_repeated_labels() -> None:
     )
     graph = LayerGraph.from_csv(io.StringIO(text), batch=16)
     assert graph.layers() == ["x", "x#2", "y", "x#3"]
-    assert list(graph.graph.edges) == [("x", "x#2"), ("x#2", "y"), ("y", "x#3")]
+    assert list(graph.to_networkx().edges) == [("x", "x#2"), ("x#2", "y"), ("y", "x#3")]
     assert all(graph.problem(n).batch == 16 for n in graph)
     # y and x#3 are the same convolution: one benchmark, two schedule slots.
     assert graph.unique_problems()[graph.problem("y")] == ["y", "x#3"]

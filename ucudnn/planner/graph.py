@@ -8,12 +8,16 @@ keeps its own (layer, kernel) schedule slot (`kernel_ids`).
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING
 
 from ucudnn.core.checks import shown
 from ucudnn.core.problem import KERNELS, ConvProblem, check_kernel
 from ucudnn.planner.files import Source
 from ucudnn.planner.layerlist import Layer, read_layer_list
 from ucudnn.planner.tables import layer_name
+
+if TYPE_CHECKING:
+    import networkx
 
 
 class FreeNames:
@@ -50,12 +54,15 @@ class FreeNames:
 
 class LayerGraph:
     """Layers in the order they were added, which is always a topological order, because a
-    layer can only follow layers that already exist."""
+    layer can only follow layers that already exist. Held in plain dicts: planning only walks
+    layers in order and asks for their inputs, and a graph library would cost every command a
+    fifth of a second to import; `to_networkx` gives the graph to those who want its
+    algorithms."""
 
     def __init__(self) -> None:
-        import networkx  # here: importing the planner must not load networkx
-
-        self.graph: networkx.DiGraph[str] = networkx.DiGraph()
+        self._problems: dict[str, ConvProblem] = {}
+        self._kernels: dict[str, tuple[str, ...]] = {}
+        self._inputs: dict[str, tuple[str, ...]] = {}
 
     def add_layer(
         self,
@@ -66,17 +73,18 @@ class LayerGraph:
     ) -> None:
         """Add layer `name` fed by the layer(s) `after`."""
         layer_name(name)
-        if name in self.graph:
+        if name in self._problems:
             raise ValueError(f"layer {name!r} is already in the graph")
-        sources = [after] if isinstance(after, str) else list(after)
-        missing = [s for s in sources if s not in self.graph]
+        sources = dict.fromkeys([after] if isinstance(after, str) else after)
+        missing = [s for s in sources if s not in self._problems]
         if missing:
             raise ValueError(f"layer {name!r} follows unknown layer(s) {', '.join(missing)}")
         kernels = tuple(check_kernel(k) for k in kernels)
         if not kernels or len(set(kernels)) != len(kernels):
             raise ValueError(f"layer {name!r} needs distinct kernels, got {shown(kernels)}")
-        self.graph.add_node(name, problem=problem, kernels=kernels)
-        self.graph.add_edges_from((s, name) for s in sources)
+        self._problems[name] = problem
+        self._kernels[name] = kernels
+        self._inputs[name] = tuple(sources)
 
     @classmethod
     def from_layers(cls, layers: Iterable[Layer | tuple[str, ConvProblem]]) -> LayerGraph:
@@ -107,61 +115,71 @@ class LayerGraph:
 
     # -- reading ----------------------------------------------------------------------------
     def __len__(self) -> int:
-        return len(self.graph)
+        return len(self._problems)
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self.graph)
+        return iter(self._problems)
 
     def __contains__(self, name: object) -> bool:
-        return name in self.graph
+        return name in self._problems
 
     def layers(self) -> list[str]:
-        return list(self.graph)
+        return list(self._problems)
 
     def problem(self, name: str) -> ConvProblem:
-        problem: ConvProblem = self.graph.nodes[name]["problem"]
-        return problem
+        return self._problems[name]
 
     def kernels(self, name: str) -> tuple[str, ...]:
-        kernels: tuple[str, ...] = self.graph.nodes[name]["kernels"]
-        return kernels
+        return self._kernels[name]
 
     def predecessors(self, name: str) -> list[str]:
-        return list(self.graph.predecessors(name))
+        return list(self._inputs[name])
 
     def kernel_ids(self) -> list[tuple[str, str]]:
         """Every (layer, kernel) to plan, layers in order, kernels in KERNELS order."""
-        return [(name, k) for name in self.graph for k in KERNELS if k in self.kernels(name)]
+        return [
+            (name, k) for name, kernels in self._kernels.items() for k in KERNELS if k in kernels
+        ]
 
     def unique_problems(self) -> dict[ConvProblem, list[str]]:
         """Layer names grouped by problem (equal problems have equal keys): one benchmark
         serves every layer of a group."""
         groups: dict[ConvProblem, list[str]] = {}
-        for name in self.graph:
-            groups.setdefault(self.problem(name), []).append(name)
+        for name, problem in self._problems.items():
+            groups.setdefault(problem, []).append(name)
         return groups
 
+    def to_networkx(self) -> networkx.DiGraph[str]:
+        """The graph as a networkx DiGraph, for its graph algorithms: layers in order, each
+        with its `problem` and `kernels` as node attributes, edges from input to layer."""
+        import networkx  # here: planning does not need it
+
+        graph: networkx.DiGraph[str] = networkx.DiGraph()
+        for name, problem in self._problems.items():
+            graph.add_node(name, problem=problem, kernels=self._kernels[name])
+            graph.add_edges_from((source, name) for source in self._inputs[name])
+        return graph
+
     # -- derived graphs ---------------------------------------------------------------------
-    def _copy(self) -> LayerGraph:
-        # nx copies each node's attribute dict, so replacing an attribute leaves self intact.
+    def _derived(
+        self, problems: dict[str, ConvProblem], kernels: dict[str, tuple[str, ...]]
+    ) -> LayerGraph:
         new = LayerGraph()
-        new.graph = self.graph.copy()
+        new._problems, new._kernels, new._inputs = problems, kernels, dict(self._inputs)
         return new
 
     def with_batch(self, batch: int) -> LayerGraph:
         """The same network at mini-batch `batch`."""
-        new = self._copy()
-        for name in new.graph:
-            node = new.graph.nodes[name]
-            node["problem"] = node["problem"].with_batch(batch)
-        return new
+        problems = {name: p.with_batch(batch) for name, p in self._problems.items()}
+        return self._derived(problems, dict(self._kernels))
 
     def without_input_gradient(self) -> LayerGraph:
         """The same network without backward_data for layers that no layer feeds: the
         gradient with respect to the network's input is rarely wanted."""
-        new = self._copy()
-        for name in new.graph:
-            if new.graph.in_degree(name) == 0:
-                node = new.graph.nodes[name]
-                node["kernels"] = tuple(k for k in node["kernels"] if k != "backward_data")
-        return new
+        kernels = {
+            name: tuple(k for k in found if k != "backward_data")
+            if not self._inputs[name]
+            else found
+            for name, found in self._kernels.items()
+        }
+        return self._derived(dict(self._problems), kernels)

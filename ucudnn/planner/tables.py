@@ -53,11 +53,10 @@ import numbers
 import operator
 import os
 import re
+import sys
 import unicodedata
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import IO, SupportsIndex
-
-import numpy as np
 
 from ucudnn.core.algorithms import check_legacy_algo
 from ucudnn.core.checks import integer, parse_bool, shown
@@ -167,7 +166,11 @@ _canonical_tag = functools.lru_cache(maxsize=4096)(canonical_tag)
 def flag(value: object, name: str) -> bool:
     """`value` as a bool: True or False (numpy's too, as its comparisons give them), or 1 or 0
     as C enums and numpy integers give them; other numbers are refused."""
-    if isinstance(value, np.bool_) or (isinstance(value, numbers.Integral) and value in (0, 1)):
+    # A numpy bool exists only once numpy is loaded, and planning alone does not load it.
+    numpy = sys.modules.get("numpy")
+    if (numpy is not None and isinstance(value, numpy.bool_)) or (
+        isinstance(value, numbers.Integral) and value in (0, 1)
+    ):
         return bool(value)
     raise TypeError(f"{name} must be true or false, got {shown(value)}")
 
