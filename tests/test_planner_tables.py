@@ -8,7 +8,15 @@ import json
 import numpy as np
 import pytest
 
-from ucudnn.planner.tables import Candidate, KernelTable, Schedule, TimingTables
+from ucudnn.planner.tables import (
+    ROW_DETERMINISTIC,
+    ROW_WORKSPACE,
+    Candidate,
+    KernelTable,
+    Schedule,
+    TimingTables,
+    row_speed_key,
+)
 
 HEADER = "layer,kernel,batch,micro_batch,algo,time_ms,workspace_bytes"
 GOOD = [
@@ -95,6 +103,27 @@ def test_kernel_table_checks_what_it_holds() -> None:
         KernelTable("", "forward", 8)
     with pytest.raises(ValueError, match="no rows at micro_batch == batch"):
         KernelTable("conv1", "forward", 8, [Candidate(4, 0, 1.0, 0)]).check_complete()
+
+
+def test_rows_are_the_candidates_field_values() -> None:
+    fast = Candidate(4, 7, 1.5, 2048, "tensor_op", True)
+    table = KernelTable("conv1", "forward", 4, [Candidate(4, 0, 3.0, 0), fast])
+    assert table.rows()[4] == [c.values() for c in table.candidates[4]]
+    assert (fast.values()[ROW_WORKSPACE], fast.values()[ROW_DETERMINISTIC]) == (2048, True)
+    assert row_speed_key(fast.values()) == fast.speed_key()
+    assert Candidate.of_row(fast.values()) == fast
+
+
+def test_tables_made_from_a_table_keep_their_rows_when_it_changes() -> None:
+    table = KernelTable("conv1", "forward", 4, [Candidate(4, 1, 2.0, 0), Candidate(2, 1, 1.0, 0)])
+    assert len(table.candidates[4]) == 1  # made Candidates: an add must make them again
+    renamed, smaller = table.renamed("conv2"), table.at_batch(2)
+    table.add(Candidate(4, 0, 3.0, 0))
+    table.add(Candidate(2, 0, 0.5, 0))
+    assert table.candidates[4] == [Candidate(4, 0, 3.0, 0), Candidate(4, 1, 2.0, 0)]
+    assert renamed.candidates[4] == [Candidate(4, 1, 2.0, 0)]
+    assert smaller.candidates == {2: [Candidate(2, 1, 1.0, 0)]}
+    assert renamed.content_key() != table.content_key()
 
 
 def test_csv_reads_rows_with_defaults_for_optional_columns() -> None:
@@ -598,6 +627,7 @@ def test_a_content_key_follows_what_the_table_holds() -> None:
     table = KernelTable("c", "forward", 4, [Candidate(4, 1, 2.0, 0)])
     key = table.content_key()
     assert key == (4, (Candidate(4, 1, 2.0, 0).values(),)) and table.content_key() is key
+    assert hash(key) == hash(tuple(key))  # it keys dicts as the tuple would
     table.add(Candidate(2, 1, 0.5, 0, engine="eng1"))
     assert table.content_key() != key
     assert table.content_key() == KernelTable("d", "forward", 4, list(table)).content_key()

@@ -43,7 +43,14 @@ from ucudnn.core.checks import integer
 from ucudnn.core.problem import MAX_DIM
 from ucudnn.planner.config import byte_count
 from ucudnn.planner.policies import Policy, sizes_for_policy
-from ucudnn.planner.tables import Candidate, KernelTable, Schedule
+from ucudnn.planner.tables import (
+    ROW_DETERMINISTIC,
+    ROW_WORKSPACE,
+    Candidate,
+    KernelTable,
+    Schedule,
+    row_speed_key,
+)
 
 # The general program's inner loop runs at most this often per budget (a few seconds).
 MAX_DP_STEPS = 20_000_000
@@ -113,28 +120,23 @@ def fastest_by_size(
 ) -> dict[int, Candidate]:
     """The fastest of `eligible_candidates` at each size that has one (the least speed_key):
     all that the fastest schedule under one limit can use, as it runs each part with the
-    fastest candidate at its size. One plain pass, as WR's plans go through every row."""
+    fastest candidate at its size. One plain pass over the table's rows, as WR's plans go
+    through every row: only the chosen are made Candidates."""
     if limit_bytes is not None:
         limit_bytes = byte_count(limit_bytes, "limit_bytes")
+    limit = math.inf if limit_bytes is None else limit_bytes
     allowed = sizes_for_policy(policy, table.batch)
     fastest = {}
-    for b, candidates in table.candidates.items():
+    for b, rows in table.rows().items():
         if b not in allowed:
             continue
-        best: Candidate | None = None
-        for c in candidates:
-            if (
-                (limit_bytes is None or c.workspace_bytes <= limit_bytes)
-                and (c.deterministic or not deterministic_only)
-                and (
-                    best is None
-                    or c.time_ms < best.time_ms
-                    or (c.time_ms == best.time_ms and c.speed_key() < best.speed_key())
-                )
-            ):
-                best = c
-        if best is not None:
-            fastest[b] = best
+        eligible = [
+            r
+            for r in rows
+            if r[ROW_WORKSPACE] <= limit and (r[ROW_DETERMINISTIC] or not deterministic_only)
+        ]
+        if eligible:
+            fastest[b] = Candidate.of_row(min(eligible, key=row_speed_key))
     return fastest
 
 

@@ -27,9 +27,8 @@ MAX_TIME_MS) is left out, as a GPU could not run it either.
 
 from __future__ import annotations
 
-import dataclasses
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 
 from ucudnn.core.argtypes import PolicyArgument
 from ucudnn.core.checks import integer
@@ -41,6 +40,7 @@ from ucudnn.planner.tables import (
     MAX_WORKSPACE_BYTES,
     Candidate,
     KernelTable,
+    Row,
     TimingTables,
 )
 
@@ -129,40 +129,51 @@ class _Family:
         self.c, self.k, self.item = p.in_channels // p.groups, p.out_channels, p.itemsize
         self.taps, self.outputs = math.prod(p.filter_size), math.prod(p.output_size)
         self.out_channels = p.out_channels
-        self.efficiency = _FAMILIES[family][0] * _KERNEL_EFFICIENCY[kernel]
+        self.factor = _FAMILIES[family][1]
+        # PEAK_TFLOPS * 1e12 * efficiency * occupancy, its first products done once.
+        self.speed = PEAK_TFLOPS * 1e12 * (_FAMILIES[family][0] * _KERNEL_EFFICIENCY[kernel])
         self.spectrum = 0
         if family in ("fft", "fft_tiling"):
             self.spectrum = _spectrum(p, None if family == "fft" else 32)
             self.log_spectrum = math.log2(self.spectrum)
         self.tiles = math.prod(-(-n // 4) for n in p.output_size)
 
-    def workspace(self, b: int) -> int:
+    def _workspace_terms(self) -> tuple[int, int]:
+        """(per sample, fixed): the workspace at b samples is b * per sample + fixed, the
+        integer the module docstring's expression gives."""
         c, k, item, family = self.c, self.k, self.item, self.family
         if family == "precomp_gemm":
-            return 4 * c * self.taps
+            return 0, 4 * c * self.taps
         if family == "gemm":
-            return b * c * self.taps * self.outputs * item
+            return c * self.taps * self.outputs * item, 0
         if family in ("fft", "fft_tiling"):
-            return (b * c + b * k + c * k) * self.spectrum * 8
+            return (c + k) * self.spectrum * 8, c * k * self.spectrum * 8
         if family == "winograd_nonfused":
-            return (b * (c + k) * self.tiles + c * k) * 36 * item
-        return 0
+            return (c + k) * self.tiles * 36 * item, c * k * 36 * item
+        return 0, 0
 
-    def flops(self, b: int) -> float:
-        c, k, family = self.c, self.k, self.family
-        direct = 2.0 * b * k * c * self.taps * self.outputs
-        if family not in ("fft", "fft_tiling"):
-            return direct * _FAMILIES[family][1]
-        spectrum = self.spectrum
-        transforms = 5.0 * (b * c + b * k + c * k) * spectrum * self.log_spectrum
-        return transforms + 8.0 * b * c * k * spectrum
-
-    def time_ms(self, b: int, workspace: int) -> float:
-        outputs = b * self.out_channels * self.outputs
-        occupancy = outputs / (outputs + HALF_OCCUPANCY)
-        compute = self.flops(b) / (PEAK_TFLOPS * 1e12 * self.efficiency * occupancy)
-        traffic = 2 * workspace / (BANDWIDTH_GBS * 1e9)
-        return LAUNCH_MS + 1e3 * (compute + traffic)
+    def rows(self, algo: int, deterministic: bool, sizes: list[int]) -> Iterator[tuple[int, Row]]:
+        """The Candidate field values at each size whose time and workspace a table may
+        hold, as (size, values). One loop of plain arithmetic: policy "all" asks for 256
+        sizes of each family of each kernel of a network."""
+        c, k, taps, outputs, factor = self.c, self.k, self.taps, self.outputs, self.factor
+        spectrum, speed = self.spectrum, self.speed
+        log_spectrum = self.log_spectrum if spectrum else 0.0
+        per_sample, fixed = self._workspace_terms()
+        outputs_per_sample = self.out_channels * outputs
+        for b in sizes:
+            workspace = b * per_sample + fixed
+            if spectrum:  # the transforms, then the pointwise product
+                flops = 5.0 * (b * c + b * k + c * k) * spectrum * log_spectrum
+                flops += 8.0 * b * c * k * spectrum
+            else:
+                flops = 2.0 * b * k * c * taps * outputs * factor
+            occupied = b * outputs_per_sample
+            compute = flops / (speed * (occupied / (occupied + HALF_OCCUPANCY)))
+            traffic = 2 * workspace / (BANDWIDTH_GBS * 1e9)
+            time_ms = round(LAUNCH_MS + 1e3 * (compute + traffic), 6) + 0.0
+            if time_ms <= MAX_TIME_MS and workspace <= MAX_WORKSPACE_BYTES:
+                yield b, (b, algo, time_ms, workspace, "default", deterministic, "")
 
 
 def _families(problem: ConvProblem, kernel: str) -> list[tuple[int, _Family, bool]]:
@@ -174,27 +185,14 @@ def _families(problem: ConvProblem, kernel: str) -> list[tuple[int, _Family, boo
     ]
 
 
-_FIELDS = tuple(f.name for f in dataclasses.fields(Candidate))
-
-
-def _candidate(micro_batch: int, algo: int, time_ms: float, workspace: int, det: bool) -> Candidate:
-    """A Candidate of values the model makes valid (integers, a rounded time, bounds checked
-    by the caller), without checking each field again: a network's tables under policy
-    "all" hold tens of thousands. Equal to Candidate(...) of the same values."""
-    c = object.__new__(Candidate)
-    values = (micro_batch, algo, time_ms + 0.0, workspace, "default", det, "")
-    c.__dict__.update(zip(_FIELDS, values, strict=True))
-    c.__dict__["_values"] = values
-    return c
-
-
-def _candidates_at(families: list[tuple[int, _Family, bool]], micro_batch: int) -> list[Candidate]:
-    found = []
+def _rows_by_size(
+    families: list[tuple[int, _Family, bool]], sizes: list[int]
+) -> dict[int, list[Row]]:
+    """Each size's Candidate field values, the sizes where no family fits left out."""
+    found: dict[int, list[Row]] = {}
     for algo, model, deterministic in families:
-        workspace = model.workspace(micro_batch)
-        time_ms = round(model.time_ms(micro_batch, workspace), 6)
-        if time_ms <= MAX_TIME_MS and workspace <= MAX_WORKSPACE_BYTES:
-            found.append(_candidate(micro_batch, algo, time_ms, workspace, deterministic))
+        for b, row in model.rows(algo, deterministic, sizes):
+            found.setdefault(b, []).append(row)
     return found
 
 
@@ -202,7 +200,8 @@ def model_candidates(problem: ConvProblem, kernel: str, micro_batch: int) -> lis
     """The model's candidates for `kernel` of `problem` run on `micro_batch` samples."""
     check_kernel(kernel)
     micro_batch = integer(micro_batch, "micro_batch", minimum=1, maximum=MAX_DIM)
-    return _candidates_at(_families(problem, kernel), micro_batch)
+    rows = _rows_by_size(_families(problem, kernel), [micro_batch]).get(micro_batch, [])
+    return [Candidate(*row) for row in rows]
 
 
 def model_table(
@@ -218,10 +217,9 @@ def model_table(
     policy = micro_batch_policy(policy, "policy")
     check_kernel(kernel)
     table = KernelTable(layer, kernel, problem.batch)
-    families = _families(problem, kernel)
-    for b in sizes_to_measure(policy, problem.batch):
-        for c in _candidates_at(families, b):
-            table.add(c)
+    sizes = sizes_to_measure(policy, problem.batch)
+    for b, rows in _rows_by_size(_families(problem, kernel), sizes).items():
+        table.set_checked_size(b, rows)
     return table
 
 

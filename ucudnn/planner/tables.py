@@ -55,8 +55,8 @@ import os
 import re
 import sys
 import unicodedata
-from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import IO, SupportsIndex
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from typing import IO, Final, SupportsIndex
 
 from ucudnn.core.algorithms import check_legacy_algo
 from ucudnn.core.checks import integer, parse_bool, shown
@@ -75,8 +75,23 @@ from ucudnn.planner.files import (
 from ucudnn.planner.provenance import device_comment, device_of_comments
 
 KernelId = tuple[str, str]
-# A table's batch and its candidates' values (see KernelTable.content_key).
-ContentKey = tuple[int, tuple[tuple[object, ...], ...]]
+# A candidate's field values, in order (Candidate.values()), and where planners find two.
+Row = tuple[int, int, float, int, str, bool, str]
+ROW_WORKSPACE: Final = 3
+ROW_DETERMINISTIC: Final = 5
+
+
+class ContentKey(tuple[int, tuple[Row, ...]]):
+    """A table's batch and its candidates' values (see KernelTable.content_key): a tuple whose
+    hash is worked out once, as plans look tables up by content again and again, and a tuple
+    of 1e3 rows is hashed anew each time."""
+
+    def __init__(self, _: object) -> None:
+        self._hash = tuple.__hash__(self)
+
+    def __hash__(self) -> int:
+        return self._hash
+
 
 REQUIRED_COLUMNS = ("layer", "kernel", "batch", "micro_batch", "algo", "time_ms", "workspace_bytes")
 OPTIONAL_COLUMNS = ("math_type", "deterministic", "engine")
@@ -223,9 +238,10 @@ class Candidate:
         object.__setattr__(self, "_values", values)
 
     @classmethod
-    def _of_checked(cls, values: tuple[object, ...]) -> Candidate:
-        """The candidate of field values in order, each already as its check returns it and
-        checked together (`_check_engine_index`): readers make 1e5 of them."""
+    def of_row(cls, values: Row) -> Candidate:
+        """The candidate of a table's row (`KernelTable.rows`): field values in order, each
+        already as its check returns it and checked together (`_check_engine_index`), as a
+        table's rows are. Readers and planners make 1e5 of them."""
         candidate = object.__new__(cls)
         fields = candidate.__dict__
         fields.update(zip(_CANDIDATE_FIELDS, values, strict=True))
@@ -255,6 +271,10 @@ class Candidate:
 _CANDIDATE_FIELDS = tuple(f.name for f in dataclasses.fields(Candidate))
 # Candidate.slot() of a candidate's field values.
 _SLOT_FIELDS = operator.itemgetter(*map(_CANDIDATE_FIELDS.index, ("algo", "engine", "math_type")))
+# Candidate.speed_key() of a candidate's field values.
+row_speed_key = operator.itemgetter(
+    *map(_CANDIDATE_FIELDS.index, ("time_ms", "workspace_bytes", "algo", "engine", "math_type"))
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -309,16 +329,17 @@ class Schedule:
         return names[0] if len(set(names)) == 1 else ",".join(names)
 
 
-# A candidate's values as Candidate.values() gives them, read in C (see content_key).
-_VALUES = operator.attrgetter("_values")
-
-
 class KernelTable:
     """The measured candidates of one kernel of one layer at mini-batch `batch`.
 
     Each size's candidates are kept in one canonical order, by (algo, engine, math_type), so two
     tables with the same rows are equal and iterate alike whatever order the rows came in
-    (cuDNN's Find order when measured, the cache's order when read back)."""
+    (cuDNN's Find order when measured, the cache's order when read back).
+
+    They are kept as their field values (`Row`s, as `Candidate.values()` gives them), and made
+    Candidates when `candidates` is first read: a network's tables hold up to 1e5 rows, and
+    planning reads most of them as values (`rows`, `content_key`). Each size's list of rows is
+    replaced, never changed in place, so tables derived from this one share them."""
 
     def __init__(
         self, layer: str, kernel: str, batch: SupportsIndex, candidates: Iterable[Candidate] = ()
@@ -326,7 +347,8 @@ class KernelTable:
         self.layer = layer_name(layer)
         self.kernel = check_kernel(kernel)
         self.batch = check_batch(batch)
-        self.candidates: dict[int, list[Candidate]] = {}  # changed only through add()
+        self._rows: dict[int, list[Row]] = {}  # changed only through add() and set_checked_size()
+        self._candidates: dict[int, list[Candidate]] | None = None
         self._content_key: ContentKey | None = None
         for candidate in candidates:
             self.add(candidate)
@@ -335,33 +357,53 @@ class KernelTable:
     def kernel_id(self) -> KernelId:
         return (self.layer, self.kernel)
 
+    @property
+    def candidates(self) -> dict[int, list[Candidate]]:
+        """Each measured size's candidates, in canonical order; to read, not to change (a table
+        changes through `add`)."""
+        if self._candidates is None:
+            self._candidates = {
+                b: list(map(Candidate.of_row, rows)) for b, rows in self._rows.items()
+            }
+        return self._candidates
+
+    def rows(self) -> Mapping[int, Sequence[Row]]:
+        """Each measured size's candidates as field values, in canonical order; to read."""
+        return self._rows
+
+    def _changed(self) -> None:
+        self._candidates = None
+        self._content_key = None
+
     def add(self, c: Candidate) -> None:
         if not isinstance(c, Candidate):
             raise TypeError(f"a kernel table holds Candidates, got {c!r}")
         if c.micro_batch > self.batch:
             raise ValueError(f"micro_batch {c.micro_batch} is larger than batch {self.batch}")
-        at_size = self.candidates.setdefault(c.micro_batch, [])
-        index = bisect.bisect_left(at_size, c.slot(), key=Candidate.slot)
-        if index < len(at_size) and at_size[index].slot() == c.slot():
+        at_size = list(self._rows.get(c.micro_batch, ()))
+        index = bisect.bisect_left(at_size, c.slot(), key=_SLOT_FIELDS)
+        if index < len(at_size) and _SLOT_FIELDS(at_size[index]) == c.slot():
             raise ValueError(
                 f"duplicate candidate: micro_batch {c.micro_batch}, algo {c.name}, "
                 f"math_type {c.math_type} is already in {self.layer}/{self.kernel}"
             )
-        at_size.insert(index, c)
-        self._content_key = None
+        at_size.insert(index, c.values())  # type: ignore[arg-type]
+        self._rows[c.micro_batch] = at_size
+        self._changed()
 
-    def _set_size(self, micro_batch: int, rows: list[tuple[object, ...]]) -> None:
+    def set_checked_size(self, micro_batch: int, rows: list[Row]) -> None:
         """The candidates at `micro_batch`, a size not yet here and at most this table's
-        batch: those of `rows`, each the checked field values of one (`Candidate._of_checked`),
-        in the order `add` keeps. A ValueError (that does not say which) if two share a slot."""
+        batch: `rows`, each the checked field values of one (as `Candidate.of_row` takes
+        them), put in the order `add` keeps. A ValueError (that does not say which) if two share
+        a slot."""
         rows.sort(key=_SLOT_FIELDS)
         if len(set(map(_SLOT_FIELDS, rows))) != len(rows):
             raise ValueError(f"duplicate candidates in {self.layer}/{self.kernel}")
-        self.candidates[micro_batch] = list(map(Candidate._of_checked, rows))
-        self._content_key = None
+        self._rows[micro_batch] = rows
+        self._changed()
 
     def micro_batches(self) -> list[int]:
-        return sorted(self.candidates)
+        return sorted(self._rows)
 
     def at_batch(self, batch: SupportsIndex) -> KernelTable:
         """The table of this kernel at a smaller mini-batch `batch`, from the rows measured at
@@ -374,37 +416,32 @@ class KernelTable:
                 f"says nothing about batch {batch}"
             )
         table = KernelTable(self.layer, self.kernel, batch)
-        for b, found in self.candidates.items():
-            if b <= batch:
-                table.candidates[b] = list(found)  # already checked and in canonical order
+        table._rows = {b: rows for b, rows in self._rows.items() if b <= batch}
         return table
 
     def renamed(self, layer: str) -> KernelTable:
         """This table's rows as another layer's (a network repeats its blocks): they are not
         checked or ordered again, and the content key is worked out once for both."""
         table = KernelTable(layer, self.kernel, self.batch)
-        table.candidates = {b: list(found) for b, found in self.candidates.items()}
+        table._rows = dict(self._rows)
         table._content_key = self.content_key()
         return table
 
     def __iter__(self) -> Iterator[Candidate]:
+        candidates = self.candidates
         for b in self.micro_batches():
-            yield from self.candidates[b]
+            yield from candidates[b]
 
     def content_key(self) -> ContentKey:
         """Equal for tables with the same batch and candidates, whatever layer they are of.
         Kept until a candidate is added: every plan of the tables asks for it again."""
         if self._content_key is None:
-            # Candidate.values() read in place, in C: engine tables hold hundreds of
-            # candidates per table, and the method calls were most of a first plan's time.
-            rows = itertools.chain.from_iterable(
-                map(self.candidates.__getitem__, sorted(self.candidates))
-            )
-            self._content_key = (self.batch, tuple(map(_VALUES, rows)))
+            rows = itertools.chain.from_iterable(map(self._rows.__getitem__, sorted(self._rows)))
+            self._content_key = ContentKey((self.batch, tuple(rows)))
         return self._content_key
 
     def check_complete(self) -> None:
-        if not self.candidates.get(self.batch):
+        if not self._rows.get(self.batch):
             raise ValueError(
                 f"{self.layer}/{self.kernel} has no rows at micro_batch == batch ({self.batch}); "
                 "every table needs the undivided run"
@@ -413,14 +450,14 @@ class KernelTable:
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, KernelTable):
             return NotImplemented
-        return (self.kernel_id, self.batch, self.candidates) == (
+        return (self.kernel_id, self.batch, self._rows) == (
             other.kernel_id,
             other.batch,
-            other.candidates,
+            other._rows,
         )
 
     def __repr__(self) -> str:
-        count = sum(len(v) for v in self.candidates.values())
+        count = sum(map(len, self._rows.values()))
         return f"KernelTable({self.layer!r}, {self.kernel!r}, batch={self.batch}, {count} rows)"
 
 
@@ -738,7 +775,7 @@ def _tables_from_columns(columns: Mapping[str, list[str]], count: int) -> Timing
     for (layer, kernel, batch, micro_batch), found in sizes.items():
         # Its rows' batch conflicts with that of the rows before them.
         table = tables.setdefault(layer, kernel, batch)  # type: ignore[arg-type]
-        table._set_size(micro_batch, found)  # type: ignore[arg-type]
+        table.set_checked_size(micro_batch, found)  # type: ignore[arg-type]
     for _, table in tables.items():
         table.check_complete()
     return tables
