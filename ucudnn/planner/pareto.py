@@ -18,6 +18,7 @@ from __future__ import annotations
 import bisect
 import itertools
 import math
+import operator
 from collections.abc import Callable, Iterable, Iterator
 from typing import TypeVar
 
@@ -61,13 +62,21 @@ def desirable_set(
     return list(_front(table.batch, candidates, StepBudget() if budget is None else budget))
 
 
+# Read in C: engine tables offer a front 1e4 candidates. The second is (workspace_bytes,
+# *Candidate.speed_key()).
+_WORKSPACE = operator.attrgetter("workspace_bytes")
+_WORKSPACE_THEN_SPEED = operator.attrgetter(
+    "workspace_bytes", "time_ms", "workspace_bytes", "algo", "engine", "math_type"
+)
+
+
 def _front(batch: int, candidates: list[Candidate], budget: StepBudget) -> Iterator[Schedule]:
     """The front's points, workspace ascending, each found before the next is looked for."""
-    candidates.sort(key=lambda c: (c.workspace_bytes, c.speed_key()))
+    candidates.sort(key=_WORKSPACE_THEN_SPEED)
     dp = SplitDP(batch, budget)
     front_ms = math.inf  # the program's sum for the last schedule it found faster
     last: Schedule | None = None
-    for _, group in itertools.groupby(candidates, key=lambda c: c.workspace_bytes):
+    for _, group in itertools.groupby(candidates, key=_WORKSPACE):
         offered = [c for c in group if dp.offer(c)]  # every one offered: no short-circuit
         # A faster schedule must use a new candidate, whose workspace is larger than any
         # before, so the front grows in order: a point joins when it is strictly faster (so

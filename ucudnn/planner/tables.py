@@ -417,13 +417,15 @@ class KernelTable:
             )
         table = KernelTable(self.layer, self.kernel, batch)
         table._rows = {b: rows for b, rows in self._rows.items() if b <= batch}
+        # Its Candidates are this table's: a tune plans from a dozen tables at smaller batches.
+        table._candidates = {b: found for b, found in self.candidates.items() if b <= batch}
         return table
 
     def renamed(self, layer: str) -> KernelTable:
         """This table's rows as another layer's (a network repeats its blocks): they are not
         checked or ordered again, and the content key is worked out once for both."""
         table = KernelTable(layer, self.kernel, self.batch)
-        table._rows = dict(self._rows)
+        table._rows, table._candidates = dict(self._rows), self._candidates
         table._content_key = self.content_key()
         return table
 
