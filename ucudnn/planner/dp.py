@@ -45,11 +45,12 @@ from ucudnn.planner.config import byte_count
 from ucudnn.planner.policies import Policy, sizes_for_policy
 from ucudnn.planner.tables import (
     ROW_DETERMINISTIC,
+    ROW_SIZE,
     ROW_WORKSPACE,
     Candidate,
     KernelTable,
     Schedule,
-    row_speed_key,
+    row_size_then_speed_key,
 )
 
 # The general program's inner loop runs at most this often per budget (a few seconds).
@@ -118,26 +119,25 @@ def eligible_candidates(
 def fastest_by_size(
     table: KernelTable, limit_bytes: int | None, policy: Policy, deterministic_only: bool
 ) -> dict[int, Candidate]:
-    """The fastest of `eligible_candidates` at each size that has one (the least speed_key):
-    all that the fastest schedule under one limit can use, as it runs each part with the
-    fastest candidate at its size. One plain pass over the table's rows, as WR's plans go
-    through every row: only the chosen are made Candidates."""
+    """The fastest of `eligible_candidates` at each size that has one (the least speed_key),
+    sizes ascending: all that the fastest schedule under one limit can use, as it runs each
+    part with the fastest candidate at its size. WR's plans go through every row, so the rows
+    are sorted once, in C, and only the chosen made Candidates."""
     if limit_bytes is not None:
         limit_bytes = byte_count(limit_bytes, "limit_bytes")
     limit = math.inf if limit_bytes is None else limit_bytes
     allowed = sizes_for_policy(policy, table.batch)
-    fastest = {}
-    for b, rows in table.rows().items():
-        if b not in allowed:
-            continue
-        eligible = [
-            r
-            for r in rows
-            if r[ROW_WORKSPACE] <= limit and (r[ROW_DETERMINISTIC] or not deterministic_only)
-        ]
-        if eligible:
-            fastest[b] = Candidate.of_row(min(eligible, key=row_speed_key))
-    return fastest
+    eligible = [
+        r
+        for b, rows in table.rows().items()
+        if b in allowed
+        for r in rows
+        if r[ROW_WORKSPACE] <= limit and (r[ROW_DETERMINISTIC] or not deterministic_only)
+    ]
+    eligible.sort(key=row_size_then_speed_key)
+    # Read from the end, so each size keeps its first row, the fastest.
+    fastest = {r[ROW_SIZE]: r for r in reversed(eligible)}
+    return {b: Candidate.of_row(fastest[b]) for b in reversed(fastest)}
 
 
 # The order of an entry with no way at all: below every option, so that none replaces it

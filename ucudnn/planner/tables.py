@@ -75,8 +75,9 @@ from ucudnn.planner.files import (
 from ucudnn.planner.provenance import device_comment, device_of_comments
 
 KernelId = tuple[str, str]
-# A candidate's field values, in order (Candidate.values()), and where planners find two.
+# A candidate's field values, in order (Candidate.values()), and where planners find three.
 Row = tuple[int, int, float, int, str, bool, str]
+ROW_SIZE: Final = 0
 ROW_WORKSPACE: Final = 3
 ROW_DETERMINISTIC: Final = 5
 
@@ -271,9 +272,11 @@ class Candidate:
 _CANDIDATE_FIELDS = tuple(f.name for f in dataclasses.fields(Candidate))
 # Candidate.slot() of a candidate's field values.
 _SLOT_FIELDS = operator.itemgetter(*map(_CANDIDATE_FIELDS.index, ("algo", "engine", "math_type")))
-# Candidate.speed_key() of a candidate's field values.
-row_speed_key = operator.itemgetter(
-    *map(_CANDIDATE_FIELDS.index, ("time_ms", "workspace_bytes", "algo", "engine", "math_type"))
+_SPEED_FIELDS = ("time_ms", "workspace_bytes", "algo", "engine", "math_type")
+# Candidate.speed_key() of a candidate's field values, and the same after its size.
+row_speed_key = operator.itemgetter(*map(_CANDIDATE_FIELDS.index, _SPEED_FIELDS))
+row_size_then_speed_key = operator.itemgetter(
+    *map(_CANDIDATE_FIELDS.index, ("micro_batch", *_SPEED_FIELDS))
 )
 
 
