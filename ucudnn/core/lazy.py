@@ -1,6 +1,6 @@
 """Names a package exports but imports only when first used (PEP 562).
 
-`import ucudnn` must stay light: the planner's solvers, networkx and the native modules load
+`import ucudnn` must stay light: the planner's solvers and the native modules load
 when a name that needs them is first touched, not before.
 """
 

@@ -7,7 +7,7 @@ schedule; `ucudnn.planner.tune.tune` finds the training mini-batch size that run
 within a memory size.
 
 The names below load on first use, so importing one planner module does not load them all
-(networkx, the solvers).
+(the solvers).
 """
 
 from __future__ import annotations
