@@ -3,6 +3,7 @@ search: small instances with ties, groups of identical kernels, tight and loose 
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import pytest
@@ -81,3 +82,51 @@ def test_the_exact_search_is_exact_with_real_times(lists, share: float) -> None:
     solution = plan_wd(sets, budget)
     assert solution.solver in ("none", "dp")
     assert solution.time_ms == pytest.approx(best, rel=1e-12, abs=1e-12)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.tuples(tied_lists, st.integers(1, 3)), min_size=1, max_size=3),
+    st.floats(0.0, 0.05),
+)
+def test_what_the_later_groups_add_is_never_overstated(lists, multiplier: float) -> None:
+    """_RestBound.least(c) <= the least that the groups after each point add to a partial's
+    reduced cost, with the unused units priced, over every way they fit in c units."""
+    sets = {(f"l{i}.{j}", "forward"): s for i, (s, n) in enumerate(lists) for j in range(n)}
+    groups = wd._groups(sets, 256)
+    bounds = wd._rest_bounds(groups, multiplier)
+    assert len(bounds) == len(groups) + 1
+
+    def least_added(rest: list[wd._Group], room: int) -> float:
+        """The least reduced cost plus priced unused units over the kernels of `rest`."""
+        kernels = [g for g in rest for _ in g.kernels]
+        lowest = [
+            min(t + multiplier * u for t, u in zip(g.times, g.units, strict=True)) for g in kernels
+        ]
+        best = math.inf
+        for picks in itertools.product(*(range(len(g.options)) for g in kernels)):
+            units = sum(g.units[i] for g, i in zip(kernels, picks, strict=True))
+            if units <= room:
+                reduced = sum(
+                    g.times[i] + multiplier * g.units[i] - m
+                    for g, i, m in zip(kernels, picks, lowest, strict=True)
+                )
+                best = min(best, reduced + multiplier * (room - units))
+        return best
+
+    for k, bound in enumerate(bounds):
+        for room in range(0, 3 * 6 * 3 + 1):
+            assert bound.least(room) <= least_added(groups[k:], room) + 1e-9
+
+
+def test_what_the_later_groups_add_grows_with_the_units_off_the_lp_path() -> None:
+    # One kernel: 10 ms in no workspace, or 2 ms in 4 units. At a unit price of 1 ms the LP
+    # takes the step (it saves 2 ms a unit): 4 units, priced 6 ms.
+    bound = wd._rest_bounds(
+        wd._groups({("c", "forward"): [single(10, 0), single(2, 1024)]}, 256), 1
+    )
+    assert (bound[0].low, bound[0].high) == (4, 4)
+    assert bound[0].least(4) == 0
+    assert bound[0].least(0) == 4  # 10 ms where the best priced choice is 6 ms
+    assert bound[0].least(10) == 6  # the 6 units left unused, at 1 ms each
+    assert bound[1].least(3) == 3  # no groups after the last: only the unused units

@@ -208,16 +208,23 @@ def _increments(groups: list[_Group]) -> list[tuple[float, int, int, int]]:
     hull, best first: the steps of the LP relaxation's greedy."""
     steps = []
     for gi, g in enumerate(groups):
-        hull: list[int] = []
-        for i in range(len(g.options)):
-            while len(hull) >= 2 and _on_or_above(g, hull[-2], hull[-1], i):
-                hull.pop()
-            hull.append(i)
+        hull = _lower_hull(g, range(len(g.options)))
         for a, b in itertools.pairwise(hull):
             saved = (g.times[a] - g.times[b]) / (g.units[b] - g.units[a])
             steps.append((saved, gi, a, b))
     steps.sort(key=lambda step: (-step[0], step[1], step[2]))
     return steps
+
+
+def _lower_hull(g: _Group, indices: Iterable[int]) -> list[int]:
+    """Those of the group's options `indices` (ascending) on their lower convex hull in the
+    (units, time) plane, fewest units first: times fall along it, ever more slowly."""
+    hull: list[int] = []
+    for i in indices:
+        while len(hull) >= 2 and _on_or_above(g, hull[-2], hull[-1], i):
+            hull.pop()
+        hull.append(i)
+    return hull
 
 
 def _on_or_above(g: _Group, a: int, b: int, c: int) -> bool:
@@ -322,7 +329,9 @@ def _settle_exactly(groups: list[_Group], start: _Start, budget: int, deadline: 
     as fast as the start T0 has reduced costs summing to at most T0 - sum(n_g * m_g) +
     lambda * R, the slack; the last two terms are >= 0. A partial solution over the first k
     groups whose reduced cost exceeds the slack therefore extends to no solution as fast as T0,
-    and one that uses more units than R to none at all: both are dropped. Of two partial
+    and one that uses more units than R to none at all: both are dropped. So is one whose
+    reduced cost, with the least that the later groups add to it in the units it leaves them
+    (their unused units priced: see _RestBound), exceeds the slack. Of two partial
     solutions over the same groups, one using no more units and no more time (dominating the
     other) extends by the same choices of the later groups to a solution no worse, so only the
     non-dominated ones are kept; within a group of identical kernels the same holds for its
@@ -390,6 +399,7 @@ class _Search:
         self.bound_ms = (
             math.fsum(len(g.kernels) * lowest[id(g)] for g in groups) - multiplier * room
         )
+        self.rests = _rest_bounds(self.groups, multiplier)
         self.work = 0
 
     def run(self, slack: float) -> list[dict[int, int]] | None:
@@ -397,13 +407,13 @@ class _Search:
         None when the work limit or the deadline stops the search first."""
         layers: list[list[_Partial]] = [[(0, 0.0, 0.0, -1, -1)]]
         fronts = []
-        for g in self.groups:
+        for g, rest in zip(self.groups, self.rests[1:], strict=True):
             front = _group_front(len(g.kernels), self.options[id(g)], slack, self.room)
             self.work += len(front) * len(layers[-1])
             if self.work > DP_WORK_LIMIT or time.monotonic() > self.deadline:
                 return None
             fronts.append(front)
-            layers.append(_extend(layers[-1], front, slack, self.room))
+            layers.append(_extend(layers[-1], front, slack, self.room, rest))
         # The last partial is the fastest; its reduced cost counts the units it leaves unused.
         last = layers[-1][-1] if layers[-1] else None
         if last is None or last[2] + self.multiplier * (self.room - last[0]) > slack:
@@ -433,16 +443,75 @@ def _group_front(
     return front
 
 
-def _extend(layer: list[_Partial], front: list[_Choice], slack: float, room: int) -> list[_Partial]:
-    """The non-dominated partials that add one of the group's choices to one of `layer`'s."""
+def _extend(
+    layer: list[_Partial], front: list[_Choice], slack: float, room: int, rest: _RestBound
+) -> list[_Partial]:
+    """The non-dominated partials that add one of the group's choices to one of `layer`'s and
+    that the groups after it may complete within the slack (see _RestBound)."""
     return _non_dominated(
         [
             (u + du, t + dt, r + dr, p, j)
             for p, (u, t, r, _, _) in enumerate(layer)
             for j, (du, dt, dr, _) in enumerate(front)
-            if r + dr <= slack and u + du <= room
+            if r + dr <= slack and u + du <= room and r + dr + rest.least(room - u - du) <= slack
         ]
     )
+
+
+@dataclasses.dataclass(frozen=True)
+class _RestBound:
+    """What the groups after a partial add at least to its reduced cost, as a function of the
+    room they are left, c units; with the unused units' price it is
+    G(c) = T(c) - sum(n_g * m_g) + lambda * c, where T(c) is their least time within c units.
+
+    The LP relaxation's T is convex and piecewise linear, and G is zero from `low` to `high`
+    units, where the LP takes every hull step that saves more than lambda per unit (and
+    then those that save exactly lambda). Below `low`, each unit less gives up a step that
+    saves at least `dearest` per unit; above `high`, each unit more buys a step that saves at
+    most `cheapest`, or nothing. Convexity keeps T above those lines, so
+    G(c) >= max(0, (dearest - lambda) * (low - c), (lambda - cheapest) * (c - high)). When
+    the LP takes no step, `low` is the least the groups can take, and below it they do not fit
+    at all: `dearest` is infinite."""
+
+    low: int
+    high: int
+    dearest: float  # the least saving per unit of the steps the LP takes (inf: none)
+    cheapest: float  # the greatest saving per unit of the steps it leaves (0: none)
+    multiplier: float
+
+    def least(self, room: int) -> float:
+        if room < self.low:
+            return (self.dearest - self.multiplier) * (self.low - room)
+        if room > self.high:
+            return (self.multiplier - self.cheapest) * (room - self.high)
+        return 0.0
+
+
+def _rest_bounds(groups: list[_Group], multiplier: float) -> list[_RestBound]:
+    """[k]: the _RestBound of groups[k:], for k = 0 .. len(groups)."""
+    bounds = [_RestBound(0, 0, math.inf, 0.0, multiplier)]
+    for g in reversed(groups):
+        after, n = bounds[-1], len(g.kernels)
+        hull = _lower_hull(g, g.allowed)
+        saves = [
+            (g.times[a] - g.times[b]) / (g.units[b] - g.units[a])
+            for a, b in itertools.pairwise(hull)
+        ]
+        # The LP's vertex at lambda: it takes the steps saving more than lambda (low), then
+        # also those saving exactly lambda (high).
+        above = sum(1 for save in saves if save > multiplier)
+        at = sum(1 for save in saves if save >= multiplier)
+        taken, left = saves[:above], saves[at:]
+        bounds.append(
+            _RestBound(
+                after.low + n * g.units[hull[above]],
+                after.high + n * g.units[hull[at]],
+                min([after.dearest, *taken]),
+                max([after.cheapest, *left]),
+                multiplier,
+            )
+        )
+    return bounds[::-1]
 
 
 def _non_dominated(items: list[_Sized]) -> list[_Sized]:
