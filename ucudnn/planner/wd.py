@@ -378,7 +378,8 @@ def _settle_exactly(groups: list[_Group], start: _Start, budget: int, deadline: 
 class _Search:
     """The exact search over the groups that still have a choice, in rounds of growing slack.
 
-    Groups whose cheapest departure from their priced minimum costs most come first: they
+    Groups that the LP leaves undecided between options of different units come first (see
+    `_order`); then those whose cheapest departure from their priced minimum costs most: they
     add few partials, so the layers stay small until the last groups."""
 
     def __init__(self, groups: list[_Group], multiplier: float, room: int, deadline: float) -> None:
@@ -392,15 +393,19 @@ class _Search:
             ]
             for g in groups
         }
-        self.groups = sorted(
-            groups, key=lambda g: -_second_smallest(o[2] for o in self.options[id(g)])
-        )
+        self.groups = sorted(groups, key=lambda g: self._order(g, multiplier))
         self.multiplier, self.room, self.deadline = multiplier, room, deadline
         self.bound_ms = (
             math.fsum(len(g.kernels) * lowest[id(g)] for g in groups) - multiplier * room
         )
         self.rests = _rest_bounds(self.groups, multiplier)
         self.work = 0
+
+    def _order(self, g: _Group, multiplier: float) -> tuple[int, float]:
+        """Groups whose LP choice is widest come first, so that the bound on the later
+        groups sees how far a partial has strayed from the LP's units (see _RestBound)."""
+        low, high, _, _ = _lp_steps(g, multiplier)
+        return (low - high, -_second_smallest(o[2] for o in self.options[id(g)]))
 
     def run(self, slack: float) -> list[dict[int, int]] | None:
         """The counts of the fastest solution within `slack` of the bound ([] if none is), or
@@ -491,27 +496,36 @@ def _rest_bounds(groups: list[_Group], multiplier: float) -> list[_RestBound]:
     """[k]: the _RestBound of groups[k:], for k = 0 .. len(groups)."""
     bounds = [_RestBound(0, 0, math.inf, 0.0, multiplier)]
     for g in reversed(groups):
-        after, n = bounds[-1], len(g.kernels)
-        hull = _lower_hull(g, g.allowed)
-        saves = [
-            (g.times[a] - g.times[b]) / (g.units[b] - g.units[a])
-            for a, b in itertools.pairwise(hull)
-        ]
-        # The LP's vertex at lambda: it takes the steps saving more than lambda (low), then
-        # also those saving exactly lambda (high).
-        above = sum(1 for save in saves if save > multiplier)
-        at = sum(1 for save in saves if save >= multiplier)
-        taken, left = saves[:above], saves[at:]
+        after, (low, high, dearest, cheapest) = bounds[-1], _lp_steps(g, multiplier)
         bounds.append(
             _RestBound(
-                after.low + n * g.units[hull[above]],
-                after.high + n * g.units[hull[at]],
-                min([after.dearest, *taken]),
-                max([after.cheapest, *left]),
+                after.low + low,
+                after.high + high,
+                min(after.dearest, dearest),
+                max(after.cheapest, cheapest),
                 multiplier,
             )
         )
     return bounds[::-1]
+
+
+def _lp_steps(g: _Group, multiplier: float) -> tuple[int, int, float, float]:
+    """The group's part of a _RestBound: (low, high, dearest, cheapest) of its kernels alone,
+    from the steps along the lower convex hull of its allowed options."""
+    hull = _lower_hull(g, g.allowed)
+    saves = [
+        (g.times[a] - g.times[b]) / (g.units[b] - g.units[a]) for a, b in itertools.pairwise(hull)
+    ]
+    # Saves fall along the hull: the LP at lambda takes a first run of them.
+    above = sum(1 for save in saves if save > multiplier)
+    at = sum(1 for save in saves if save >= multiplier)
+    n = len(g.kernels)
+    return (
+        n * g.units[hull[above]],
+        n * g.units[hull[at]],
+        min(saves[:above], default=math.inf),
+        max(saves[at:], default=0.0),
+    )
 
 
 def _non_dominated(items: list[_Sized]) -> list[_Sized]:
