@@ -3,7 +3,6 @@ search: small instances with ties, groups of identical kernels, tight and loose 
 
 from __future__ import annotations
 
-import itertools
 import math
 
 import pytest
@@ -98,21 +97,21 @@ def test_what_the_later_groups_add_is_never_overstated(lists, multiplier: float)
     assert len(bounds) == len(groups) + 1
 
     def least_added(rest: list[wd._Group], room: int) -> float:
-        """The least reduced cost plus priced unused units over the kernels of `rest`."""
-        kernels = [g for g in rest for _ in g.kernels]
-        lowest = [
-            min(t + multiplier * u for t, u in zip(g.times, g.units, strict=True)) for g in kernels
+        """The least reduced cost plus priced unused units over the kernels of `rest`: kernel
+        by kernel, the least reduced cost of each total of units (every choice is a path)."""
+        least = {0: 0.0}
+        for g in [group for group in rest for _ in group.kernels]:
+            lowest = min(t + multiplier * u for t, u in zip(g.times, g.units, strict=True))
+            after: dict[int, float] = {}
+            for used, reduced in least.items():
+                for t, u in zip(g.times, g.units, strict=True):
+                    more = reduced + t + multiplier * u - lowest
+                    after[used + u] = min(more, after.get(used + u, math.inf))
+            least = after
+        fits = [
+            reduced + multiplier * (room - used) for used, reduced in least.items() if used <= room
         ]
-        best = math.inf
-        for picks in itertools.product(*(range(len(g.options)) for g in kernels)):
-            units = sum(g.units[i] for g, i in zip(kernels, picks, strict=True))
-            if units <= room:
-                reduced = sum(
-                    g.times[i] + multiplier * g.units[i] - m
-                    for g, i, m in zip(kernels, picks, lowest, strict=True)
-                )
-                best = min(best, reduced + multiplier * (room - units))
-        return best
+        return min(fits, default=math.inf)
 
     for k, bound in enumerate(bounds):
         for room in range(0, 3 * 6 * 3 + 1):
