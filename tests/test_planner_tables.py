@@ -72,6 +72,8 @@ def test_schedule_adds_times_and_takes_the_largest_workspace() -> None:
     s = Schedule((a, b, b))
     assert (s.time_ms, s.workspace_bytes, s.batch) == (2.0, 300, 256)
     assert not s.deterministic
+    trusted = Schedule.of_parts((a, b, b))  # as the planners make them, unchecked
+    assert trusted == s and hash(trusted) == hash(s) and trusted.time_ms == 2.0
     assert s.micro_batches_text() == "128+2x64"
     assert s.algos_text() == "1,7/tensor_op"
     c = Candidate(64, 0, 0.5, 0)

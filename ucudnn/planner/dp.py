@@ -355,7 +355,7 @@ class SplitDP:
             assert self._general is not None  # it made the way
             counts = self._general.counts()
         sizes = sorted(counts, reverse=True)
-        return Schedule(tuple(self._best[s] for s in sizes for _ in range(counts[s])))
+        return Schedule.of_parts(tuple(self._best[s] for s in sizes for _ in range(counts[s])))
 
 
 class _GeneralDP:

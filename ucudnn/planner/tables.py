@@ -294,6 +294,14 @@ class Schedule:
         if not all(isinstance(p, Candidate) for p in self.parts):
             raise TypeError(f"a schedule's parts are Candidates, got {self.parts!r}")
 
+    @classmethod
+    def of_parts(cls, parts: tuple[Candidate, ...]) -> Schedule:
+        """The schedule of `parts`, a non-empty tuple of Candidates, not checked again: the
+        planners make one per front point, of up to 256 parts each."""
+        schedule = object.__new__(cls)
+        object.__setattr__(schedule, "parts", parts)
+        return schedule
+
     # Cached: planning reads them over and over, and a schedule never changes.
     @functools.cached_property
     def time_ms(self) -> float:
