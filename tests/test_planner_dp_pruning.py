@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from tests.planner_oracles import reference_front, reference_schedule
-from ucudnn.planner.dp import MAX_DP_STEPS, StepBudget, eligible_candidates
+from ucudnn.planner.dp import MAX_DP_STEPS, StepBudget, eligible_rows
 from ucudnn.planner.networks import builtin_network
 from ucudnn.planner.pareto import DesirableSets, desirable_set
 from ucudnn.planner.plan import make_plan_wd
@@ -45,7 +45,7 @@ def tied_tables(draw: st.DrawFn) -> KernelTable:
 
 
 def policy_candidates(table: KernelTable, policy: str | list[int]) -> list[Candidate]:
-    return eligible_candidates(table, None, policy, deterministic_only=False)
+    return list(map(Candidate.of_row, eligible_rows(table, None, policy, deterministic_only=False)))
 
 
 @settings(max_examples=300, deadline=None)

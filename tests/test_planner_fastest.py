@@ -1,5 +1,5 @@
 """`fastest_by_size`: what WR plans from, the fastest eligible candidate at each size, is the
-least speed key among `eligible_candidates` there, ties in time included."""
+least speed key among the eligible rows there, ties in time included."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from ucudnn.planner.dp import eligible_candidates, fastest_by_size
+from ucudnn.planner.dp import eligible_rows, fastest_by_size, size_records
 from ucudnn.planner.tables import Candidate, KernelTable
 
 
@@ -29,9 +29,28 @@ def test_the_fastest_at_each_size_is_the_least_speed_key_of_the_eligible(seed: i
         for policy in ("all", "powerOfTwo", "undivided", (1, 3, 4)):
             for deterministic_only in (False, True):
                 expected: dict[int, Candidate] = {}
-                for c in eligible_candidates(table, limit, policy, deterministic_only):
+                for c in map(
+                    Candidate.of_row, eligible_rows(table, limit, policy, deterministic_only)
+                ):
                     best = expected.get(c.micro_batch)
                     if best is None or c.speed_key() < best.speed_key():
                         expected[c.micro_batch] = c
                 found = fastest_by_size(table, limit, policy, deterministic_only)
                 assert found == expected
+
+
+def test_a_sizes_records_are_those_faster_than_all_with_less_workspace() -> None:
+    table = KernelTable("c", "forward", 4)
+    for c in [
+        Candidate(4, 0, 3.0, 0),
+        Candidate(4, 1, 3.0, 512),  # as fast, more workspace: never the best
+        Candidate(4, 2, 2.0, 256),
+        Candidate(4, 3, 2.5, 1024),  # slower than algo 2 and larger
+        Candidate(4, 4, 1.0, 1024),
+        Candidate(2, 0, 1.0, 0),
+        Candidate(2, 1, 1.0, 0),  # ties algo 0 in both, later in speed order
+    ]:
+        table.add(c)
+    records = size_records(table, None, "all", deterministic_only=False)
+    assert [(c.micro_batch, c.algo) for c in records] == [(2, 0), (4, 0), (4, 2), (4, 4)]
+    assert [c.algo for c in size_records(table, 512, "all", False)] == [0, 0, 2]

@@ -46,11 +46,14 @@ from ucudnn.planner.policies import Policy, sizes_for_policy
 from ucudnn.planner.tables import (
     ROW_DETERMINISTIC,
     ROW_SIZE,
+    ROW_TIME,
     ROW_WORKSPACE,
     Candidate,
     KernelTable,
+    Row,
     Schedule,
     row_size_then_speed_key,
+    row_size_workspace_speed_key,
 )
 
 # The general program's inner loop runs at most this often per budget (a few seconds).
@@ -99,45 +102,57 @@ class StepBudget:
         self.left += steps
 
 
-def eligible_candidates(
+def eligible_rows(
     table: KernelTable, limit_bytes: int | None, policy: Policy, deterministic_only: bool
-) -> list[Candidate]:
-    """The candidates a schedule may use: at a policy size, within the limit (None: any)."""
+) -> list[Row]:
+    """The rows of the candidates a schedule may use: at a policy size, within the limit
+    (None: any), deterministic when asked; sizes ascending."""
     if limit_bytes is not None:
         limit_bytes = byte_count(limit_bytes, "limit_bytes")
+    limit = math.inf if limit_bytes is None else limit_bytes
     allowed = sizes_for_policy(policy, table.batch)
+    rows = table.rows()
     return [
-        c
-        for b in table.micro_batches()
+        r
+        for b in sorted(rows)
         if b in allowed
-        for c in table.candidates[b]
-        if (limit_bytes is None or c.workspace_bytes <= limit_bytes)
-        and (c.deterministic or not deterministic_only)
+        for r in rows[b]
+        if r[ROW_WORKSPACE] <= limit and (r[ROW_DETERMINISTIC] or not deterministic_only)
     ]
 
 
 def fastest_by_size(
     table: KernelTable, limit_bytes: int | None, policy: Policy, deterministic_only: bool
 ) -> dict[int, Candidate]:
-    """The fastest of `eligible_candidates` at each size that has one (the least speed_key),
-    sizes ascending: all that the fastest schedule under one limit can use, as it runs each
-    part with the fastest candidate at its size. WR's plans go through every row, so the rows
-    are sorted once, in C, and only the chosen made Candidates."""
-    if limit_bytes is not None:
-        limit_bytes = byte_count(limit_bytes, "limit_bytes")
-    limit = math.inf if limit_bytes is None else limit_bytes
-    allowed = sizes_for_policy(policy, table.batch)
-    eligible = [
-        r
-        for b, rows in table.rows().items()
-        if b in allowed
-        for r in rows
-        if r[ROW_WORKSPACE] <= limit and (r[ROW_DETERMINISTIC] or not deterministic_only)
-    ]
+    """The fastest of the eligible candidates (`eligible_rows`) at each size that has one (the
+    least speed_key), sizes ascending: all that the fastest schedule under one limit can use,
+    as it runs each part with the fastest candidate at its size. WR's plans go through every
+    row, so the rows are sorted once, in C, and only the chosen made Candidates."""
+    eligible = eligible_rows(table, limit_bytes, policy, deterministic_only)
     eligible.sort(key=row_size_then_speed_key)
     # Read from the end, so each size keeps its first row, the fastest.
     fastest = {r[ROW_SIZE]: r for r in reversed(eligible)}
     return {b: Candidate.of_row(fastest[b]) for b in reversed(fastest)}
+
+
+def size_records(
+    table: KernelTable, limit_bytes: int | None, policy: Policy, deterministic_only: bool
+) -> list[Candidate]:
+    """The eligible candidates (`eligible_rows`) that are faster than every eligible one of
+    their size that needs less workspace, or as much and comes first in speed order: when
+    candidates are offered in (workspace, speed) order, as the desirable sets offer them, these
+    are the ones that become the best at their size (`SplitDP.offer`), and no other changes
+    what the program finds. Tables of engines hold hundreds per size, few of them these."""
+    rows = eligible_rows(table, limit_bytes, policy, deterministic_only)
+    rows.sort(key=row_size_workspace_speed_key)
+    records, size, fastest = [], 0, math.inf
+    for row in rows:
+        if row[ROW_SIZE] != size:
+            size, fastest = row[ROW_SIZE], math.inf
+        if row[ROW_TIME] < fastest:
+            records.append(Candidate.of_row(row))
+            fastest = row[ROW_TIME]
+    return records
 
 
 # The order of an entry with no way at all: below every option, so that none replaces it

@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import TypeVar
 
 from ucudnn.planner.config import micro_batch_policy
-from ucudnn.planner.dp import SplitDP, StepBudget, eligible_candidates
+from ucudnn.planner.dp import SplitDP, StepBudget, size_records
 from ucudnn.planner.policies import DEFAULT_POLICY, Policy, policy_text
 from ucudnn.planner.tables import Candidate, ContentKey, KernelTable, Schedule
 
@@ -58,7 +58,7 @@ def desirable_set(
     """The Pareto front of `table`'s schedules within `limit_bytes` (None: no limit). Sizes
     that are no divisor chain are solved at each workspace size, within `budget` (by default,
     one of its own: see `StepBudget`)."""
-    candidates = eligible_candidates(table, limit_bytes, policy, deterministic_only)
+    candidates = size_records(table, limit_bytes, policy, deterministic_only)
     return list(_front(table.batch, candidates, StepBudget() if budget is None else budget))
 
 
@@ -102,7 +102,7 @@ def desirable_points(
     """The points of `table`'s unlimited desirable set one at a time, workspace ascending:
     each is found before the next is looked for, so a caller that needs only those within
     some limit stops there."""
-    candidates = eligible_candidates(table, None, policy, deterministic_only)
+    candidates = size_records(table, None, policy, deterministic_only)
     return _front(table.batch, candidates, budget)
 
 

@@ -75,9 +75,10 @@ from ucudnn.planner.files import (
 from ucudnn.planner.provenance import device_comment, device_of_comments
 
 KernelId = tuple[str, str]
-# A candidate's field values, in order (Candidate.values()), and where planners find three.
+# A candidate's field values, in order (Candidate.values()), and where planners find some.
 Row = tuple[int, int, float, int, str, bool, str]
 ROW_SIZE: Final = 0
+ROW_TIME: Final = 2
 ROW_WORKSPACE: Final = 3
 ROW_DETERMINISTIC: Final = 5
 
@@ -277,6 +278,10 @@ _SPEED_FIELDS = ("time_ms", "workspace_bytes", "algo", "engine", "math_type")
 row_speed_key = operator.itemgetter(*map(_CANDIDATE_FIELDS.index, _SPEED_FIELDS))
 row_size_then_speed_key = operator.itemgetter(
     *map(_CANDIDATE_FIELDS.index, ("micro_batch", *_SPEED_FIELDS))
+)
+# The order in which the desirable sets offer a size's candidates: workspace, then speed.
+row_size_workspace_speed_key = operator.itemgetter(
+    *map(_CANDIDATE_FIELDS.index, ("micro_batch", "workspace_bytes", *_SPEED_FIELDS))
 )
 
 
