@@ -11,11 +11,11 @@ import pytest
 from ucudnn.core.facts import DeviceFacts
 from ucudnn.planner.errors import InfeasibleError
 from ucudnn.planner.networks import builtin_network
-from ucudnn.planner.pareto import smallest_workspace
+from ucudnn.planner.pareto import DesirableSets, desirable_set, smallest_workspace
 from ucudnn.planner.plan import KernelPlan, Plan, make_plan_wd, make_plan_wr
 from ucudnn.planner.synthetic import model_tables
 from ucudnn.planner.tables import Candidate, KernelTable, Schedule, TimingTables
-from ucudnn.planner.wd import aligned
+from ucudnn.planner.wd import aligned, plan_wd
 from ucudnn.planner.wr import plan_wr
 
 MiB = 1 << 20
@@ -53,6 +53,51 @@ def test_wd_plan_fits_the_budget_and_beats_its_undivided_baseline(tables) -> Non
     assert plan.workspace_bytes <= end <= 64 * MiB
     assert sum(aligned(k.baseline.workspace_bytes, 256) for k in plan.kernels) <= 64 * MiB
     assert plan.time_ms <= plan.baseline_time_ms
+
+
+@pytest.mark.parametrize("policy", ["powerOfTwo", "all"])
+def test_wd_where_every_fastest_schedule_fits_takes_each_desirable_sets_last_point(
+    policy: str,
+) -> None:
+    """Where they fit together, each kernel's fastest schedule is found by one solve instead
+    of its front: the same schedules, offsets and solver as planning from the fronts."""
+    graph = builtin_network("alexnet", batch=24)
+    tables = model_tables(((n, graph.problem(n), graph.kernels(n)) for n in graph.layers()), policy)
+    fastest = {k: plan_wr(t, 1 << 40, policy) for k, t in tables.items()}
+    roomy = sum(aligned(s.workspace_bytes, 256) for s in fastest.values())
+    for budget in (roomy, 2 * roomy, roomy - 1, roomy // 3):
+        sets = DesirableSets(policy)
+        plan = make_plan_wd(tables, budget, policy, sets=sets)
+        assert bool(sets._fronts) == (budget < roomy)  # no front was looked at, where all fit
+        fronts = {k: desirable_set(t, budget, policy) for k, t in tables.items()}
+        expected = plan_wd(fronts, budget)
+        assert {k.kernel_id: k.schedule for k in plan.kernels} == expected.choices
+        assert {k.kernel_id: k.offset for k in plan.kernels} == expected.offsets
+        assert plan.solver == expected.solver
+    assert make_plan_wd(tables, roomy, policy).solver == "none"
+
+
+def test_wd_where_the_fastest_within_the_budget_split_and_fit_takes_them() -> None:
+    # Within 512 B, each kernel runs fastest as two parts of 1 (3 + 3 ms in 256 B), not
+    # undivided (10 ms in none, or 2 ms in 1 KiB); the two fit together.
+    tables = TimingTables(
+        KernelTable(
+            layer,
+            "forward",
+            2,
+            [
+                Candidate(2, 0, 10.0, 0),
+                Candidate(2, 1, 2.0, 1024),
+                Candidate(1, 1, 3.0, 256),
+            ],
+        )
+        for layer in ("a", "b")
+    )
+    sets = DesirableSets("all")
+    plan = make_plan_wd(tables, 512, "all", sets=sets)
+    assert not sets._fronts and plan.solver == "none"
+    assert [k.schedule.micro_batches_text() for k in plan.kernels] == ["2x1", "2x1"]
+    assert [k.offset for k in plan.kernels] == [0, 256]
 
 
 def test_wd_infeasible_budget_names_the_minimum(tables) -> None:

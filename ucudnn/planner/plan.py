@@ -47,8 +47,8 @@ from ucudnn.planner.tables import (
 )
 from ucudnn.planner.textable import render_table
 from ucudnn.planner.units import format_size
-from ucudnn.planner.wd import WDSolution, check_solver, plan_wd
-from ucudnn.planner.wr import kernel_infeasible, plan_wr
+from ucudnn.planner.wd import WDSolution, aligned, check_solver, plan_wd
+from ucudnn.planner.wr import fastest_schedule, kernel_infeasible, plan_wr
 
 T = TypeVar("T")
 
@@ -642,7 +642,8 @@ def make_plan_wd(
         left = max(deadline - time.monotonic(), _LEAST_SOLVE_S)
         return plan_wd(sets, budget_bytes, solver, alignment, time_limit_s=left)
 
-    solution = solve(_per_content(tables, options))
+    fastest = _fastest_if_all_fit(tables, budget_bytes, policy, deterministic_only, alignment)
+    solution = solve(fastest if fastest is not None else _per_content(tables, options))
     undivided = _per_content(
         tables, lambda t: desirable_set(t, budget_bytes, "undivided", deterministic_only)
     )
@@ -669,6 +670,35 @@ def make_plan_wd(
         device=device,
         timings_source=timings_source,
     )
+
+
+def _fastest_if_all_fit(
+    tables: TimingTables,
+    budget_bytes: int,
+    policy: Policy,
+    deterministic_only: bool,
+    alignment: int,
+) -> dict[KernelId, list[Schedule]] | None:
+    """Each kernel's fastest schedule within the budget, as its one option, when they all fit
+    in it together; else None, known as soon as they do not. WD then has nothing to trade and
+    takes the last point of each desirable set within the budget, which is that schedule (the
+    program's answer from the same candidates: the fastest, with the least workspace of that
+    time), so one solve per table stands for a whole front: a tune that plans small batches
+    in a large memory plans most of them so."""
+    found: dict[ContentKey, list[Schedule]] = {}
+    chosen, total = {}, 0
+    for kernel_id, table in tables.items():
+        key = table.content_key()
+        if key not in found:
+            schedule = fastest_schedule(table, budget_bytes, policy, deterministic_only)
+            if schedule is None:
+                return None
+            found[key] = [schedule]  # one list per content: plan_wd groups kernels by it
+        chosen[kernel_id] = found[key]
+        total += aligned(found[key][0].workspace_bytes, alignment)
+        if total > budget_bytes:
+            return None
+    return chosen
 
 
 def _plan(

@@ -33,13 +33,20 @@ def plan_wr(
     """
     limit_bytes = byte_count(limit_bytes, "limit_bytes")
     policy = micro_batch_policy(policy, "policy")
-    dp = SplitDP(table.batch)
-    for c in fastest_by_size(table, limit_bytes, policy, deterministic_only).values():
-        dp.offer(c)
-    schedule = dp.solve()
+    schedule = fastest_schedule(table, limit_bytes, policy, deterministic_only)
     if schedule is None:
         raise kernel_infeasible(table, limit_bytes, policy, deterministic_only)
     return schedule
+
+
+def fastest_schedule(
+    table: KernelTable, limit_bytes: int, policy: Policy, deterministic_only: bool
+) -> Schedule | None:
+    """`plan_wr`'s schedule of checked arguments, or None where it has none."""
+    dp = SplitDP(table.batch)
+    for c in fastest_by_size(table, limit_bytes, policy, deterministic_only).values():
+        dp.offer(c)
+    return dp.solve()
 
 
 def kernel_infeasible(
