@@ -3,6 +3,8 @@ must stay those of a solve from scratch, tie-breaks included (tests/planner_orac
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 from hypothesis import given, settings, strategies as st
 
@@ -101,3 +103,28 @@ def test_resnet50_plans_under_policy_all_within_the_step_budget() -> None:
     plan = make_plan_wd(tables, 8 << 20, "all", sets=sets)
     assert plan.workspace_bytes <= 8 << 20 and plan.solver_status == "optimal"
     assert 0 < sets.budget.limit - sets.budget.left < MAX_DP_STEPS
+
+
+@settings(max_examples=200, deadline=None)
+@given(tied_tables(), st.one_of(NO_CHAIN, st.just("powerOfTwo")), st.booleans())
+def test_the_least_workspace_is_that_of_the_fronts_first_point(
+    table: KernelTable, policy: str | list[int], undivided_smallest: bool
+) -> None:
+    if not undivided_smallest:  # the undivided run needs more than the others: a front decides
+        undivided = table.batch
+        table = KernelTable("conv", "forward", undivided, [
+            dataclasses.replace(c, workspace_bytes=c.workspace_bytes + (c.micro_batch == undivided))
+            for c in table
+        ])  # fmt: skip
+    first = DesirableSets(policy).smallest(table)
+    assert DesirableSets(policy).least_workspace(table) == (first and first.workspace_bytes)
+
+
+def test_the_least_workspace_of_a_size_that_makes_up_no_schedule_is_not_taken() -> None:
+    # 3 samples run in no workspace, but no schedule of 4 uses them: two parts of 2 need least.
+    table = KernelTable("conv", "forward", 4, [
+        Candidate(4, 0, 1.0, 100), Candidate(3, 0, 1.0, 0), Candidate(2, 0, 1.0, 50),
+    ])  # fmt: skip
+    assert DesirableSets("all").least_workspace(table) == 50
+    assert DesirableSets("undivided").least_workspace(table) == 100
+    assert DesirableSets([3]).least_workspace(table) == 100  # a list keeps the undivided run

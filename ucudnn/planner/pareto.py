@@ -23,9 +23,16 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import TypeVar
 
 from ucudnn.planner.config import micro_batch_policy
-from ucudnn.planner.dp import SplitDP, StepBudget, size_records
+from ucudnn.planner.dp import SplitDP, StepBudget, eligible_rows, size_records
 from ucudnn.planner.policies import DEFAULT_POLICY, Policy, policy_text
-from ucudnn.planner.tables import Candidate, ContentKey, KernelTable, Schedule
+from ucudnn.planner.tables import (
+    ROW_SIZE,
+    ROW_WORKSPACE,
+    Candidate,
+    ContentKey,
+    KernelTable,
+    Schedule,
+)
 
 T = TypeVar("T")
 
@@ -62,6 +69,8 @@ def desirable_set(
     return list(_front(table.batch, candidates, StepBudget() if budget is None else budget))
 
 
+_ROW_WORKSPACE = operator.itemgetter(ROW_WORKSPACE)
+_ROW_WORKSPACE_SIZE = operator.itemgetter(ROW_WORKSPACE, ROW_SIZE)
 # Read in C: engine tables offer a front 1e4 candidates. The second is (workspace_bytes,
 # *Candidate.speed_key()).
 _WORKSPACE = operator.attrgetter("workspace_bytes")
@@ -151,6 +160,7 @@ class DesirableSets:
         self.deterministic_only = bool(deterministic_only)
         self.budget = StepBudget()
         self._fronts: dict[ContentKey, _KeptFront] = {}
+        self._least: dict[ContentKey, int | None] = {}  # see least_workspace
 
     def check_made_for(self, policy: Policy, deterministic_only: bool) -> None:
         """Refuse to serve a plan of another policy or determinism."""
@@ -172,6 +182,21 @@ class DesirableSets:
         """The front's first point (None: no schedule at all), found without the rest of the
         front: all a batch that is over memory needs."""
         return next(iter(self._up_to(table, -1)), None)
+
+    def least_workspace(self, table: KernelTable) -> int | None:
+        """The workspace of the front's first point (None: no schedule at all), kept per
+        content. Found at once where the undivided run has a candidate of the least workspace
+        of all, as no schedule needs less than its parts' least: a batch over memory needs no
+        front."""
+        key = table.content_key()
+        if key not in self._least:
+            rows = eligible_rows(table, None, self.policy, self.deterministic_only)
+            least = min(map(_ROW_WORKSPACE, rows), default=None)
+            if least is None or (least, table.batch) not in map(_ROW_WORKSPACE_SIZE, rows):
+                smallest = self.smallest(table)
+                least = None if smallest is None else smallest.workspace_bytes
+            self._least[key] = least
+        return self._least[key]
 
     def within(self, table: KernelTable, limit_bytes: int) -> list[Schedule]:
         """The desirable set of `table` within `limit_bytes`: equal to `desirable_set`'s,

@@ -299,10 +299,10 @@ def _smallest_arena(tables: TimingTables, sets: DesirableSets, alignment: int) -
     """The smallest WD arena of `tables`, or None when a kernel has no schedule at all."""
     total = 0
     for _, table in tables.items():
-        smallest = sets.smallest(table)  # not the whole front: the batch may be over memory
+        smallest = sets.least_workspace(table)  # no front: the batch may be over memory
         if smallest is None:
             return None
-        total += aligned(smallest.workspace_bytes, alignment)
+        total += aligned(smallest, alignment)
     return total
 
 
