@@ -37,6 +37,7 @@ from __future__ import annotations
 import bisect
 import itertools
 import math
+from collections.abc import Iterator
 from typing import NamedTuple
 
 from ucudnn.core.checks import integer
@@ -45,15 +46,14 @@ from ucudnn.planner.config import byte_count
 from ucudnn.planner.policies import Policy, sizes_for_policy
 from ucudnn.planner.tables import (
     ROW_DETERMINISTIC,
-    ROW_SIZE,
     ROW_TIME,
     ROW_WORKSPACE,
     Candidate,
     KernelTable,
     Row,
     Schedule,
-    row_size_then_speed_key,
-    row_size_workspace_speed_key,
+    row_speed_key,
+    row_workspace_speed_key,
 )
 
 # The general program's inner loop runs at most this often per budget (a few seconds).
@@ -102,23 +102,32 @@ class StepBudget:
         self.left += steps
 
 
-def eligible_rows(
+def _eligible_by_size(
     table: KernelTable, limit_bytes: int | None, policy: Policy, deterministic_only: bool
-) -> list[Row]:
-    """The rows of the candidates a schedule may use: at a policy size, within the limit
-    (None: any), deterministic when asked; sizes ascending."""
+) -> Iterator[tuple[int, list[Row]]]:
+    """Each policy size's rows of the candidates a schedule may use: within the limit (None:
+    any), deterministic when asked; sizes ascending, those with none left out."""
     if limit_bytes is not None:
         limit_bytes = byte_count(limit_bytes, "limit_bytes")
     limit = math.inf if limit_bytes is None else limit_bytes
     allowed = sizes_for_policy(policy, table.batch)
-    rows = table.rows()
-    return [
-        r
-        for b in sorted(rows)
-        if b in allowed
-        for r in rows[b]
-        if r[ROW_WORKSPACE] <= limit and (r[ROW_DETERMINISTIC] or not deterministic_only)
-    ]
+    for b, rows in sorted(table.rows().items()):
+        if b in allowed:
+            eligible = [
+                r
+                for r in rows
+                if r[ROW_WORKSPACE] <= limit and (r[ROW_DETERMINISTIC] or not deterministic_only)
+            ]
+            if eligible:
+                yield b, eligible
+
+
+def eligible_rows(
+    table: KernelTable, limit_bytes: int | None, policy: Policy, deterministic_only: bool
+) -> list[Row]:
+    """The rows of the candidates a schedule may use (see `_eligible_by_size`)."""
+    by_size = _eligible_by_size(table, limit_bytes, policy, deterministic_only)
+    return [r for _, rows in by_size for r in rows]
 
 
 def fastest_by_size(
@@ -127,12 +136,9 @@ def fastest_by_size(
     """The fastest of the eligible candidates (`eligible_rows`) at each size that has one (the
     least speed_key), sizes ascending: all that the fastest schedule under one limit can use,
     as it runs each part with the fastest candidate at its size. WR's plans go through every
-    row, so the rows are sorted once, in C, and only the chosen made Candidates."""
-    eligible = eligible_rows(table, limit_bytes, policy, deterministic_only)
-    eligible.sort(key=row_size_then_speed_key)
-    # Read from the end, so each size keeps its first row, the fastest.
-    fastest = {r[ROW_SIZE]: r for r in reversed(eligible)}
-    return {b: Candidate.of_row(fastest[b]) for b in reversed(fastest)}
+    row: only the chosen are made Candidates."""
+    by_size = _eligible_by_size(table, limit_bytes, policy, deterministic_only)
+    return {b: Candidate.of_row(min(rows, key=row_speed_key)) for b, rows in by_size}
 
 
 def size_records(
@@ -143,15 +149,13 @@ def size_records(
     candidates are offered in (workspace, speed) order, as the desirable sets offer them, these
     are the ones that become the best at their size (`SplitDP.offer`), and no other changes
     what the program finds. Tables of engines hold hundreds per size, few of them these."""
-    rows = eligible_rows(table, limit_bytes, policy, deterministic_only)
-    rows.sort(key=row_size_workspace_speed_key)
-    records, size, fastest = [], 0, math.inf
-    for row in rows:
-        if row[ROW_SIZE] != size:
-            size, fastest = row[ROW_SIZE], math.inf
-        if row[ROW_TIME] < fastest:
-            records.append(Candidate.of_row(row))
-            fastest = row[ROW_TIME]
+    records = []
+    for _, rows in _eligible_by_size(table, limit_bytes, policy, deterministic_only):
+        fastest = math.inf
+        for row in sorted(rows, key=row_workspace_speed_key):
+            if row[ROW_TIME] < fastest:
+                records.append(Candidate.of_row(row))
+                fastest = row[ROW_TIME]
     return records
 
 

@@ -274,14 +274,11 @@ _CANDIDATE_FIELDS = tuple(f.name for f in dataclasses.fields(Candidate))
 # Candidate.slot() of a candidate's field values.
 _SLOT_FIELDS = operator.itemgetter(*map(_CANDIDATE_FIELDS.index, ("algo", "engine", "math_type")))
 _SPEED_FIELDS = ("time_ms", "workspace_bytes", "algo", "engine", "math_type")
-# Candidate.speed_key() of a candidate's field values, and the same after its size.
+# Candidate.speed_key() of a candidate's field values, and the order in which the desirable
+# sets offer a size's candidates: workspace, then speed.
 row_speed_key = operator.itemgetter(*map(_CANDIDATE_FIELDS.index, _SPEED_FIELDS))
-row_size_then_speed_key = operator.itemgetter(
-    *map(_CANDIDATE_FIELDS.index, ("micro_batch", *_SPEED_FIELDS))
-)
-# The order in which the desirable sets offer a size's candidates: workspace, then speed.
-row_size_workspace_speed_key = operator.itemgetter(
-    *map(_CANDIDATE_FIELDS.index, ("micro_batch", "workspace_bytes", *_SPEED_FIELDS))
+row_workspace_speed_key = operator.itemgetter(
+    *map(_CANDIDATE_FIELDS.index, ("workspace_bytes", *_SPEED_FIELDS))
 )
 
 
