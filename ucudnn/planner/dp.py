@@ -145,8 +145,8 @@ def size_records(
     table: KernelTable, limit_bytes: int | None, policy: Policy, deterministic_only: bool
 ) -> list[Candidate]:
     """The eligible candidates (`eligible_rows`) that are faster than every eligible one of
-    their size that needs less workspace, or as much and comes first in speed order: when
-    candidates are offered in (workspace, speed) order, as the desirable sets offer them, these
+    their size that needs less workspace, or as much and comes first in speed order, in
+    (workspace, speed) order: offered in that order, as the desirable sets offer them, these
     are the ones that become the best at their size (`SplitDP.offer`), and no other changes
     what the program finds. Tables of engines hold hundreds per size, few of them these."""
     records = []
@@ -154,9 +154,10 @@ def size_records(
         fastest = math.inf
         for row in sorted(rows, key=row_workspace_speed_key):
             if row[ROW_TIME] < fastest:
-                records.append(Candidate.of_row(row))
+                records.append(row)
                 fastest = row[ROW_TIME]
-    return records
+    records.sort(key=row_workspace_speed_key)  # stable: sizes ascending on a full tie
+    return list(map(Candidate.of_row, records))
 
 
 # The order of an entry with no way at all: below every option, so that none replaces it

@@ -71,17 +71,12 @@ def desirable_set(
 
 _ROW_WORKSPACE = operator.itemgetter(ROW_WORKSPACE)
 _ROW_WORKSPACE_SIZE = operator.itemgetter(ROW_WORKSPACE, ROW_SIZE)
-# Read in C: engine tables offer a front 1e4 candidates. The second is (workspace_bytes,
-# *Candidate.speed_key()).
 _WORKSPACE = operator.attrgetter("workspace_bytes")
-_WORKSPACE_THEN_SPEED = operator.attrgetter(
-    "workspace_bytes", "time_ms", "workspace_bytes", "algo", "engine", "math_type"
-)
 
 
 def _front(batch: int, candidates: list[Candidate], budget: StepBudget) -> Iterator[Schedule]:
-    """The front's points, workspace ascending, each found before the next is looked for."""
-    candidates.sort(key=_WORKSPACE_THEN_SPEED)
+    """The front's points, workspace ascending, each found before the next is looked for;
+    `candidates` in (workspace, speed) order, as `size_records` gives them."""
     dp = SplitDP(batch, budget)
     front_ms = math.inf  # the program's sum for the last schedule it found faster
     last: Schedule | None = None
@@ -140,8 +135,20 @@ def smallest_workspace(
     table: KernelTable, policy: Policy = DEFAULT_POLICY, deterministic_only: bool = False
 ) -> int | None:
     """The smallest limit under which `table` has a schedule, or None if it has none."""
+    least = _least_at_once(table, policy, deterministic_only)
+    if least is not None:
+        return least
     front = desirable_set(table, None, policy, deterministic_only)
     return front[0].workspace_bytes if front else None
+
+
+def _least_at_once(table: KernelTable, policy: Policy, deterministic_only: bool) -> int | None:
+    """The least workspace of any schedule, where the undivided run has a candidate of the
+    least workspace of all (no schedule needs less than its parts' least); else None: the
+    front's first point must tell."""
+    rows = eligible_rows(table, None, policy, deterministic_only)
+    least = min(map(_ROW_WORKSPACE, rows), default=None)
+    return least if (least, table.batch) in map(_ROW_WORKSPACE_SIZE, rows) else None
 
 
 class DesirableSets:
@@ -184,15 +191,12 @@ class DesirableSets:
         return next(iter(self._up_to(table, -1)), None)
 
     def least_workspace(self, table: KernelTable) -> int | None:
-        """The workspace of the front's first point (None: no schedule at all), kept per
-        content. Found at once where the undivided run has a candidate of the least workspace
-        of all, as no schedule needs less than its parts' least: a batch over memory needs no
-        front."""
+        """`smallest_workspace` of `table`, kept per content; where the front must tell, its
+        first point is kept too. A batch over memory needs no more."""
         key = table.content_key()
         if key not in self._least:
-            rows = eligible_rows(table, None, self.policy, self.deterministic_only)
-            least = min(map(_ROW_WORKSPACE, rows), default=None)
-            if least is None or (least, table.batch) not in map(_ROW_WORKSPACE_SIZE, rows):
+            least = _least_at_once(table, self.policy, self.deterministic_only)
+            if least is None:
                 smallest = self.smallest(table)
                 least = None if smallest is None else smallest.workspace_bytes
             self._least[key] = least

@@ -209,8 +209,7 @@ def _increments(groups: list[_Group]) -> list[tuple[float, int, int, int]]:
     steps = []
     for gi, g in enumerate(groups):
         hull = _lower_hull(g, range(len(g.options)))
-        for a, b in itertools.pairwise(hull):
-            saved = (g.times[a] - g.times[b]) / (g.units[b] - g.units[a])
+        for (a, b), saved in zip(itertools.pairwise(hull), _saves(g, hull), strict=True):
             steps.append((saved, gi, a, b))
     steps.sort(key=lambda step: (-step[0], step[1], step[2]))
     return steps
@@ -225,6 +224,13 @@ def _lower_hull(g: _Group, indices: Iterable[int]) -> list[int]:
             hull.pop()
         hull.append(i)
     return hull
+
+
+def _saves(g: _Group, hull: list[int]) -> list[float]:
+    """The time each step along `hull` saves per unit of workspace, falling along it."""
+    return [
+        (g.times[a] - g.times[b]) / (g.units[b] - g.units[a]) for a, b in itertools.pairwise(hull)
+    ]
 
 
 def _on_or_above(g: _Group, a: int, b: int, c: int) -> bool:
@@ -513,9 +519,7 @@ def _lp_steps(g: _Group, multiplier: float) -> tuple[int, int, float, float]:
     """The group's part of a _RestBound: (low, high, dearest, cheapest) of its kernels alone,
     from the steps along the lower convex hull of its allowed options."""
     hull = _lower_hull(g, g.allowed)
-    saves = [
-        (g.times[a] - g.times[b]) / (g.units[b] - g.units[a]) for a, b in itertools.pairwise(hull)
-    ]
+    saves = _saves(g, hull)
     # Saves fall along the hull: the LP at lambda takes a first run of them.
     above = sum(1 for save in saves if save > multiplier)
     at = sum(1 for save in saves if save >= multiplier)
