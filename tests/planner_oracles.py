@@ -88,6 +88,12 @@ def front_points(schedules: list[Schedule], limit: int | None = None) -> list[tu
     )
 
 
+def repeated_kernels(lists: list[tuple[list, int]]) -> dict:
+    """WD's sets of kernels "l{i}.{j}": for each (schedules, n) of `lists`, n kernels that
+    share those schedules."""
+    return {(f"l{i}.{j}", "forward"): s for i, (s, n) in enumerate(lists) for j in range(n)}
+
+
 def best_wd(sets: dict, budget: int, alignment: int) -> float | None:
     """Minimum total time over every combination whose aligned workspaces fit, or None. Kernel
     by kernel, the least time of each total of aligned units used so far: every combination

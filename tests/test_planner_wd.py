@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from tests.planner_oracles import best_wd, kernel_tables
+from tests.planner_oracles import best_wd, kernel_tables, repeated_kernels
 from ucudnn.planner import wd
 from ucudnn.planner.errors import InfeasibleError, SolverError
 from ucudnn.planner.networks import builtin_network
@@ -76,7 +76,7 @@ def test_wd_equals_exhaustive_search(lists, budget: int, alignment: int) -> None
 )
 def test_wd_with_repeated_kernels_equals_exhaustive_search(lists, budget: int) -> None:
     """Kernels with identical options share the solver's variables (a count per option)."""
-    sets = {(f"l{i}.{j}", "forward"): s for i, (s, n) in enumerate(lists) for j in range(n)}
+    sets = repeated_kernels(lists)
     best = best_wd(sets, budget, 256)
     if best is None:
         with pytest.raises(InfeasibleError):

@@ -8,7 +8,7 @@ import math
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from tests.planner_oracles import best_wd
+from tests.planner_oracles import best_wd, repeated_kernels
 from ucudnn.planner import wd
 from ucudnn.planner.errors import InfeasibleError
 from ucudnn.planner.tables import Candidate, Schedule
@@ -43,7 +43,7 @@ def no_ilp(monkeypatch: pytest.MonkeyPatch) -> None:
     st.integers(0, 40),
 )
 def test_the_exact_search_finds_the_optimum(lists, budget_units: int) -> None:
-    sets = {(f"l{i}.{j}", "forward"): s for i, (s, n) in enumerate(lists) for j in range(n)}
+    sets = repeated_kernels(lists)
     budget = budget_units * 256
     best = best_wd(sets, budget, 256)
     if best is None:
@@ -91,7 +91,7 @@ def test_the_exact_search_is_exact_with_real_times(lists, share: float) -> None:
 def test_what_the_later_groups_add_is_never_overstated(lists, multiplier: float) -> None:
     """_RestBound.least(c) <= the least that the groups after each point add to a partial's
     reduced cost, with the unused units priced, over every way they fit in c units."""
-    sets = {(f"l{i}.{j}", "forward"): s for i, (s, n) in enumerate(lists) for j in range(n)}
+    sets = repeated_kernels(lists)
     groups = wd._groups(sets, 256)
     bounds = wd._rest_bounds(groups, multiplier)
     assert len(bounds) == len(groups) + 1
