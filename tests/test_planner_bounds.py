@@ -3,7 +3,7 @@ program's steps behind desirable sets, and naming many layers that share a label
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any, TypeVar
 
 import pytest
@@ -16,7 +16,7 @@ from ucudnn.planner.graph import FreeNames, LayerGraph
 from ucudnn.planner.pareto import DesirableSets, desirable_set
 from ucudnn.planner.plan import make_plan_wd
 from ucudnn.planner.synthetic import model_tables
-from ucudnn.planner.tables import Candidate, KernelTable
+from ucudnn.planner.tables import Candidate, KernelTable, Schedule
 from ucudnn.planner.tune import MAX_TUNE_BATCHES, check_batches, default_batches, tune
 from ucudnn.runtime.slots import Slots
 
@@ -64,11 +64,18 @@ def test_a_batch_over_memory_needs_no_whole_front(monkeypatch: pytest.MonkeyPatc
     pulled: dict[int, int] = {}  # batch: the points of its forward front found
     real = pareto.desirable_points
 
-    def counted_points(table: KernelTable, *args: Any) -> Iterator[object]:
-        for point in real(table, *args):
-            if table.kernel == "forward":
+    def counted_points(table: KernelTable, *args: Any) -> pareto.FrontWalk:
+        walk = real(table, *args)
+        step = walk.step
+
+        def counted_step() -> Schedule | None:
+            point = step()
+            if point is not None and table.kernel == "forward":
                 pulled[table.batch] = pulled.get(table.batch, 0) + 1
-            yield point
+            return point
+
+        monkeypatch.setattr(walk, "step", counted_step)
+        return walk
 
     monkeypatch.setattr(pareto, "desirable_points", counted_points)
     result = tune(graph, tables, "16MiB", overhead="0")  # fronts, not headroom

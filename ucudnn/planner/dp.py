@@ -37,7 +37,7 @@ from __future__ import annotations
 import bisect
 import itertools
 import math
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import NamedTuple
 
 from ucudnn.core.checks import integer
@@ -104,7 +104,7 @@ class StepBudget:
 
 def _eligible_by_size(
     table: KernelTable, limit_bytes: int | None, policy: Policy, deterministic_only: bool
-) -> Iterator[tuple[int, list[Row]]]:
+) -> Iterator[tuple[int, Sequence[Row]]]:
     """Each policy size's rows of the candidates a schedule may use: within the limit (None:
     any), deterministic when asked; sizes ascending, those with none left out."""
     if limit_bytes is not None:
@@ -113,6 +113,9 @@ def _eligible_by_size(
     allowed = sizes_for_policy(policy, table.batch)
     for b, rows in sorted(table.rows().items()):
         if b in allowed:
+            if limit_bytes is None and not deterministic_only:
+                yield b, rows  # a table's sizes all have rows
+                continue
             eligible = [
                 r
                 for r in rows
@@ -175,8 +178,15 @@ class _Way(NamedTuple):
     counts: dict[int, int] | None
 
 
-def _is_divisor_chain(sizes: list[int]) -> bool:
+def _is_divisor_chain(sizes: Sequence[int]) -> bool:
     return all(larger % smaller == 0 for smaller, larger in itertools.pairwise(sizes))
+
+
+def solved_in_closed_form(policy: Policy, batch: int) -> bool:
+    """Whether every solve for `batch` under `policy` takes the closed form, whatever the
+    candidates: the sizes of at most half the batch make a divisor chain."""
+    sizes = sizes_for_policy(policy, batch)
+    return _is_divisor_chain(sizes[: bisect.bisect_right(sizes, batch // 2)])
 
 
 # A candidate is pruned only when its bound exceeds the threshold by more than this fraction:

@@ -15,7 +15,6 @@ while running one scalar dynamic program per distinct workspace instead of mergi
 
 from __future__ import annotations
 
-import bisect
 import itertools
 import math
 import operator
@@ -66,7 +65,7 @@ def desirable_set(
     that are no divisor chain are solved at each workspace size, within `budget` (by default,
     one of its own: see `StepBudget`)."""
     candidates = size_records(table, limit_bytes, policy, deterministic_only)
-    return list(_front(table.batch, candidates, StepBudget() if budget is None else budget))
+    return list(FrontWalk(table.batch, candidates, StepBudget() if budget is None else budget))
 
 
 _ROW_WORKSPACE = operator.itemgetter(ROW_WORKSPACE)
@@ -74,61 +73,89 @@ _ROW_WORKSPACE_SIZE = operator.itemgetter(ROW_WORKSPACE, ROW_SIZE)
 _WORKSPACE = operator.attrgetter("workspace_bytes")
 
 
-def _front(batch: int, candidates: list[Candidate], budget: StepBudget) -> Iterator[Schedule]:
-    """The front's points, workspace ascending, each found before the next is looked for;
-    `candidates` in (workspace, speed) order, as `size_records` gives them."""
-    dp = SplitDP(batch, budget)
-    front_ms = math.inf  # the program's sum for the last schedule it found faster
-    last: Schedule | None = None
-    for _, group in itertools.groupby(candidates, key=_WORKSPACE):
+class FrontWalk:
+    """A desirable set's points found one candidate workspace size at a time, ascending; a
+    point is found at the size where its schedule first becomes the fastest. Iterating gives
+    the points; `step` takes one size, so that a caller can stop before a size it needs not
+    look at. `candidates` come in (workspace, speed) order, as `size_records` gives them."""
+
+    def __init__(self, batch: int, candidates: list[Candidate], budget: StepBudget) -> None:
+        self._dp = SplitDP(batch, budget)
+        self._groups = [list(group) for _, group in itertools.groupby(candidates, key=_WORKSPACE)]
+        self._next = 0  # the group `step` takes
+        self._front_ms = math.inf  # the program's sum for the last schedule it found faster
+        self._last: Schedule | None = None
+
+    @property
+    def next_workspace(self) -> int | None:
+        """The workspace size `step` looks at next (every point below it is found), or None
+        when the whole set is."""
+        if self._next == len(self._groups):
+            return None
+        return self._groups[self._next][0].workspace_bytes
+
+    def step(self) -> Schedule | None:
+        """The point found at the next workspace size, if any."""
+        dp = self._dp
+        group = self._groups[self._next]
+        self._next += 1
         offered = [c for c in group if dp.offer(c)]  # every one offered: no short-circuit
         # A faster schedule must use a new candidate, whose workspace is larger than any
         # before, so the front grows in order: a point joins when it is strictly faster (so
         # the program may leave out what cannot beat the last point, and need not solve at
         # all when no new candidate can).
         if (
-            any(dp.may_beat(c, front_ms) for c in offered)
-            and (way := dp.fastest(front_ms)) is not None
-            and way.time_ms < front_ms
+            any(dp.may_beat(c, self._front_ms) for c in offered)
+            and (way := dp.fastest(self._front_ms)) is not None
+            and way.time_ms < self._front_ms
         ):
-            front_ms = way.time_ms
+            self._front_ms = way.time_ms
             schedule = dp.schedule(way)
             # The program adds the parts in its own order: a sum smaller by rounding alone
             # (the same schedule, or one just as fast) is no point of the front.
-            if last is None or schedule.time_ms < last.time_ms:
-                yield schedule
-                last = schedule
+            if self._last is None or schedule.time_ms < self._last.time_ms:
+                self._last = schedule
+                return schedule
+        return None
+
+    def __iter__(self) -> Iterator[Schedule]:
+        while self.next_workspace is not None:
+            if (point := self.step()) is not None:
+                yield point
 
 
 def desirable_points(
     table: KernelTable, policy: Policy, deterministic_only: bool, budget: StepBudget
-) -> Iterator[Schedule]:
-    """The points of `table`'s unlimited desirable set one at a time, workspace ascending:
-    each is found before the next is looked for, so a caller that needs only those within
-    some limit stops there."""
+) -> FrontWalk:
+    """The points of `table`'s unlimited desirable set, found one workspace size at a time
+    (see `FrontWalk`): a caller that needs only those within some limit stops there."""
     candidates = size_records(table, None, policy, deterministic_only)
-    return _front(table.batch, candidates, budget)
+    return FrontWalk(table.batch, candidates, budget)
 
 
 class _KeptFront:
     """A desirable set found as far as asked: its first points, and what finds the rest."""
 
-    def __init__(self, points: Iterator[Schedule]) -> None:
+    def __init__(self, walk: FrontWalk) -> None:
         self.known: list[Schedule] = []
-        self._points: Iterator[Schedule] | None = points  # None once all are known
+        self._walk = walk
 
     def up_to(self, limit_bytes: int | None) -> list[Schedule]:
         """The points known once every point within `limit_bytes` (None: all) is, with at
         least one point (when there is one) and at most one beyond the limit."""
-        while self._points is not None and (
-            limit_bytes is None or not self.known or self.known[-1].workspace_bytes <= limit_bytes
+        walk = self._walk
+        while (size := walk.next_workspace) is not None and (
+            limit_bytes is None or not self.known or size <= limit_bytes
         ):
-            point = next(self._points, None)
-            if point is None:
-                self._points = None
-            else:
+            if (point := walk.step()) is not None:
                 self.known.append(point)
         return self.known
+
+    def edge(self) -> float:
+        """The workspace up to which the known points are all the set's points (infinite once
+        they are all of them)."""
+        size = self._walk.next_workspace
+        return math.inf if size is None else size - 1
 
 
 def smallest_workspace(
@@ -202,11 +229,14 @@ class DesirableSets:
             self._least[key] = least
         return self._least[key]
 
-    def within(self, table: KernelTable, limit_bytes: int) -> list[Schedule]:
-        """The desirable set of `table` within `limit_bytes`: equal to `desirable_set`'s,
-        found no further than the limit (a plan at a small budget needs none of the rest)."""
-        front = self._up_to(table, limit_bytes)
-        return front[: bisect.bisect_right(front, limit_bytes, key=lambda s: s.workspace_bytes)]
+    def explored(self, table: KernelTable, limit_bytes: int) -> tuple[list[Schedule], float]:
+        """The points of `table`'s desirable set found once every point within `limit_bytes`
+        is (with the first beyond when none is within), and the workspace up to which they
+        are all the set's points (`_KeptFront.edge`): what lies further is unexplored. The
+        points within the limit are `desirable_set`'s, found no further than the limit (a
+        plan at a small budget needs none of the rest)."""
+        points = self._up_to(table, limit_bytes)
+        return points, self._fronts[table.content_key()].edge()
 
     def _up_to(self, table: KernelTable, limit_bytes: int | None) -> list[Schedule]:
         key = table.content_key()

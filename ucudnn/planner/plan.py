@@ -33,6 +33,7 @@ from ucudnn.planner.dp import fastest_by_size
 from ucudnn.planner.errors import InfeasibleError, SolverError
 from ucudnn.planner.files import FieldError, field_errors, located_error
 from ucudnn.planner.pareto import DesirableSets, desirable_set
+from ucudnn.planner.partial_fronts import plan_on_partial_fronts
 from ucudnn.planner.policies import DEFAULT_POLICY, Policy, policy_text
 from ucudnn.planner.tables import (
     Candidate,
@@ -626,24 +627,24 @@ def make_plan_wd(
     else:
         sets.check_made_for(policy, deterministic_only)
 
-    def options(table: KernelTable) -> list[Schedule]:
-        # A kernel with nothing under the budget brings its smallest schedule, so that plan_wd
-        # can name the minimum feasible budget of the whole network.
-        found = sets.within(table, budget_bytes)
-        if not found:
-            smallest = sets.smallest(table)
-            if smallest is None:
-                raise kernel_infeasible(table, budget_bytes, policy, deterministic_only)
-            found = [smallest]
-        return found
-
     def solve(sets: Mapping[KernelId, list[Schedule]]) -> WDSolution:
         # Past the deadline a solve still gets a moment: it returns the solution it starts from.
         left = max(deadline - time.monotonic(), _LEAST_SOLVE_S)
         return plan_wd(sets, budget_bytes, solver, alignment, time_limit_s=left)
 
     fastest = _fastest_if_all_fit(tables, budget_bytes, policy, deterministic_only, alignment)
-    solution = solve(fastest if fastest is not None else _per_content(tables, options))
+    if fastest is not None:
+        solution = solve(fastest)
+    else:
+        solution = plan_on_partial_fronts(
+            tables,
+            sets,
+            budget_bytes,
+            alignment,
+            solve,
+            lambda t: fastest_schedule(t, budget_bytes, policy, deterministic_only),
+            lambda t: kernel_infeasible(t, budget_bytes, policy, deterministic_only),
+        )
     undivided = _per_content(
         tables, lambda t: desirable_set(t, budget_bytes, "undivided", deterministic_only)
     )

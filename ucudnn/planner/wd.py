@@ -248,19 +248,40 @@ class _Start:
     multiplier: float
 
 
+def relaxed_choices(
+    sets: Mapping[KernelId, Sequence[Schedule]], budget_bytes: int, alignment: int
+) -> tuple[dict[KernelId, Schedule], float]:
+    """Each kernel's farthest option along its set's convex hull that the LP relaxation's
+    optimum weighs, and the LP's price of a byte of workspace in ms: a cheap guess at what the
+    integer optimum needs (the budget in bytes)."""
+    groups = _groups(sets, alignment)
+    reached, multiplier = _lp_path(groups, _increments(groups), budget_bytes // alignment)
+    choices = {k: g.options[i] for g, i in zip(groups, reached, strict=True) for k in g.kernels}
+    return choices, multiplier / alignment
+
+
+def _lp_path(
+    groups: list[_Group], steps: list[tuple[float, int, int, int]], budget: int
+) -> tuple[list[int], float]:
+    """How far the LP relaxation's greedy takes each group along its hull (the option of its
+    last step, taken in full or in part), and the LP's price of a unit of workspace."""
+    reached = [0] * len(groups)
+    left = budget - sum(len(g.kernels) * g.units[0] for g in groups)
+    for saved, gi, a, b in steps:
+        reached[gi] = b
+        need = len(groups[gi].kernels) * (groups[gi].units[b] - groups[gi].units[a])
+        if need > left:
+            return reached, saved
+        left -= need
+    return reached, 0.0
+
+
 def _prove_greedy_or_prune(groups: list[_Group], budget: int) -> _Start | None:
     """Settle every group when the integer greedy is provably optimal (None); otherwise drop
     the options no optimal solution uses, settle the groups left with one, and return the
     greedy's solution to start the exact search from."""
     steps = _increments(groups)
-    left = budget - sum(len(g.kernels) * g.units[0] for g in groups)
-    multiplier = 0.0  # the LP relaxation's price of a unit of workspace
-    for saved, gi, a, b in steps:
-        need = len(groups[gi].kernels) * (groups[gi].units[b] - groups[gi].units[a])
-        if need > left:
-            multiplier = saved
-            break
-        left -= need
+    _, multiplier = _lp_path(groups, steps, budget)
     greedy, greedy_ms = _greedy(groups, steps, budget)
     priced = [[t + multiplier * u for t, u in zip(g.times, g.units, strict=True)] for g in groups]
     bound = math.fsum(len(g.kernels) * min(p) for g, p in zip(groups, priced, strict=True))
