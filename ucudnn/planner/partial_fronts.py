@@ -64,13 +64,15 @@ class _Explored:
         return True
 
     def widen(self, budget_bytes: int, price: float) -> None:
-        """Reach at least twice as far, and as far as a point could lie that the LP would
-        still buy at `price` ms per byte over the last one known: none is faster than the
-        stand-in. Fewer solves, for points the plan may not need."""
+        """Reach as far as a point could lie that the LP would still buy at `price` ms per
+        byte over the last one known (none is faster than the stand-in), but at least twice
+        and at most four times as far: the price of fronts cut short flatters them, and a
+        front found too far costs more than another round."""
         last, stand_in = self.options[-2:]
         saved = last.time_ms - stand_in.time_ms
-        worth = math.inf if price <= 0 else last.workspace_bytes + saved / price
-        self.reach = int(min(max(2 * self.edge + 1, worth), budget_bytes))
+        wanted = math.inf if price <= 0 else last.workspace_bytes + saved / price
+        reach = max(2 * self.edge + 1, min(wanted, 4 * self.edge))
+        self.reach = int(min(reach, budget_bytes))
         self.options = []
 
 
