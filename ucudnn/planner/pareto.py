@@ -142,7 +142,8 @@ class _KeptFront:
 
     def up_to(self, limit_bytes: int | None) -> list[Schedule]:
         """The points known once every point within `limit_bytes` (None: all) is, with at
-        least one point (when there is one) and at most one beyond the limit."""
+        least one point (when there is one): the first beyond the limit when none is within,
+        and otherwise none beyond it (no workspace size beyond it is looked at)."""
         walk = self._walk
         while (size := walk.next_workspace) is not None and (
             limit_bytes is None or not self.known or size <= limit_bytes

@@ -23,7 +23,14 @@ from collections.abc import Callable, Mapping
 
 from ucudnn.planner.dp import solved_in_closed_form
 from ucudnn.planner.pareto import DesirableSets
-from ucudnn.planner.tables import Candidate, KernelId, KernelTable, Schedule, TimingTables
+from ucudnn.planner.tables import (
+    Candidate,
+    ContentKey,
+    KernelId,
+    KernelTable,
+    Schedule,
+    TimingTables,
+)
 from ucudnn.planner.wd import WDSolution, relaxed_choices
 
 Sets = dict[KernelId, list[Schedule]]
@@ -91,7 +98,7 @@ def plan_on_partial_fronts(
     all."""
     share = budget_bytes // len(tables)
     explored: dict[KernelId, _Explored] = {}
-    by_content: dict[object, _Explored] = {}
+    by_content: dict[ContentKey, _Explored] = {}
     for kernel_id, table in tables.items():
         key = table.content_key()
         if key not in by_content:
