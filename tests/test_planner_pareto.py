@@ -94,14 +94,8 @@ def test_a_kept_set_within_a_limit_is_the_desirable_set_at_that_limit(
 ) -> None:
     policy = clip_policy(policy, table.batch)
     sets = DesirableSets(policy, deterministic)
-    points, edge = sets.explored(table, limit)
-    assert within(points, limit) == desirable_set(table, limit, policy, deterministic)
-    assert edge >= limit and len(points) <= len(within(points, limit)) + 1
+    assert sets.within(table, limit) == desirable_set(table, limit, policy, deterministic)
     assert sets.front(table) == desirable_set(table, None, policy, deterministic)
-
-
-def within(points: list[Schedule], limit: int) -> list[Schedule]:
-    return [p for p in points if p.workspace_bytes <= limit]
 
 
 def test_kept_sets_are_computed_once_per_table_content() -> None:
@@ -109,7 +103,7 @@ def test_kept_sets_are_computed_once_per_table_content() -> None:
     a = KernelTable("a", "forward", 4, [Candidate(4, 0, 1.0, 0), Candidate(2, 1, 0.2, 64)])
     b = KernelTable("b", "forward", 4, list(a))
     assert sets.front(a) is sets.front(b)  # same rows under another name: one front
-    assert within(sets.explored(b, 63)[0], 63) == [Schedule((Candidate(4, 0, 1.0, 0),))]
+    assert sets.within(a, 63) == [Schedule((Candidate(4, 0, 1.0, 0),))]
 
 
 def test_a_plan_refuses_sets_kept_for_another_policy() -> None:
@@ -124,9 +118,10 @@ def test_a_set_within_a_limit_is_found_no_further_than_the_limit() -> None:
     )
     whole = desirable_set(table, None, "all")
     sets = DesirableSets("all")
-    points, edge = sets.explored(table, 8)
-    assert points == within(whole, 8) and len(points) < len(whole)
-    assert edge == 8  # no size beyond 8 was looked at: the next one is 9
+    within = sets.within(table, 8)
+    assert within == [s for s in whole if s.workspace_bytes <= 8]
+    kept = sets._fronts[table.content_key()]  # what was found so far: no size beyond 8
+    assert kept.known == within and len(within) < len(whole)
     assert sets.front(table) == whole and sets.smallest(table) == whole[0]
 
 

@@ -15,6 +15,7 @@ while running one scalar dynamic program per distinct workspace instead of mergi
 
 from __future__ import annotations
 
+import bisect
 import itertools
 import math
 import operator
@@ -152,12 +153,6 @@ class _KeptFront:
                 self.known.append(point)
         return self.known
 
-    def edge(self) -> float:
-        """The workspace up to which the known points are all the set's points (infinite once
-        they are all of them)."""
-        size = self._walk.next_workspace
-        return math.inf if size is None else size - 1
-
 
 def smallest_workspace(
     table: KernelTable, policy: Policy = DEFAULT_POLICY, deterministic_only: bool = False
@@ -230,14 +225,11 @@ class DesirableSets:
             self._least[key] = least
         return self._least[key]
 
-    def explored(self, table: KernelTable, limit_bytes: int) -> tuple[list[Schedule], float]:
-        """The points of `table`'s desirable set found once every point within `limit_bytes`
-        is (with the first beyond when none is within), and the workspace up to which they
-        are all the set's points (`_KeptFront.edge`): what lies further is unexplored. The
-        points within the limit are `desirable_set`'s, found no further than the limit (a
-        plan at a small budget needs none of the rest)."""
-        points = self._up_to(table, limit_bytes)
-        return points, self._fronts[table.content_key()].edge()
+    def within(self, table: KernelTable, limit_bytes: int) -> list[Schedule]:
+        """The desirable set of `table` within `limit_bytes`: equal to `desirable_set`'s,
+        found no further than the limit (a plan at a small budget needs none of the rest)."""
+        front = self._up_to(table, limit_bytes)
+        return front[: bisect.bisect_right(front, limit_bytes, key=_WORKSPACE)]
 
     def _up_to(self, table: KernelTable, limit_bytes: int | None) -> list[Schedule]:
         key = table.content_key()

@@ -1,27 +1,32 @@
 """WD over desirable sets found only as far as the optimum needs.
 
-Under policy "all" a front takes a solve of the split program per workspace size, hundreds of
-them, and under a large budget most of each front lies beyond what any optimal plan gives its
-kernel. So each front is found up to a *reach*, and whatever the budget allows beyond it stands
-as one option, the stand-in: as fast as the kernel's fastest schedule within the budget, and
-one byte larger than the explored part. Every unexplored point is at least as slow and as
-large, so the problem with stand-ins is a relaxation: its optimum is no slower than the true
-one. An optimum that picks no stand-in is a plan of real schedules, so it is the true optimum
-too. Otherwise the fronts whose stand-ins were picked reach further, and it is solved again.
+Under policy "all" a front has a point at some of hundreds of workspace sizes, and a walk along
+it solves the split program at each. Most of them lie where no optimal plan takes its kernel.
+So a front is known only at some sizes: the fastest schedule within a size (`plan_wr`'s) is
+the front's point with the largest workspace up to that size, so two sizes whose fastest
+schedules are the same point hold no point between them, and two whose points differ leave a
+*gap*. A gap stands as one option for the solver, the stand-in: as fast as the point above it,
+and as large as the first size in it. Every point in the gap is at least as slow and as large,
+so the problem with stand-ins is a relaxation: its optimum is no slower than the true one. An
+optimum that picks no stand-in is a plan of real schedules, so it is the true optimum too.
+Otherwise each gap whose stand-in was picked is cut in two at its middle size, by one more
+fastest schedule, and it is solved again.
 
-Reaches start at an even share of the budget. The LP relaxation widens them first, as long as
-it weighs a stand-in, since it costs a fraction of an integer solve (the integer solves that
-follow seldom widen them again), and its price of workspace says how far a front must reach
-for a point the LP could still want.
+A front starts known at its least workspace and at the budget. The LP relaxation cuts gaps
+first, as long as it weighs a stand-in, since it costs a fraction of an integer solve; then
+so do the gaps that the LP bound does not rule out against a known integer solution, so that
+the integer solve seldom picks a stand-in. Fronts whose sizes make a divisor chain are walked
+whole within the budget instead: each size costs a closed-form solve.
 """
 
 from __future__ import annotations
 
 import bisect
-import math
+import dataclasses
+import itertools
 from collections.abc import Callable, Mapping
 
-from ucudnn.planner.dp import solved_in_closed_form
+from ucudnn.planner.dp import SplitDP, StepBudget, size_records, solved_in_closed_form
 from ucudnn.planner.pareto import DesirableSets
 from ucudnn.planner.tables import (
     Candidate,
@@ -31,56 +36,118 @@ from ucudnn.planner.tables import (
     Schedule,
     TimingTables,
 )
-from ucudnn.planner.wd import WDSolution, relaxed_choices
+from ucudnn.planner.wd import WDSolution, possible_options, relaxed_choices
 
 Sets = dict[KernelId, list[Schedule]]
-_Fastest = Callable[[KernelTable], Schedule | None]
 
 
-class _Explored:
-    """One table content's front as far as it was found, and its options for the solver."""
+@dataclasses.dataclass
+class _Known:
+    """A point of the front, the fastest schedule within each size from `first` to `last`
+    (indices into the sizes)."""
 
-    def __init__(self, table: KernelTable, reach: int) -> None:
+    first: int
+    last: int
+    point: Schedule
+
+
+class _Front:
+    """One table content's front within the budget, known at some workspace sizes."""
+
+    def __init__(self, table: KernelTable, budget: StepBudget) -> None:
         self.table = table
-        self.reach = reach
-        self.edge = reach  # every point up to it is known
-        self.stand_in: Schedule | None = None
-        self.fastest: Schedule | None = None  # within the budget, once a stand-in needs it
-        self.options: list[Schedule] = []  # found again after each widening
+        self._budget = budget  # the desirable sets': the fastest schedules are solved in it
+        self.sizes: list[int] = []  # the workspace sizes of the candidates within the budget
+        # Each micro-batch size's records, workspace ascending: the last within a size is
+        # the fastest there, the candidate `plan_wr` runs at that micro-batch size.
+        self._records: dict[int, tuple[list[int], list[Candidate]]] = {}
+        self.known: list[_Known] = []
+        self.stand_ins: dict[int, int] = {}  # id of a gap's stand-in: the known point below it
+        self.options: list[Schedule] = []
 
-    def find(self, sets: DesirableSets, budget_bytes: int, fastest: _Fastest) -> bool:
-        """Find the options: the known points within the budget and the stand-in for the
-        rest, if any; when none is within, the smallest point (so that the solver names the
-        budget needed). False when there is no schedule at all."""
-        points, edge = sets.explored(self.table, self.reach)
-        self.options = points[: bisect.bisect_right(points, budget_bytes, key=_workspace)]
-        self.stand_in = None
-        if not self.options:
-            self.options = points[:1]
-            return bool(points)
-        if edge < budget_bytes:
-            if self.fastest is None:
-                self.fastest = fastest(self.table)
-                assert self.fastest is not None  # a point is within the budget
-            if self.options[-1].time_ms > self.fastest.time_ms:
-                self.edge = int(edge)
-                self.stand_in = Schedule.of_parts(
-                    (Candidate(self.table.batch, 0, self.fastest.time_ms, self.edge + 1),)
-                )
-                self.options.append(self.stand_in)
-        return True
+    def know_all(self, points: list[Schedule]) -> None:
+        """Know every point within the budget (a walk along the front found them)."""
+        self.known = [_Known(i, i, point) for i, point in enumerate(points)]
 
-    def widen(self, budget_bytes: int, price: float) -> None:
-        """Reach as far as a point could lie that the LP would still buy at `price` ms per
-        byte over the last one known (none is faster than the stand-in), but at least twice
-        and at most four times as far: the price of fronts cut short flatters them, and a
-        front found too far costs more than another round."""
-        last, stand_in = self.options[-2:]
-        saved = last.time_ms - stand_in.time_ms
-        wanted = math.inf if price <= 0 else last.workspace_bytes + saved / price
-        reach = max(2 * self.edge + 1, min(wanted, 4 * self.edge))
-        self.reach = int(min(reach, budget_bytes))
-        self.options = []
+    def know_ends(self, records: list[Candidate]) -> None:
+        """Know the points at the least workspace size and at the budget, from the records
+        (`size_records`) within the budget (none when no schedule is within it)."""
+        self.sizes = sorted({c.workspace_bytes for c in records})
+        for c in sorted(records, key=lambda c: c.micro_batch):  # stable: workspace ascending
+            workspaces, candidates = self._records.setdefault(c.micro_batch, ([], []))
+            workspaces.append(c.workspace_bytes)
+            candidates.append(c)
+        end = len(self.sizes) - 1
+        top = self._fastest_within(end) if self.sizes else None
+        if top is None:
+            return
+        start = 0 if self._fastest_within(0) is not None else self._first_feasible()
+        bottom = self._fastest_within(start)
+        assert bottom is not None
+        if _same(bottom, top):
+            self.known = [self._known(end, top)]
+        else:
+            self.known = [self._known(start, bottom), self._known(end, top)]
+
+    def make_options(self) -> None:
+        """The known points, each gap's stand-in above the point below it."""
+        self.options, self.stand_ins = [], {}
+        for below, above in itertools.pairwise(self.known):
+            self.options.append(below.point)
+            if below.last + 1 < above.first:
+                stand_in = Schedule.of_parts((
+                    Candidate(
+                        self.table.batch, 0, above.point.time_ms, self.sizes[below.last + 1]
+                    ),
+                ))  # fmt: skip
+                self.stand_ins[id(stand_in)] = len(self.options) - 1
+                self.options.append(stand_in)
+        self.options.append(self.known[-1].point)
+
+    def cut(self, stand_in: Schedule) -> None:
+        """Cut the gap of `stand_in` in two at its middle size."""
+        point = self.options[self.stand_ins[id(stand_in)]]
+        at = next(i for i, k in enumerate(self.known) if k.point is point)
+        below, above = self.known[at], self.known[at + 1]
+        middle = (below.last + 1 + above.first - 1) // 2
+        found = self._fastest_within(middle)
+        assert found is not None  # the point below is within it
+        if _same(found, below.point):
+            below.last = middle
+        else:
+            self.known.insert(at + 1, self._known(middle, found))
+
+    def _known(self, index: int, point: Schedule) -> _Known:
+        """`point`, the fastest within size `index`, known from its own size to there."""
+        return _Known(self._index(point.workspace_bytes), index, point)
+
+    def _index(self, workspace: int) -> int:
+        return bisect.bisect_left(self.sizes, workspace)
+
+    def _fastest_within(self, index: int) -> Schedule | None:
+        """`plan_wr`'s schedule within size `index`: the fastest there, of least workspace."""
+        limit = self.sizes[index]
+        dp = SplitDP(self.table.batch, self._budget)
+        for workspaces, candidates in self._records.values():
+            if (at := bisect.bisect_right(workspaces, limit)) > 0:
+                dp.offer(candidates[at - 1])
+        return dp.solve()
+
+    def _first_feasible(self) -> int:
+        """The least size within which some schedule makes up the batch (one is within the
+        last): a bisection, as a size larger than one that has a schedule has one too."""
+        low, high = 0, len(self.sizes) - 1
+        while low < high:
+            middle = (low + high) // 2
+            if self._fastest_within(middle) is None:
+                low = middle + 1
+            else:
+                high = middle
+        return low
+
+
+def _same(a: Schedule, b: Schedule) -> bool:
+    return (a.time_ms, a.workspace_bytes) == (b.time_ms, b.workspace_bytes)
 
 
 def plan_on_partial_fronts(
@@ -89,52 +156,63 @@ def plan_on_partial_fronts(
     budget_bytes: int,
     alignment: int,
     solve: Callable[[Sets], WDSolution],
-    fastest: _Fastest,
     infeasible: Callable[[KernelTable], Exception],
 ) -> WDSolution:
     """`solve`'s optimum over the desirable sets of `tables` within `budget_bytes`, found
-    only as far as it needs; `alignment` is the solver's, `fastest` gives a table's fastest
-    schedule within the budget, and `infeasible` the error for a table with no schedule at
-    all."""
-    share = budget_bytes // len(tables)
-    explored: dict[KernelId, _Explored] = {}
-    by_content: dict[ContentKey, _Explored] = {}
+    only as far as it needs; `alignment` is the solver's, and `infeasible` gives the error
+    for a table with no schedule at all."""
+    fronts: dict[KernelId, _Front] = {}
+    by_content: dict[ContentKey, _Front] = {}
     for kernel_id, table in tables.items():
         key = table.content_key()
         if key not in by_content:
-            # Fronts solved in closed form cost little: they are found within the budget.
-            cheap = solved_in_closed_form(sets.policy, table.batch)
-            reach = budget_bytes if cheap else share
-            by_content[key] = _Explored(table, reach)
-        explored[kernel_id] = by_content[key]
-    price = 0.0
+            by_content[key] = _start(table, sets, budget_bytes, infeasible)
+        fronts[kernel_id] = by_content[key]
     while True:
-        for e in by_content.values():
-            if not e.options and not e.find(sets, budget_bytes, fastest):
-                raise infeasible(e.table)
         # One list per content: the solver groups the kernels that share one.
-        options = {k: e.options for k, e in explored.items()}
-        if any(e.stand_in for e in by_content.values()):
-            relaxed, price = relaxed_choices(options, budget_bytes, alignment)
-            if _widen(explored, relaxed, budget_bytes, price):
+        options = {k: f.options for k, f in fronts.items()}
+        if any(f.stand_ins for f in by_content.values()):
+            relaxed = relaxed_choices(options, budget_bytes, alignment)
+            if _cut(fronts, {k: [s] for k, s in relaxed.items()}):
+                continue
+            # The LP's optimum is real: cut the gaps that an integer optimum may still pick,
+            # by the LP bound, before a solve (which costs more than many cuts).
+            if _cut(fronts, possible_options(options, budget_bytes, alignment)):
                 continue
         solution = solve(options)
-        if not _widen(explored, solution.choices, budget_bytes, price):
+        if not _cut(fronts, {k: [s] for k, s in solution.choices.items()}):
             return solution
 
 
-def _widen(
-    explored: dict[KernelId, _Explored],
-    choices: Mapping[KernelId, Schedule],
+def _start(
+    table: KernelTable,
+    sets: DesirableSets,
     budget_bytes: int,
-    price: float,
-) -> bool:
-    """Widen the fronts whose stand-ins are chosen; whether there was one."""
-    short = {id(e): e for k, e in explored.items() if choices[k] is e.stand_in}
-    for e in short.values():
-        e.widen(budget_bytes, price)
-    return bool(short)
+    infeasible: Callable[[KernelTable], Exception],
+) -> _Front:
+    front = _Front(table, sets.budget)
+    if solved_in_closed_form(sets.policy, table.batch):
+        front.know_all(sets.within(table, budget_bytes))
+    else:
+        front.know_ends(size_records(table, budget_bytes, sets.policy, sets.deterministic_only))
+    if front.known:
+        front.make_options()
+        return front
+    # Nothing within the budget: the smallest point, so that the solver names the budget
+    # needed, if there is a schedule at all.
+    smallest = sets.smallest(table)
+    if smallest is None:
+        raise infeasible(table)
+    front.options = [smallest]
+    return front
 
 
-def _workspace(schedule: Schedule) -> int:
-    return schedule.workspace_bytes
+def _cut(fronts: dict[KernelId, _Front], choices: Mapping[KernelId, list[Schedule]]) -> bool:
+    """Cut the gaps whose stand-ins are among `choices`; whether there was one."""
+    chosen = {id(s): (f, s) for k, f in fronts.items() for s in choices[k]}
+    cut = [(f, s) for f, s in chosen.values() if id(s) in f.stand_ins]
+    for front, stand_in in cut:
+        front.cut(stand_in)
+    for front in {id(f): f for f, _ in cut}.values():
+        front.make_options()
+    return bool(cut)

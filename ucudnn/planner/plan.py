@@ -642,7 +642,6 @@ def make_plan_wd(
             budget_bytes,
             alignment,
             solve,
-            lambda t: fastest_schedule(t, budget_bytes, policy, deterministic_only),
             lambda t: kernel_infeasible(t, budget_bytes, policy, deterministic_only),
         )
     undivided = _per_content(

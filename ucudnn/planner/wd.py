@@ -250,14 +250,25 @@ class _Start:
 
 def relaxed_choices(
     sets: Mapping[KernelId, Sequence[Schedule]], budget_bytes: int, alignment: int
-) -> tuple[dict[KernelId, Schedule], float]:
+) -> dict[KernelId, Schedule]:
     """Each kernel's farthest option along its set's convex hull that the LP relaxation's
-    optimum weighs, and the LP's price of a byte of workspace in ms: a cheap guess at what the
-    integer optimum needs (the budget in bytes)."""
+    optimum weighs: a cheap guess at what the integer optimum needs (the budget in bytes)."""
     groups = _groups(sets, alignment)
-    reached, multiplier = _lp_path(groups, _increments(groups), budget_bytes // alignment)
-    choices = {k: g.options[i] for g, i in zip(groups, reached, strict=True) for k in g.kernels}
-    return choices, multiplier / alignment
+    reached, _ = _lp_path(groups, _increments(groups), budget_bytes // alignment)
+    return {k: g.options[i] for g, i in zip(groups, reached, strict=True) for k in g.kernels}
+
+
+def possible_options(
+    sets: Mapping[KernelId, Sequence[Schedule]], budget_bytes: int, alignment: int
+) -> dict[KernelId, list[Schedule]]:
+    """Each kernel's options that an optimal solution may use: those the LP bound does not
+    rule out against the cost of the integer greedy's solution (the budget in bytes; all of
+    them where the smallest do not fit together, for the solver to say so)."""
+    groups = _groups(sets, alignment)
+    budget = budget_bytes // alignment
+    if sum(len(g.kernels) * g.units[0] for g in groups) <= budget:
+        _prove_greedy_or_prune(groups, budget)
+    return {k: [g.options[i] for i in g.allowed] for g in groups for k in g.kernels}
 
 
 def _lp_path(
