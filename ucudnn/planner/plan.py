@@ -597,8 +597,10 @@ def make_plan_wd(
     """WD over every kernel in `tables`: the fastest set of schedules whose aligned
     workspaces fit together in `budget_bytes` (bytes, or text such as "512MiB").
 
-    `sets` keeps the desirable sets between calls (its policy and determinism must be the
-    plan's): pass the same one to plan tables again at other budgets without recomputing them.
+    `sets` keeps the desirable sets between calls, and the one budget of steps their solves
+    share (its policy and determinism must be the plan's): pass the same one to plan tables
+    again at other budgets without walking their fronts again. Under sizes that are no
+    divisor chain, WD needs no whole front (see `ucudnn.planner.partial_fronts`).
 
     `time_limit_s` bounds the two solves together: the plan's, then its baseline's. The plan's
     solver_status is "optimal" only when both were proven optimal; a baseline the solver
