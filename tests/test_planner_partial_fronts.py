@@ -11,6 +11,7 @@ from hypothesis import given, settings, strategies as st
 from tests.planner_oracles import best_wd, clip_policy, kernel_tables, policies
 from ucudnn.planner import partial_fronts
 from ucudnn.planner.dp import SplitDP
+from ucudnn.planner.errors import InfeasibleError
 from ucudnn.planner.networks import builtin_network
 from ucudnn.planner.pareto import DesirableSets, desirable_set
 from ucudnn.planner.plan import make_plan_wd
@@ -25,22 +26,30 @@ MiB = 1 << 20
 @given(
     st.lists(kernel_tables(max_batch=8), min_size=1, max_size=4),
     policies,
+    st.booleans(),
     st.integers(0, 200),
     st.sampled_from([1, 8, 256]),
 )
 def test_wd_is_optimal_over_the_whole_desirable_sets(
-    drawn: list[KernelTable], policy: str | list[int], budget: int, alignment: int
+    drawn: list[KernelTable],
+    policy: str | list[int],
+    deterministic: bool,
+    budget: int,
+    alignment: int,
 ) -> None:
     tables = TimingTables(
         KernelTable(f"l{i}", t.kernel, t.batch, list(t)) for i, t in enumerate(drawn)
     )
     policy = clip_policy(policy, min(t.batch for t in drawn))
-    whole = {k: desirable_set(t, None, policy) for k, t in tables.items()}
+    whole = {k: desirable_set(t, None, policy, deterministic) for k, t in tables.items()}
     best = best_wd(whole, budget, alignment) if all(whole.values()) else None
     if best is None:
-        return  # infeasible: the errors are tested with the solver
-    plan = make_plan_wd(tables, budget, policy, alignment=alignment)
+        with pytest.raises(InfeasibleError):
+            make_plan_wd(tables, budget, policy, deterministic, alignment=alignment)
+        return
+    plan = make_plan_wd(tables, budget, policy, deterministic, alignment=alignment)
     assert plan.time_ms == best  # times are multiples of 1/8: the sums are exact
+    assert all(k.schedule.deterministic for k in plan.kernels) or not deterministic
 
 
 def test_a_gap_whose_stand_in_is_picked_is_cut_until_the_optimum_is_real() -> None:
