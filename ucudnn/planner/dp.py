@@ -144,21 +144,33 @@ def fastest_by_size(
     return {b: Candidate.of_row(min(rows, key=row_speed_key)) for b, rows in by_size}
 
 
-def size_records(
+def records_by_size(
     table: KernelTable, limit_bytes: int | None, policy: Policy, deterministic_only: bool
-) -> list[Candidate]:
-    """The eligible candidates (`eligible_rows`) that are faster than every eligible one of
+) -> dict[int, list[Row]]:
+    """Each size's eligible rows (`eligible_rows`) that are faster than every eligible one of
     their size that needs less workspace, or as much and comes first in speed order, in
-    (workspace, speed) order: offered in that order, as the desirable sets offer them, these
-    are the ones that become the best at their size (`SplitDP.offer`), and no other changes
-    what the program finds. Tables of engines hold hundreds per size, few of them these."""
-    records = []
-    for _, rows in _eligible_by_size(table, limit_bytes, policy, deterministic_only):
+    (workspace, speed) order; sizes ascending, those with none left out. Offered in that
+    order, these are the ones that become the best at their size (`SplitDP.offer`), and no
+    other changes what the program finds. Tables of engines hold hundreds per size, few of
+    them these."""
+    by_size: dict[int, list[Row]] = {}
+    for b, rows in _eligible_by_size(table, limit_bytes, policy, deterministic_only):
+        records = by_size[b] = []
         fastest = math.inf
         for row in sorted(rows, key=row_workspace_speed_key):
             if row[ROW_TIME] < fastest:
                 records.append(row)
                 fastest = row[ROW_TIME]
+    return by_size
+
+
+def size_records(
+    table: KernelTable, limit_bytes: int | None, policy: Policy, deterministic_only: bool
+) -> list[Candidate]:
+    """All sizes' `records_by_size` in (workspace, speed) order, as the desirable sets offer
+    them."""
+    by_size = records_by_size(table, limit_bytes, policy, deterministic_only)
+    records = [row for rows in by_size.values() for row in rows]
     records.sort(key=row_workspace_speed_key)  # stable: sizes ascending on a full tie
     return list(map(Candidate.of_row, records))
 

@@ -26,13 +26,15 @@ import dataclasses
 import itertools
 from collections.abc import Callable, Mapping
 
-from ucudnn.planner.dp import SplitDP, StepBudget, size_records, solved_in_closed_form
+from ucudnn.planner.dp import SplitDP, StepBudget, records_by_size, solved_in_closed_form
 from ucudnn.planner.pareto import DesirableSets
 from ucudnn.planner.tables import (
+    ROW_WORKSPACE,
     Candidate,
     ContentKey,
     KernelId,
     KernelTable,
+    Row,
     Schedule,
     TimingTables,
 )
@@ -62,28 +64,28 @@ class _Front:
         # the fastest there, the candidate `plan_wr` runs at that micro-batch size.
         self._records: dict[int, tuple[list[int], list[Candidate]]] = {}
         self.known: list[_Known] = []
-        self.stand_ins: dict[int, int] = {}  # id of a gap's stand-in: the known point below it
+        self.stand_ins: dict[int, _Known] = {}  # id of a gap's stand-in: the point below it
         self.options: list[Schedule] = []
 
     def know_all(self, points: list[Schedule]) -> None:
         """Know every point within the budget (a walk along the front found them)."""
         self.known = [_Known(i, i, point) for i, point in enumerate(points)]
 
-    def know_ends(self, records: list[Candidate]) -> None:
+    def know_ends(self, records: dict[int, list[Row]]) -> None:
         """Know the points at the least workspace size and at the budget, from the records
-        (`size_records`) within the budget (none when no schedule is within it)."""
-        self.sizes = sorted({c.workspace_bytes for c in records})
-        for c in sorted(records, key=lambda c: c.micro_batch):  # stable: workspace ascending
-            workspaces, candidates = self._records.setdefault(c.micro_batch, ([], []))
-            workspaces.append(c.workspace_bytes)
-            candidates.append(c)
+        (`records_by_size`) within the budget (none when no schedule is within it)."""
+        for b, rows in records.items():
+            self._records[b] = ([r[ROW_WORKSPACE] for r in rows], [*map(Candidate.of_row, rows)])
+        self.sizes = sorted({w for workspaces, _ in self._records.values() for w in workspaces})
         end = len(self.sizes) - 1
         top = self._fastest_within(end) if self.sizes else None
         if top is None:
             return
-        start = 0 if self._fastest_within(0) is not None else self._first_feasible()
-        bottom = self._fastest_within(start)
-        assert bottom is not None
+        start, bottom = 0, self._fastest_within(0)
+        if bottom is None:  # no schedule within the least size: the first one that has one
+            start = self._first_feasible()
+            bottom = self._fastest_within(start)
+            assert bottom is not None
         if _same(bottom, top):
             self.known = [self._known(end, top)]
         else:
@@ -100,15 +102,15 @@ class _Front:
                         self.table.batch, 0, above.point.time_ms, self.sizes[below.last + 1]
                     ),
                 ))  # fmt: skip
-                self.stand_ins[id(stand_in)] = len(self.options) - 1
+                self.stand_ins[id(stand_in)] = below
                 self.options.append(stand_in)
         self.options.append(self.known[-1].point)
 
     def cut(self, stand_in: Schedule) -> None:
         """Cut the gap of `stand_in` in two at its middle size."""
-        point = self.options[self.stand_ins[id(stand_in)]]
-        at = next(i for i, k in enumerate(self.known) if k.point is point)
-        below, above = self.known[at], self.known[at + 1]
+        below = self.stand_ins[id(stand_in)]
+        at = next(i for i, k in enumerate(self.known) if k is below)
+        above = self.known[at + 1]
         middle = (below.last + 1 + above.first - 1) // 2
         found = self._fastest_within(middle)
         assert found is not None  # the point below is within it
@@ -194,7 +196,7 @@ def _start(
     if solved_in_closed_form(sets.policy, table.batch):
         front.know_all(sets.within(table, budget_bytes))
     else:
-        front.know_ends(size_records(table, budget_bytes, sets.policy, sets.deterministic_only))
+        front.know_ends(records_by_size(table, budget_bytes, sets.policy, sets.deterministic_only))
     if front.known:
         front.make_options()
         return front
