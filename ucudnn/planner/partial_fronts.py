@@ -61,8 +61,9 @@ class _Front:
         self._budget = budget  # the desirable sets': the fastest schedules are solved in it
         self.sizes: list[int] = []  # the workspace sizes of the candidates within the budget
         # Each micro-batch size's records, workspace ascending: the last within a size is
-        # the fastest there, the candidate `plan_wr` runs at that micro-batch size.
-        self._records: dict[int, tuple[list[int], list[Candidate]]] = {}
+        # the fastest there, the candidate `plan_wr` runs at that micro-batch size. A record
+        # is made a Candidate when first offered: most never are.
+        self._records: dict[int, tuple[list[int], list[Row], list[Candidate | None]]] = {}
         self.known: list[_Known] = []
         self.stand_ins: dict[int, _Known] = {}  # id of a gap's stand-in: the point below it
         self.options: list[Schedule] = []
@@ -75,8 +76,8 @@ class _Front:
         """Know the points at the least workspace size and at the budget, from the records
         (`records_by_size`) within the budget (none when no schedule is within it)."""
         for b, rows in records.items():
-            self._records[b] = ([r[ROW_WORKSPACE] for r in rows], [*map(Candidate.of_row, rows)])
-        self.sizes = sorted({w for workspaces, _ in self._records.values() for w in workspaces})
+            self._records[b] = ([r[ROW_WORKSPACE] for r in rows], rows, [None] * len(rows))
+        self.sizes = sorted({w for workspaces, _, _ in self._records.values() for w in workspaces})
         end = len(self.sizes) - 1
         top = self._fastest_within(end) if self.sizes else None
         if top is None:
@@ -130,9 +131,11 @@ class _Front:
         """`plan_wr`'s schedule within size `index`: the fastest there, of least workspace."""
         limit = self.sizes[index]
         dp = SplitDP(self.table.batch, self._budget)
-        for workspaces, candidates in self._records.values():
+        for workspaces, rows, candidates in self._records.values():
             if (at := bisect.bisect_right(workspaces, limit)) > 0:
-                dp.offer(candidates[at - 1])
+                if (candidate := candidates[at - 1]) is None:
+                    candidate = candidates[at - 1] = Candidate.of_row(rows[at - 1])
+                dp.offer(candidate)
         return dp.solve()
 
     def _first_feasible(self) -> int:

@@ -430,8 +430,8 @@ class KernelTable:
             )
         table = KernelTable(self.layer, self.kernel, batch)
         table._rows = {b: rows for b, rows in self._rows.items() if b <= batch}
-        # Its Candidates are this table's: a tune plans from a dozen tables at smaller batches.
-        table._candidates = {b: found for b, found in self.candidates.items() if b <= batch}
+        if self._candidates is not None:  # made already: share them, rather than make more
+            table._candidates = {b: found for b, found in self._candidates.items() if b <= batch}
         return table
 
     def renamed(self, layer: str) -> KernelTable:

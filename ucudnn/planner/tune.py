@@ -273,7 +273,7 @@ def tune(
         smallest = _smallest_arena(at_batch, sets, alignment)
         point = TunePoint(
             batch=batch,
-            measured=all(batch in t.candidates for _, t in at_batch.items()),
+            measured=all(batch in t.rows() for _, t in at_batch.items()),
             minimum=model.step(batch, smallest or 0),
         )
         room = model.arena_room(batch, memory_bytes)
