@@ -37,6 +37,7 @@ from __future__ import annotations
 import bisect
 import itertools
 import math
+import operator
 from collections.abc import Iterator, Sequence
 from typing import NamedTuple
 
@@ -141,7 +142,17 @@ def fastest_by_size(
     as it runs each part with the fastest candidate at its size. WR's plans go through every
     row: only the chosen are made Candidates."""
     by_size = _eligible_by_size(table, limit_bytes, policy, deterministic_only)
-    return {b: Candidate.of_row(min(rows, key=row_speed_key)) for b, rows in by_size}
+    return {b: Candidate.of_row(_fastest_row(rows)) for b, rows in by_size}
+
+
+_ROW_TIME = operator.itemgetter(ROW_TIME)
+
+
+def _fastest_row(rows: Sequence[Row]) -> Row:
+    """min(rows, key=row_speed_key), in half the time: the times alone, but where they tie."""
+    least = min(map(_ROW_TIME, rows))
+    ties = [r for r in rows if r[ROW_TIME] == least]
+    return ties[0] if len(ties) == 1 else min(ties, key=row_speed_key)
 
 
 def records_by_size(

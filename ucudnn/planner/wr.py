@@ -8,7 +8,7 @@ from ucudnn.planner.dp import SplitDP, fastest_by_size
 from ucudnn.planner.errors import InfeasibleError
 from ucudnn.planner.pareto import smallest_workspace
 from ucudnn.planner.policies import DEFAULT_POLICY, Policy, policy_text
-from ucudnn.planner.tables import KernelTable, Schedule
+from ucudnn.planner.tables import Candidate, KernelTable, Schedule
 from ucudnn.planner.units import bytes_text
 
 
@@ -33,20 +33,23 @@ def plan_wr(
     """
     limit_bytes = byte_count(limit_bytes, "limit_bytes")
     policy = micro_batch_policy(policy, "policy")
-    schedule = fastest_schedule(table, limit_bytes, policy, deterministic_only)
+    schedule, _ = fastest_and_undivided(table, limit_bytes, policy, deterministic_only)
     if schedule is None:
         raise kernel_infeasible(table, limit_bytes, policy, deterministic_only)
     return schedule
 
 
-def fastest_schedule(
+def fastest_and_undivided(
     table: KernelTable, limit_bytes: int, policy: Policy, deterministic_only: bool
-) -> Schedule | None:
-    """`plan_wr`'s schedule of checked arguments, or None where it has none."""
+) -> tuple[Schedule | None, Candidate | None]:
+    """`plan_wr`'s schedule of checked arguments (None where it has none), and the fastest
+    candidate at the whole batch within the limit (None where none is): every policy has the
+    batch among its sizes, so the one look at the rows finds both."""
+    fastest = fastest_by_size(table, limit_bytes, policy, deterministic_only)
     dp = SplitDP(table.batch)
-    for c in fastest_by_size(table, limit_bytes, policy, deterministic_only).values():
+    for c in fastest.values():
         dp.offer(c)
-    return dp.solve()
+    return dp.solve(), fastest.get(table.batch)
 
 
 def kernel_infeasible(
