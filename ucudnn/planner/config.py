@@ -16,15 +16,15 @@ import dataclasses
 import os
 import re
 from collections.abc import Iterable, Iterator, Mapping
-from decimal import Decimal, localcontext
 from pathlib import Path
-from typing import cast
-
-import platformdirs
+from typing import TYPE_CHECKING, cast
 
 from ucudnn.core.checks import MAX_NUMBER_TEXT, boolean, integer, parse_bool, shown
 from ucudnn.core.problem import MAX_DIM, tf32_allowed
 from ucudnn.planner.choices import WORKSPACE_SHARING
+
+if TYPE_CHECKING:
+    from decimal import Decimal
 
 POLICY_NAMES = ("undivided", "powerOfTwo", "all")
 
@@ -75,7 +75,10 @@ def parse_size(text: str, name: str) -> int:
     if len(number.partition(".")[0].lstrip("0")) > len(str(MAX_BYTES)):
         raise ValueError(_too_large(name, text))
     # Exact: the product has at most the digits of both factors; Decimal's default precision
-    # (28 digits) would round 1.99999...9 bytes to 2, which the user did not write.
+    # (28 digits) would round 1.99999...9 bytes to 2, which the user did not write. Imported
+    # here: most commands parse no size, and every command pays for what it imports.
+    from decimal import Decimal, localcontext
+
     with localcontext(prec=len(number) + len(str(unit))):
         exact = Decimal(number) * unit
     if exact != exact.to_integral_value():
@@ -192,6 +195,8 @@ def default_database() -> Path:
     """The benchmark cache in the user's cache directory as the platform has it, found by
     platformdirs from the process's environment: on Linux $XDG_CACHE_HOME/ucudnn when that is
     an absolute path (the XDG spec ignores a relative one), else ~/.cache/ucudnn."""
+    import platformdirs  # here: it imports tempfile and random, which planning needs not
+
     return platformdirs.user_cache_path("ucudnn", appauthor=False) / "benchmarks.sqlite"
 
 

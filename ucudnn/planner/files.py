@@ -19,7 +19,6 @@ import gzip
 import io
 import itertools
 import os
-import secrets
 import stat
 import zlib
 from collections.abc import Iterator
@@ -372,7 +371,7 @@ def _create_beside(target: str) -> tuple[int, str]:
     except FileNotFoundError:
         mode = None
     for _ in range(10):  # a clash of 32 random bits is already unlikely
-        temporary = os.path.join(folder, f".{name}.{secrets.token_hex(4)}.tmp")
+        temporary = os.path.join(folder, f".{name}.{os.urandom(4).hex()}.tmp")
         try:
             fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
         except FileExistsError:
