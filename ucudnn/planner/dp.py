@@ -254,6 +254,10 @@ class SplitDP:
         self.batch = integer(batch, "batch", minimum=1, maximum=MAX_DIM)
         self._budget = StepBudget() if budget is None else budget
         self._best: dict[int, Candidate] = {}
+        # The sizes of _best, kept sorted as they come: those up to half the batch ascending,
+        # the larger descending (a walk along a front solves once per workspace size).
+        self._small: list[int] = []
+        self._large: list[int] = []
         self._rate = math.inf  # see the class docstring
         self._below = math.inf  # F: only schedules faster than this are looked for
         self._chain = True  # whether the small sizes are a divisor chain (once not, never again)
@@ -271,6 +275,11 @@ class SplitDP:
             current.time_ms < c.time_ms or current.speed_key() <= c.speed_key()
         ):
             return False
+        if current is None:
+            if 2 * c.micro_batch <= self.batch:
+                bisect.insort(self._small, c.micro_batch)
+            else:
+                bisect.insort(self._large, -c.micro_batch)
         self._best[c.micro_batch] = c
         if c.time_ms < self._rate * c.micro_batch:
             rate = c.time_ms / c.micro_batch
@@ -307,9 +316,8 @@ class SplitDP:
         if below < self._below:
             self._below, self._look_again = below, True
         if self._chain:
-            small = sorted(s for s in self._best if 2 * s <= self.batch)
-            if _is_divisor_chain(small):
-                return self._solve_chain(small)
+            if _is_divisor_chain(self._small):
+                return self._solve_chain(self._small)
             self._chain = False
             self._general = _GeneralDP(self.batch)
         assert self._general is not None
@@ -382,7 +390,7 @@ class SplitDP:
         # (time, workspace, parts, the part above N/2 or 0, uses of the chain for the rest);
         # the undivided run first, so that it wins every tie, then each part above N/2 once.
         ways = []
-        for size in sorted((s for s in self._best if 2 * s > self.batch), reverse=True):
+        for size in map(operator.neg, self._large):
             if (rest := fill(self.batch - size)) is not None:
                 c, (time, workspace, parts, uses) = self._best[size], rest
                 ways.append(
