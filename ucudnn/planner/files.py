@@ -21,7 +21,7 @@ import itertools
 import os
 import stat
 import zlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import IO, Any, cast
 
 from ucudnn.core.checks import shown
@@ -182,6 +182,7 @@ class CsvRecords:
         if comments:
             self.comments, text = _leading_comments(text)
         self._error: ValueError | None = None  # the first broken record's
+        self._lines: Sequence[int] = []  # each record's line number
         lines = _plain_lines(text)
         if lines is None:
             self._read_quoted(text)
@@ -223,13 +224,14 @@ class CsvRecords:
         if len(lines) <= first:
             raise ValueError(self._empty())
         self.header = self._check_header(lines[first].split(",") if lines[first] else [])
-        body, numbers = lines[first + 1 :], list(range(first + 2, len(lines) + 1))
+        body = lines[first + 1 :]
+        numbers: Sequence[int] = range(first + 2, len(lines) + 1)
         if "" in body:
             numbers = [n for n, line in zip(numbers, body, strict=True) if line]
             body = [line for line in body if line]
         commas = list(map(str.count, body, itertools.repeat(",")))
         whole = len(self.header) - 1
-        if any(count != whole for count in commas):
+        if commas.count(whole) != len(commas):
             broken = next(k for k, count in enumerate(commas) if count != whole)
             try:
                 self._check_length(numbers[broken], commas[broken] + 1)
