@@ -103,6 +103,10 @@ class StepBudget:
         self.left += steps
 
 
+_ROW_TIME = operator.itemgetter(ROW_TIME)
+_ROW_WORKSPACE = operator.itemgetter(ROW_WORKSPACE)
+
+
 def _eligible_by_size(
     table: KernelTable, limit_bytes: int | None, policy: Policy, deterministic_only: bool
 ) -> Iterator[tuple[int, Sequence[Row]]]:
@@ -134,6 +138,15 @@ def eligible_rows(
     return [r for _, rows in by_size for r in rows]
 
 
+def least_workspace_by_size(
+    table: KernelTable, policy: Policy, deterministic_only: bool
+) -> dict[int, int]:
+    """The least workspace of the eligible candidates (`eligible_rows`, with no limit) at each
+    size that has one."""
+    by_size = _eligible_by_size(table, None, policy, deterministic_only)
+    return {b: min(map(_ROW_WORKSPACE, rows)) for b, rows in by_size}
+
+
 def fastest_by_size(
     table: KernelTable, limit_bytes: int | None, policy: Policy, deterministic_only: bool
 ) -> dict[int, Candidate]:
@@ -143,9 +156,6 @@ def fastest_by_size(
     row: only the chosen are made Candidates."""
     by_size = _eligible_by_size(table, limit_bytes, policy, deterministic_only)
     return {b: Candidate.of_row(_fastest_row(rows)) for b, rows in by_size}
-
-
-_ROW_TIME = operator.itemgetter(ROW_TIME)
 
 
 def _fastest_row(rows: Sequence[Row]) -> Row:

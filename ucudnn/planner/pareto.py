@@ -23,11 +23,9 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import TypeVar
 
 from ucudnn.planner.config import micro_batch_policy
-from ucudnn.planner.dp import SplitDP, StepBudget, eligible_rows, size_records
+from ucudnn.planner.dp import SplitDP, StepBudget, least_workspace_by_size, size_records
 from ucudnn.planner.policies import DEFAULT_POLICY, Policy, policy_text
 from ucudnn.planner.tables import (
-    ROW_SIZE,
-    ROW_WORKSPACE,
     Candidate,
     ContentKey,
     KernelTable,
@@ -69,8 +67,6 @@ def desirable_set(
     return list(FrontWalk(table.batch, candidates, StepBudget() if budget is None else budget))
 
 
-_ROW_WORKSPACE = operator.itemgetter(ROW_WORKSPACE)
-_ROW_WORKSPACE_SIZE = operator.itemgetter(ROW_WORKSPACE, ROW_SIZE)
 _WORKSPACE = operator.attrgetter("workspace_bytes")
 
 
@@ -169,9 +165,9 @@ def _least_at_once(table: KernelTable, policy: Policy, deterministic_only: bool)
     """The least workspace of any schedule, where the undivided run has a candidate of the
     least workspace of all (no schedule needs less than its parts' least); else None: the
     front's first point must tell."""
-    rows = eligible_rows(table, None, policy, deterministic_only)
-    least = min(map(_ROW_WORKSPACE, rows), default=None)
-    return least if (least, table.batch) in map(_ROW_WORKSPACE_SIZE, rows) else None
+    least_by_size = least_workspace_by_size(table, policy, deterministic_only)
+    least = min(least_by_size.values(), default=None)
+    return least if least_by_size.get(table.batch) == least else None
 
 
 class DesirableSets:
