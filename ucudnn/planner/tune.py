@@ -38,7 +38,7 @@ from ucudnn.planner.memory import (
 from ucudnn.planner.pareto import DesirableSets
 from ucudnn.planner.plan import Plan, make_plan_wd
 from ucudnn.planner.policies import DEFAULT_POLICY
-from ucudnn.planner.tables import KernelId, TimingTables, check_batch
+from ucudnn.planner.tables import ContentKey, KernelId, KernelTable, TimingTables, check_batch
 from ucudnn.planner.textable import render_table
 from ucudnn.planner.units import bytes_text, format_size
 from ucudnn.planner.wd import aligned
@@ -269,7 +269,7 @@ def tune(
     sets = DesirableSets(policy, deterministic_only)
     points = []
     for batch in sizes:
-        at_batch = TimingTables(tables[k].at_batch(batch) for k in graph.kernel_ids())
+        at_batch = _at_batch(graph, tables, batch)
         smallest = _smallest_arena(at_batch, sets, alignment)
         point = TunePoint(
             batch=batch,
@@ -293,6 +293,22 @@ def tune(
     if not any(p.fits for p in points):
         raise _nothing_fits(result)
     return result
+
+
+def _at_batch(graph: LayerGraph, tables: TimingTables, batch: int) -> TimingTables:
+    """The tables of `graph`'s kernels at `batch`, made once per kernel and content and
+    renamed for the layers that repeat it, so that they share their content key: each batch
+    works it out once per content, not once per kernel."""
+    made: dict[tuple[str, ContentKey], KernelTable] = {}
+    at_batch = TimingTables()
+    for kernel_id in graph.kernel_ids():
+        table = tables[kernel_id]
+        key = (table.kernel, table.content_key())
+        if (first := made.get(key)) is None:
+            at_batch.add(made.setdefault(key, table.at_batch(batch)))
+        else:
+            at_batch.add(first.renamed(table.layer))
+    return at_batch
 
 
 def _smallest_arena(tables: TimingTables, sets: DesirableSets, alignment: int) -> int | None:
