@@ -72,16 +72,16 @@ class _Front:
         """Know every point within the budget (a walk along the front found them)."""
         self.known = [_Known(i, i, point) for i, point in enumerate(points)]
 
-    def know_ends(self, records: dict[int, list[Row]]) -> None:
+    def know_ends(self, records: dict[int, list[Row]], top: Schedule | None) -> None:
         """Know the points at the least workspace size and at the budget, from the records
-        (`records_by_size`) within the budget (none when no schedule is within it)."""
+        (`records_by_size`) within the budget and `top`, `plan_wr`'s schedule within it (None:
+        there is none, and no point is known)."""
         for b, rows in records.items():
             self._records[b] = ([r[ROW_WORKSPACE] for r in rows], rows, [None] * len(rows))
         self.sizes = sorted({w for workspaces, _, _ in self._records.values() for w in workspaces})
-        end = len(self.sizes) - 1
-        top = self._fastest_within(end) if self.sizes else None
         if top is None:
             return
+        end = len(self.sizes) - 1
         start, bottom = 0, self._fastest_within(0)
         if bottom is None:  # no schedule within the least size: the first one that has one
             start = self._first_feasible()
@@ -162,16 +162,18 @@ def plan_on_partial_fronts(
     alignment: int,
     solve: Callable[[Sets], WDSolution],
     infeasible: Callable[[KernelTable], Exception],
+    fastest: Mapping[ContentKey, Schedule | None],
 ) -> WDSolution:
     """`solve`'s optimum over the desirable sets of `tables` within `budget_bytes`, found
-    only as far as it needs; `alignment` is the solver's, and `infeasible` gives the error
-    for a table with no schedule at all."""
+    only as far as it needs; `alignment` is the solver's, `infeasible` gives the error for a
+    table with no schedule at all, and `fastest` holds each content's schedule of `plan_wr`
+    within the budget (None: it has none), but where its front is walked whole."""
     fronts: dict[KernelId, _Front] = {}
     by_content: dict[ContentKey, _Front] = {}
     for kernel_id, table in tables.items():
         key = table.content_key()
         if key not in by_content:
-            by_content[key] = _start(table, sets, budget_bytes, infeasible)
+            by_content[key] = _start(table, sets, budget_bytes, infeasible, fastest)
         fronts[kernel_id] = by_content[key]
     while True:
         # One list per content: the solver groups the kernels that share one.
@@ -194,12 +196,14 @@ def _start(
     sets: DesirableSets,
     budget_bytes: int,
     infeasible: Callable[[KernelTable], Exception],
+    fastest: Mapping[ContentKey, Schedule | None],
 ) -> _Front:
     front = _Front(table, sets.budget)
     if solved_in_closed_form(sets.policy, table.batch):
         front.know_all(sets.within(table, budget_bytes))
     else:
-        front.know_ends(records_by_size(table, budget_bytes, sets.policy, sets.deterministic_only))
+        records = records_by_size(table, budget_bytes, sets.policy, sets.deterministic_only)
+        front.know_ends(records, fastest[table.content_key()])
     if front.known:
         front.make_options()
         return front

@@ -29,7 +29,7 @@ from ucudnn.errors import SlowPlanWarning
 from ucudnn.planner.choices import DEFAULT_TIME_LIMIT_S
 from ucudnn.planner.config import MAX_BYTES, byte_count, micro_batch_policy
 from ucudnn.planner.documents import line_of, read_document
-from ucudnn.planner.dp import fastest_by_size
+from ucudnn.planner.dp import fastest_by_size, solved_in_closed_form
 from ucudnn.planner.errors import InfeasibleError, SolverError
 from ucudnn.planner.files import FieldError, field_errors, located_error
 from ucudnn.planner.pareto import DesirableSets, desirable_set
@@ -653,9 +653,13 @@ def make_plan_wd(
         left = max(deadline - time.monotonic(), _LEAST_SOLVE_S)
         return plan_wd(sets, budget_bytes, solver, alignment, time_limit_s=left)
 
-    fastest = _fastest_if_all_fit(tables, budget_bytes, policy, deterministic_only, alignment)
-    if fastest is not None:
-        solution = solve(fastest)
+    fastest, fit = _fastest_within_budget(
+        tables, budget_bytes, policy, deterministic_only, alignment
+    )
+    if fit:
+        # One list per content: plan_wd groups the kernels that share one.
+        options = {key: [schedule] for key, schedule in fastest.items() if schedule is not None}
+        solution = solve({k: options[t.content_key()] for k, t in tables.items()})
     else:
         solution = plan_on_partial_fronts(
             tables,
@@ -664,6 +668,7 @@ def make_plan_wd(
             alignment,
             solve,
             lambda t: kernel_infeasible(t, budget_bytes, policy, deterministic_only),
+            fastest,
         )
     undivided = _per_content(
         tables, lambda t: desirable_set(t, budget_bytes, "undivided", deterministic_only)
@@ -693,33 +698,35 @@ def make_plan_wd(
     )
 
 
-def _fastest_if_all_fit(
+def _fastest_within_budget(
     tables: TimingTables,
     budget_bytes: int,
     policy: Policy,
     deterministic_only: bool,
     alignment: int,
-) -> dict[KernelId, list[Schedule]] | None:
-    """Each kernel's fastest schedule within the budget, as its one option, when they all fit
-    in it together; else None, known as soon as they do not. WD then has nothing to trade and
-    takes the last point of each desirable set within the budget, which is that schedule (the
-    program's answer from the same candidates: the fastest, with the least workspace of that
-    time), so one solve per table stands for a whole front: a tune that plans small batches
-    in a large memory plans most of them so."""
-    found: dict[ContentKey, list[Schedule]] = {}
-    chosen, total = {}, 0
-    for kernel_id, table in tables.items():
+) -> tuple[dict[ContentKey, Schedule | None], bool]:
+    """Each table content's fastest schedule within the budget (None: it has none), and
+    whether those of all kernels fit in it together.
+
+    If they do, WD has nothing to trade and takes the last point of each desirable set within
+    the budget, which is that schedule (the program's answer from the same candidates: the
+    fastest, with the least workspace of that time), so one solve per table stands for a
+    whole front: a tune that plans small batches in a large memory plans most of them so. If
+    not, partial fronts start from them; fronts that are walked whole (divisor chains) need
+    none, so theirs are left out once the schedules are known not to fit."""
+    fastest: dict[ContentKey, Schedule | None] = {}
+    total, fit = 0, True
+    for _, table in tables.items():
         key = table.content_key()
-        if key not in found:
-            schedule, _ = fastest_and_undivided(table, budget_bytes, policy, deterministic_only)
-            if schedule is None:
-                return None
-            found[key] = [schedule]  # one list per content: plan_wd groups kernels by it
-        chosen[kernel_id] = found[key]
-        total += aligned(found[key][0].workspace_bytes, alignment)
-        if total > budget_bytes:
-            return None
-    return chosen
+        if key not in fastest:
+            if not fit and solved_in_closed_form(policy, table.batch):
+                continue
+            fastest[key], _ = fastest_and_undivided(table, budget_bytes, policy, deterministic_only)
+        schedule = fastest.get(key)
+        if fit and schedule is not None:
+            total += aligned(schedule.workspace_bytes, alignment)
+        fit = fit and schedule is not None and total <= budget_bytes
+    return fastest, fit
 
 
 def _plan(
