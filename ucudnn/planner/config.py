@@ -195,7 +195,8 @@ def default_database() -> Path:
     """The benchmark cache in the user's cache directory as the platform has it, found by
     platformdirs from the process's environment: on Linux $XDG_CACHE_HOME/ucudnn when that is
     an absolute path (the XDG spec ignores a relative one), else ~/.cache/ucudnn."""
-    import platformdirs  # here: it imports tempfile and random, which planning needs not
+    # Imported here: it imports tempfile and random, which a plan made in Python needs not.
+    import platformdirs
 
     return platformdirs.user_cache_path("ucudnn", appauthor=False) / "benchmarks.sqlite"
 

@@ -264,8 +264,8 @@ class SplitDP:
         self.batch = integer(batch, "batch", minimum=1, maximum=MAX_DIM)
         self._budget = StepBudget() if budget is None else budget
         self._best: dict[int, Candidate] = {}
-        # The sizes of _best, kept sorted as they come: those up to half the batch ascending,
-        # the larger descending (a walk along a front solves once per workspace size).
+        # The sizes of _best, kept sorted as they come, those up to half the batch apart from
+        # the larger (a walk along a front solves once per workspace size).
         self._small: list[int] = []
         self._large: list[int] = []
         self._rate = math.inf  # see the class docstring
@@ -289,7 +289,7 @@ class SplitDP:
             if 2 * c.micro_batch <= self.batch:
                 bisect.insort(self._small, c.micro_batch)
             else:
-                bisect.insort(self._large, -c.micro_batch)
+                bisect.insort(self._large, c.micro_batch)
         self._best[c.micro_batch] = c
         if c.time_ms < self._rate * c.micro_batch:
             rate = c.time_ms / c.micro_batch
@@ -400,7 +400,7 @@ class SplitDP:
         # (time, workspace, parts, the part above N/2 or 0, uses of the chain for the rest);
         # the undivided run first, so that it wins every tie, then each part above N/2 once.
         ways = []
-        for size in map(operator.neg, self._large):
+        for size in reversed(self._large):
             if (rest := fill(self.batch - size)) is not None:
                 c, (time, workspace, parts, uses) = self._best[size], rest
                 ways.append(

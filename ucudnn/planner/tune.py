@@ -305,7 +305,8 @@ def _at_batch(graph: LayerGraph, tables: TimingTables, batch: int) -> TimingTabl
         table = tables[kernel_id]
         key = (table.kernel, table.content_key())
         if (first := made.get(key)) is None:
-            at_batch.add(made.setdefault(key, table.at_batch(batch)))
+            made[key] = first = table.at_batch(batch)
+            at_batch.add(first)
         else:
             at_batch.add(first.renamed(table.layer))
     return at_batch
