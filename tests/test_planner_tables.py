@@ -634,3 +634,19 @@ def test_a_content_key_follows_what_the_table_holds() -> None:
     assert table.content_key() != key
     assert table.content_key() == KernelTable("d", "forward", 4, list(table)).content_key()
     assert Candidate(4, 1, 2.0, 0).values() == (4, 1, 2.0, 0, "default", False, "")
+
+
+def test_equal_tables_read_from_a_file_share_their_content_key_until_one_changes() -> None:
+    rows = "forward,4,4,1,2.5,0\n{0},forward,4,2,1,1.5,0\n"
+    tables = read(HEADER + "\n" + "".join(f"{layer},{rows.format(layer)}" for layer in "abc"))
+    a, b, c = (tables[layer, "forward"] for layer in "abc")
+    assert b.content_key() is a.content_key() is c.content_key()  # found by identity
+    a.add(Candidate(4, 0, 3.0, 0))
+    assert a.content_key() != b.content_key() and b.content_key() is c.content_key()
+    assert list(b) == [Candidate(2, 1, 1.5, 0), Candidate(4, 1, 2.5, 0)]
+
+
+def test_a_renamed_table_works_out_its_content_key_with_its_origin() -> None:
+    table = KernelTable("c", "forward", 4, [Candidate(4, 1, 2.0, 0)])
+    renamed = table.renamed("d")
+    assert renamed.content_key() is table.content_key()

@@ -345,6 +345,17 @@ class Schedule:
         return names[0] if len(set(names)) == 1 else ",".join(names)
 
 
+class _Content:
+    """The content key of the tables that hold the same rows (a table and those renamed from
+    it, until one changes), worked out by the first that is asked for it: one key object, so
+    that looking one of them up finds the others' by identity, comparing no rows."""
+
+    __slots__ = ("key",)
+
+    def __init__(self) -> None:
+        self.key: ContentKey | None = None
+
+
 class KernelTable:
     """The measured candidates of one kernel of one layer at mini-batch `batch`.
 
@@ -365,7 +376,7 @@ class KernelTable:
         self.batch = check_batch(batch)
         self._rows: dict[int, list[Row]] = {}  # changed only through add() and set_checked_size()
         self._candidates: dict[int, list[Candidate]] | None = None
-        self._content_key: ContentKey | None = None
+        self._content = _Content()
         for candidate in candidates:
             self.add(candidate)
 
@@ -389,7 +400,7 @@ class KernelTable:
 
     def _changed(self) -> None:
         self._candidates = None
-        self._content_key = None
+        self._content = _Content()
 
     def add(self, c: Candidate) -> None:
         if not isinstance(c, Candidate):
@@ -439,10 +450,11 @@ class KernelTable:
 
     def renamed(self, layer: str) -> KernelTable:
         """This table's rows as another layer's (a network repeats its blocks): they are not
-        checked or ordered again, and the content key is worked out once for both."""
+        checked or ordered again, and the content key is worked out once for both, when first
+        asked for."""
         table = KernelTable(layer, self.kernel, self.batch)
         table._rows, table._candidates = dict(self._rows), self._candidates
-        table._content_key = self.content_key()
+        table._content = self._content
         return table
 
     def __iter__(self) -> Iterator[Candidate]:
@@ -453,10 +465,11 @@ class KernelTable:
     def content_key(self) -> ContentKey:
         """Equal for tables with the same batch and candidates, whatever layer they are of.
         Kept until a candidate is added: every plan of the tables asks for it again."""
-        if self._content_key is None:
+        content = self._content
+        if content.key is None:
             rows = itertools.chain.from_iterable(map(self._rows.__getitem__, sorted(self._rows)))
-            self._content_key = ContentKey((self.batch, tuple(rows)))
-        return self._content_key
+            content.key = ContentKey((self.batch, tuple(rows)))
+        return content.key
 
     def check_complete(self) -> None:
         if not self._rows.get(self.batch):
@@ -632,8 +645,9 @@ class TimingTables:
             # The fast way checks what the rows hold, not where; the first error of a file
             # that it refuses is then found row by row, and located.
             with contextlib.suppress(TypeError, ValueError), _collector_paused():
-                return _tables_from_columns(columns, len(records))
-        return cls._from_records(records, records.name, lambda line, _: (f"line {line}",))
+                return _sharing_equal_tables(_tables_from_columns(columns, len(records)))
+        tables = cls._from_records(records, records.name, lambda line, _: (f"line {line}",))
+        return _sharing_equal_tables(tables)
 
     def write_csv(self, dest: str | os.PathLike[str] | IO[str]) -> None:
         """Write the CSV to a path (all or nothing: see `atomic_write`) or an open text file."""
@@ -767,6 +781,28 @@ def _text_cell(column: str, text: str) -> object:
 # their checked values are kept, not worked out again.
 _REPEATING = frozenset(COLUMNS) - {"time_ms", "workspace_bytes"}
 _repeated_text_cell = functools.lru_cache(maxsize=8192)(_text_cell)
+
+
+def _sharing_equal_tables(tables: TimingTables) -> TimingTables:
+    """`tables`, where each that holds the same rows as an earlier one shares them and its
+    content key, as if renamed from it: a network repeats its blocks, and a file its tables
+    (62k rows of ResNet-50's engines are 26k distinct), so that plans tell them apart at no
+    cost. A reader's rows hold one value object per distinct cell text, so comparing equal
+    tables compares no values."""
+    firsts: dict[tuple[object, ...], list[KernelTable]] = collections.defaultdict(list)
+    for _, table in tables.items():
+        rows = table._rows
+        alike = firsts[table.kernel, table.batch, *((b, len(r)) for b, r in rows.items())]
+        twin = next((t for t in alike if t._rows == rows), None)
+        if twin is None:
+            alike.append(table)
+        else:
+            table._rows, table._candidates, table._content = (
+                dict(twin._rows),
+                twin._candidates,
+                twin._content,
+            )
+    return tables
 
 
 def _tables_from_columns(columns: Mapping[str, list[str]], count: int) -> TimingTables:
