@@ -28,7 +28,7 @@ MAX_TIME_MS) is left out, as a GPU could not run it either.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 
 from ucudnn.core.argtypes import PolicyArgument
 from ucudnn.core.checks import integer
@@ -152,15 +152,16 @@ class _Family:
             return (c + k) * self.tiles * 36 * item, c * k * 36 * item
         return 0, 0
 
-    def rows(self, algo: int, deterministic: bool, sizes: list[int]) -> Iterator[tuple[int, Row]]:
-        """The Candidate field values at each size whose time and workspace a table may
-        hold, as (size, values). One loop of plain arithmetic: policy "all" asks for 256
+    def rows(self, algo: int, deterministic: bool, sizes: list[int]) -> list[Row | None]:
+        """The Candidate field values at each size, or None where its time or workspace is
+        more than a table may hold. One loop of plain arithmetic: policy "all" asks for 256
         sizes of each family of each kernel of a network."""
         c, k, taps, outputs, factor = self.c, self.k, self.taps, self.outputs, self.factor
         spectrum, speed = self.spectrum, self.speed
         log_spectrum = self.log_spectrum if spectrum else 0.0
         per_sample, fixed = self._workspace_terms()
         outputs_per_sample = self.out_channels * outputs
+        rows: list[Row | None] = []
         for b in sizes:
             workspace = b * per_sample + fixed
             if spectrum:  # the transforms, then the pointwise product
@@ -172,8 +173,11 @@ class _Family:
             compute = flops / (speed * (occupied / (occupied + HALF_OCCUPANCY)))
             traffic = 2 * workspace / (BANDWIDTH_GBS * 1e9)
             time_ms = round(LAUNCH_MS + 1e3 * (compute + traffic), 6) + 0.0
-            if time_ms <= MAX_TIME_MS and workspace <= MAX_WORKSPACE_BYTES:
-                yield b, (b, algo, time_ms, workspace, "default", deterministic, "")
+            fits = time_ms <= MAX_TIME_MS and workspace <= MAX_WORKSPACE_BYTES
+            rows.append(
+                (b, algo, time_ms, workspace, "default", deterministic, "") if fits else None
+            )
+        return rows
 
 
 def _families(problem: ConvProblem, kernel: str) -> list[tuple[int, _Family, bool]]:
@@ -189,10 +193,15 @@ def _rows_by_size(
     families: list[tuple[int, _Family, bool]], sizes: list[int]
 ) -> dict[int, list[Row]]:
     """Each size's Candidate field values, the sizes where no family fits left out."""
+    by_family = [model.rows(algo, deterministic, sizes) for algo, model, deterministic in families]
+    if not by_family:
+        return {}
     found: dict[int, list[Row]] = {}
-    for algo, model, deterministic in families:
-        for b, row in model.rows(algo, deterministic, sizes):
-            found.setdefault(b, []).append(row)
+    for b, at_size in zip(sizes, zip(*by_family, strict=True), strict=True):
+        if None in at_size:
+            at_size = tuple(row for row in at_size if row is not None)
+        if at_size:
+            found[b] = list(at_size)
     return found
 
 
