@@ -11,7 +11,7 @@ import pytest
 from ucudnn.core.engines import parse_tag
 from ucudnn.planner.networks import builtin_network
 from ucudnn.planner.plan import make_plan_wd, make_plan_wr
-from ucudnn.planner.tables import TimingTables
+from ucudnn.planner.tables import KernelTable, TimingTables
 
 MiB = 1 << 20
 FIXTURE = Path(__file__).parent / "data" / "engines-resnet50-fp16-nchw.csv.gz"
@@ -74,3 +74,20 @@ def test_wd_replays_the_probe_optimum(
     assert plan.solver_status == "optimal"
     assert plan.time_ms == pytest.approx(expected_ms, abs=0.1)
     assert plan.workspace_bytes <= budget_mib * MiB
+
+
+@pytest.mark.parametrize("budget_mib", [8, 64])
+def test_plans_do_not_depend_on_which_equal_tables_share_their_rows(
+    tables: TimingTables, budget_mib: int
+) -> None:
+    # The reader shares the rows of equal tables; tables made one by one share nothing.
+    apart = TimingTables(
+        KernelTable(t.layer, t.kernel, t.batch, list(t)) for _, t in tables.items()
+    )
+    shared = tables["layer1.1.conv1", "forward"]
+    assert shared.shared_content() is tables["layer1.2.conv1", "forward"].shared_content()
+    assert apart["layer1.1.conv1", "forward"].shared_content() is not (
+        apart["layer1.2.conv1", "forward"].shared_content()
+    )
+    for make_plan in (make_plan_wr, make_plan_wd):
+        assert make_plan(apart, budget_mib * MiB) == make_plan(tables, budget_mib * MiB)

@@ -538,17 +538,23 @@ def baseline(
     return fastest_by_size(table, limit_bytes, "undivided", deterministic_only).get(table.batch)
 
 
-def _per_content(tables: TimingTables, solve: Callable[[KernelTable], T]) -> dict[KernelId, T]:
-    """`solve` of each table, computed once per distinct content: identical layers (ResNet's
-    repeated blocks) share measurements, so they share the answer too."""
-    solved: dict[ContentKey, T] = {}
+def _per_content(
+    tables: TimingTables, solve: Callable[[KernelTable], T], key: Callable[[KernelTable], object]
+) -> dict[KernelId, T]:
+    """`solve` of each table, computed once per `key`: identical layers (ResNet's repeated
+    blocks) share measurements, so they share the answer too. The key is the content key
+    where equal tables must share one answer object (`plan_wd` groups the kernels that share
+    one list of options), and else `shared_content`, which hashes no rows: the readers, MODEL
+    tables and tunes share the content of equal tables, and equal tables that share nothing
+    are solved once each (a first WR plan of ResNet-50's engine tables does a quarter less
+    work)."""
+    solved: dict[object, T] = {}
     answers = {}
     for kernel_id, table in tables.items():
-        key = table.content_key()
-        # One lookup where the content was solved: comparing the keys is most of the cost.
-        answer = solved.get(key, _UNSOLVED)
+        found = key(table)
+        answer = solved.get(found, _UNSOLVED)
         if answer is _UNSOLVED:
-            answer = solved[key] = solve(table)
+            answer = solved[found] = solve(table)
         answers[kernel_id] = answer
     return answers  # type: ignore[return-value]
 
@@ -585,7 +591,7 @@ def make_plan_wr(
         return schedule, undivided
 
     # Both from one pass over the contents: finding a content is a large part of a plan.
-    solved = _per_content(tables, solve)
+    solved = _per_content(tables, solve, KernelTable.shared_content)
     schedules = {k: schedule for k, (schedule, _) in solved.items()}
     baselines = {k: undivided for k, (_, undivided) in solved.items()}
     return _plan(
@@ -671,7 +677,9 @@ def make_plan_wd(
             fastest,
         )
     undivided = _per_content(
-        tables, lambda t: desirable_set(t, budget_bytes, "undivided", deterministic_only)
+        tables,
+        lambda t: desirable_set(t, budget_bytes, "undivided", deterministic_only),
+        KernelTable.content_key,
     )
     try:
         baseline_solution = solve(undivided)

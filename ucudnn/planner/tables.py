@@ -376,7 +376,7 @@ class KernelTable:
         self.batch = check_batch(batch)
         self._rows: dict[int, list[Row]] = {}  # changed only through add() and set_checked_size()
         self._candidates: dict[int, list[Candidate]] | None = None
-        self._content = _Content()
+        self._content: _Content | None = None  # made when shared or first keyed
         for candidate in candidates:
             self.add(candidate)
 
@@ -400,7 +400,7 @@ class KernelTable:
 
     def _changed(self) -> None:
         self._candidates = None
-        self._content = _Content()
+        self._content = None
 
     def add(self, c: Candidate) -> None:
         if not isinstance(c, Candidate):
@@ -454,7 +454,7 @@ class KernelTable:
         asked for."""
         table = KernelTable(layer, self.kernel, self.batch)
         table._rows, table._candidates = dict(self._rows), self._candidates
-        table._content = self._content
+        table._content = self._shared_content()
         return table
 
     def __iter__(self) -> Iterator[Candidate]:
@@ -462,10 +462,22 @@ class KernelTable:
         for b in self.micro_batches():
             yield from candidates[b]
 
+    def shared_content(self) -> object:
+        """The same object for tables known to hold the same rows without comparing them: a
+        table, those renamed from it (until one changes), and equal tables read from one
+        file. Tables that hold the same rows may still give different objects: a plan that
+        solves once per object, not per content key, solves them each, and hashes no rows."""
+        return self._shared_content()
+
+    def _shared_content(self) -> _Content:
+        if self._content is None:
+            self._content = _Content()
+        return self._content
+
     def content_key(self) -> ContentKey:
         """Equal for tables with the same batch and candidates, whatever layer they are of.
         Kept until a candidate is added: every plan of the tables asks for it again."""
-        content = self._content
+        content = self._shared_content()
         if content.key is None:
             rows = itertools.chain.from_iterable(map(self._rows.__getitem__, sorted(self._rows)))
             content.key = ContentKey((self.batch, tuple(rows)))
@@ -594,7 +606,7 @@ class TimingTables:
             except ValueError as exc:
                 *before, last = where(*first_seen[kernel_id])
                 raise located_error(exc, source, *before, f"{last} (its first row)") from None
-        return tables
+        return _sharing_equal_tables(tables)
 
     def to_rows(self) -> list[dict[str, object]]:
         return [
@@ -646,8 +658,7 @@ class TimingTables:
             # that it refuses is then found row by row, and located.
             with contextlib.suppress(TypeError, ValueError), _collector_paused():
                 return _sharing_equal_tables(_tables_from_columns(columns, len(records)))
-        tables = cls._from_records(records, records.name, lambda line, _: (f"line {line}",))
-        return _sharing_equal_tables(tables)
+        return cls._from_records(records, records.name, lambda line, _: (f"line {line}",))
 
     def write_csv(self, dest: str | os.PathLike[str] | IO[str]) -> None:
         """Write the CSV to a path (all or nothing: see `atomic_write`) or an open text file."""
@@ -787,8 +798,8 @@ def _sharing_equal_tables(tables: TimingTables) -> TimingTables:
     """`tables`, where each that holds the same rows as an earlier one shares them and its
     content key, as if renamed from it: a network repeats its blocks, and a file its tables
     (62k rows of ResNet-50's engines are 26k distinct), so that plans tell them apart at no
-    cost. A reader's rows hold one value object per distinct cell text, so comparing equal
-    tables compares no values."""
+    cost (see `KernelTable.shared_content`). In a CSV's rows each distinct cell text is one
+    value object, so there comparing equal tables compares no values."""
     firsts: dict[tuple[object, ...], list[KernelTable]] = collections.defaultdict(list)
     for _, table in tables.items():
         rows = table._rows
@@ -800,7 +811,7 @@ def _sharing_equal_tables(tables: TimingTables) -> TimingTables:
             table._rows, table._candidates, table._content = (
                 dict(twin._rows),
                 twin._candidates,
-                twin._content,
+                twin._shared_content(),
             )
     return tables
 
