@@ -477,10 +477,12 @@ class KernelTable:
     def content_key(self) -> ContentKey:
         """Equal for tables with the same batch and candidates, whatever layer they are of.
         Kept until a candidate is added: every plan of the tables asks for it again."""
+        content = self._content
+        if content is not None and content.key is not None:  # asked for again and again
+            return content.key
         content = self._shared_content()
-        if content.key is None:
-            rows = itertools.chain.from_iterable(map(self._rows.__getitem__, sorted(self._rows)))
-            content.key = ContentKey((self.batch, tuple(rows)))
+        rows = itertools.chain.from_iterable(map(self._rows.__getitem__, sorted(self._rows)))
+        content.key = ContentKey((self.batch, tuple(rows)))
         return content.key
 
     def check_complete(self) -> None:
