@@ -453,23 +453,25 @@ class KernelTable:
         checked or ordered again, and the content key is worked out once for both, when first
         asked for."""
         table = KernelTable(layer, self.kernel, self.batch)
-        table._rows, table._candidates = dict(self._rows), self._candidates
-        table._content = self._shared_content()
+        table._share_rows_of(self)
         return table
+
+    def _share_rows_of(self, twin: KernelTable) -> None:
+        """Hold `twin`'s rows, its Candidates if made and its content from now on, until one
+        of the two changes."""
+        self._rows, self._candidates = dict(twin._rows), twin._candidates
+        self._content = twin.shared_content()
 
     def __iter__(self) -> Iterator[Candidate]:
         candidates = self.candidates
         for b in self.micro_batches():
             yield from candidates[b]
 
-    def shared_content(self) -> object:
+    def shared_content(self) -> _Content:
         """The same object for tables known to hold the same rows without comparing them: a
         table, those renamed from it (until one changes), and equal tables read from one
         file. Tables that hold the same rows may still give different objects: a plan that
         solves once per object, not per content key, solves them each, and hashes no rows."""
-        return self._shared_content()
-
-    def _shared_content(self) -> _Content:
         if self._content is None:
             self._content = _Content()
         return self._content
@@ -480,7 +482,7 @@ class KernelTable:
         content = self._content
         if content is not None and content.key is not None:  # asked for again and again
             return content.key
-        content = self._shared_content()
+        content = self.shared_content()
         rows = itertools.chain.from_iterable(map(self._rows.__getitem__, sorted(self._rows)))
         content.key = ContentKey((self.batch, tuple(rows)))
         return content.key
@@ -810,11 +812,7 @@ def _sharing_equal_tables(tables: TimingTables) -> TimingTables:
         if twin is None:
             alike.append(table)
         else:
-            table._rows, table._candidates, table._content = (
-                dict(twin._rows),
-                twin._candidates,
-                twin._shared_content(),
-            )
+            table._share_rows_of(twin)
     return tables
 
 
