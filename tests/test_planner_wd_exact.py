@@ -87,13 +87,17 @@ def test_the_exact_search_is_exact_with_real_times(lists, share: float) -> None:
 @given(
     st.lists(st.tuples(tied_lists, st.integers(1, 3)), min_size=1, max_size=3),
     st.floats(0.0, 0.05),
+    st.one_of(st.just(math.inf), st.floats(0.0, 30.0)),
 )
-def test_what_the_later_groups_add_is_never_overstated(lists, multiplier: float) -> None:
+def test_what_the_later_groups_add_is_never_overstated(
+    lists, multiplier: float, slack: float
+) -> None:
     """_RestBound.least(c) <= the least that the groups after each point add to a partial's
-    reduced cost, with the unused units priced, over every way they fit in c units."""
+    reduced cost, with the unused units priced, over every way they fit in c units; where the
+    bound is known only up to a slack, it is infinite only where that least exceeds the slack."""
     sets = repeated_kernels(lists)
     groups = wd._groups(sets, 256)
-    bounds = wd._rest_bounds(groups, multiplier)
+    bounds = wd._rest_bounds(groups, multiplier, slack)
     assert len(bounds) == len(groups) + 1
 
     def least_added(rest: list[wd._Group], room: int) -> float:
@@ -115,17 +119,34 @@ def test_what_the_later_groups_add_is_never_overstated(lists, multiplier: float)
 
     for k, bound in enumerate(bounds):
         for room in range(0, 3 * 6 * 3 + 1):
-            assert bound.least(room) <= least_added(groups[k:], room) + 1e-9
+            least = least_added(groups[k:], room)
+            assert bound.least(room) <= least + 1e-9 or least > slack
 
 
 def test_what_the_later_groups_add_grows_with_the_units_off_the_lp_path() -> None:
     # One kernel: 10 ms in no workspace, or 2 ms in 4 units. At a unit price of 1 ms the LP
     # takes the step (it saves 2 ms a unit): 4 units, priced 6 ms.
     bound = wd._rest_bounds(
-        wd._groups({("c", "forward"): [single(10, 0), single(2, 1024)]}, 256), 1
+        wd._groups({("c", "forward"): [single(10, 0), single(2, 1024)]}, 256), 1, math.inf
     )
     assert (bound[0].low, bound[0].high) == (4, 4)
     assert bound[0].least(4) == 0
     assert bound[0].least(0) == 4  # 10 ms where the best priced choice is 6 ms
     assert bound[0].least(10) == 6  # the 6 units left unused, at 1 ms each
     assert bound[1].least(3) == 3  # no groups after the last: only the unused units
+
+
+def test_what_the_later_groups_add_gives_back_the_cheapest_units_first() -> None:
+    # At 1 ms a unit the LP takes both steps, 6 units: kernel a's saves 1.5 ms a unit over 4
+    # units, b's 3 ms a unit over 2. Units given back cost 0.5 ms each along a's step, then
+    # 2 ms each along b's (a bound linear in the units given back would say 0.5 ms for all).
+    sets = {
+        ("a", "forward"): [single(10, 0), single(4, 4 * 256)],
+        ("b", "forward"): [single(10, 0), single(4, 2 * 256)],
+    }
+    bound = wd._rest_bounds(wd._groups(sets, 256), 1, math.inf)[0]
+    assert [bound.least(room) for room in (6, 5, 2, 1, 0)] == [0, 0.5, 2, 4, 6]
+    # Known up to a slack of 3 ms: the step that crosses it is kept, and then none.
+    cut = wd._rest_bounds(wd._groups(sets, 256), 1, 3.0)[0]
+    assert [cut.least(room) for room in (2, 1, 0)] == [2, 4, 6]
+    assert bound.least(-1) == cut.least(-1) == math.inf  # less than nothing: no solution

@@ -22,12 +22,14 @@ to the alignment), so offsets plus sizes always fit in an arena of `budget_bytes
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import importlib.util
 import itertools
 import logging
 import math
 import numbers
+import operator
 import os
 import time
 import warnings
@@ -338,6 +340,8 @@ def _greedy(
 # engine tables at 4 GiB); a search that gives up costs this much on top of the solver's time,
 # so the limit stays near what the search needs where it pays (deep-600 needs 565,000 and more).
 DP_WORK_LIMIT = 150_000
+# How many partials per layer the narrow search that starts the exact one keeps.
+BEAM_WIDTH = 64
 # The first round allows this share of the start's distance from the bound; each next one
 # this many times more, up to all of it.
 _FIRST_SLACK_SHARE = 64.0
@@ -346,9 +350,10 @@ _SLACK_GROWTH = 4.0
 _LEAST_SOLVE_S = 1e-9
 
 
-# A partial solution over the first groups: (units, time, reduced cost, the partial of the
-# previous layer it extends, the group's choice it adds). Tuples: there are up to a million.
-_Partial = tuple[int, float, float, int, int]
+# A partial solution over the first groups: (units, time, reduced cost, that with the least
+# the later groups add to it, the partial of the previous layer it extends, the group's choice
+# it adds). Tuples: there are up to a million.
+_Partial = tuple[int, float, float, float, int, int]
 # A group's choice for all its kernels: (units, time, reduced cost, kernels per allowed option).
 _Choice = tuple[int, float, float, tuple[int, ...]]
 _Sized = TypeVar("_Sized", _Partial, _Choice)
@@ -376,6 +381,12 @@ def _settle_exactly(groups: list[_Group], start: _Start, budget: int, deadline: 
     choices, which are built kernel by kernel. What remains after the last group holds an
     optimal solution if any is faster than T0; the fastest found is compared with T0 (with a
     margin for rounding in the pruning, and exactly by fsum at the end) and the better kept.
+
+    T0 is the faster of the start and what a narrow search finds first (one that keeps only
+    the BEAM_WIDTH partials of least bound per layer): the nearer T0 is to the optimum, the
+    less slack the exact rounds need, and their work grows steeply with it. Rounds of growing
+    slack come next: a round that finds a solution within its slack has found the optimum,
+    since every solution it did not see is slower than the bound plus that slack.
     """
     free = [
         (g, counts) for g, counts in zip(groups, start.counts, strict=True) if len(g.allowed) > 1
@@ -383,10 +394,33 @@ def _settle_exactly(groups: list[_Group], start: _Start, budget: int, deadline: 
     room = budget - sum(
         n * g.units[i] for g in groups if len(g.allowed) == 1 for i, n in g.counts.items()
     )
+    best = dict(zip(map(id, (g for g, _ in free)), (counts for _, counts in free), strict=True))
+    best_ms = math.fsum(n * g.times[i] for g, counts in free for i, n in counts.items())
     search = _Search([g for g, _ in free], start.multiplier, room, deadline)
-    start_ms = math.fsum(n * g.times[i] for g, counts in free for i, n in counts.items())
-    gap = start_ms - search.bound_ms
-    margin = 1e-9 * max(1.0, abs(start_ms), start.multiplier * room)
+    margin = 1e-9 * max(1.0, abs(best_ms), start.multiplier * room)
+    search.know_slack(best_ms - search.bound_ms + margin)
+
+    def better(found: list[dict[int, int]]) -> bool:
+        """Whether `found` (per search group) is faster than the best so far, which it
+        replaces if so."""
+        nonlocal best, best_ms
+        found_ms = math.fsum(
+            n * g.times[i]
+            for g, counts in zip(search.groups, found, strict=True)
+            for i, n in counts.items()
+        )
+        if found_ms >= best_ms:
+            return False
+        best, best_ms = dict(zip(map(id, search.groups), found, strict=True)), found_ms
+        return True
+
+    # A narrow search first: its solution, when faster, leaves the exact rounds less slack.
+    if (found := search.run(best_ms - search.bound_ms + margin, keep=BEAM_WIDTH)) is None:
+        logger.debug("WD: the exact search gave up after %d partial solutions", search.work)
+        return False
+    if found:
+        better(found)
+    gap = best_ms - search.bound_ms
     slack = gap / _FIRST_SLACK_SHARE
     while True:
         slack = min(slack, gap)
@@ -398,27 +432,20 @@ def _settle_exactly(groups: list[_Group], start: _Start, budget: int, deadline: 
             break
         slack *= _SLACK_GROWTH
     logger.debug("WD: the exact search built %d partial solutions", search.work)
-    found_ms = (
-        math.fsum(
-            n * g.times[i]
-            for g, counts in zip(search.groups, found, strict=True)
-            for i, n in counts.items()
-        )
-        if found
-        else math.inf
-    )
-    chosen = dict(zip(map(id, search.groups), found, strict=True)) if found_ms < start_ms else {}
-    for g, counts in free:
-        g.settle(chosen.get(id(g), counts))
+    if found:
+        better(found)
+    for g, _ in free:
+        g.settle(best[id(g)])
     return True
 
 
 class _Search:
     """The exact search over the groups that still have a choice, in rounds of growing slack.
 
-    Groups that the LP leaves undecided between options of different units come first (see
-    `_order`); then those whose cheapest departure from their priced minimum costs most: they
-    add few partials, so the layers stay small until the last groups."""
+    Groups that the LP leaves undecided between options of different units come first, then
+    those whose options differ most in units: the later ones, which move few units each, are
+    then what the bound on the rest (see _RestBound) prices, and it prunes the partials that
+    strayed further from the LP's units than they can make up."""
 
     def __init__(self, groups: list[_Group], multiplier: float, room: int, deadline: float) -> None:
         lowest = {
@@ -431,41 +458,49 @@ class _Search:
             ]
             for g in groups
         }
-        self.groups = sorted(groups, key=lambda g: self._order(g, multiplier))
+        self.groups = sorted(
+            groups,
+            key=lambda g: (
+                -_lp_width(g, multiplier),
+                len(g.kernels) * (g.units[g.allowed[0]] - g.units[g.allowed[-1]]),
+            ),
+        )
         self.multiplier, self.room, self.deadline = multiplier, room, deadline
         self.bound_ms = (
             math.fsum(len(g.kernels) * lowest[id(g)] for g in groups) - multiplier * room
         )
-        self.rests = _rest_bounds(self.groups, multiplier)
+        self.rests: list[_RestBound] = []
         self.work = 0
 
-    def _order(self, g: _Group, multiplier: float) -> tuple[int, float]:
-        """Groups whose LP choice is widest come first, so that the bound on the later
-        groups sees how far a partial has strayed from the LP's units (see _RestBound)."""
-        low, high, _, _ = _lp_steps(g, multiplier)
-        return (low - high, -_second_smallest(o[2] for o in self.options[id(g)]))
+    def know_slack(self, slack: float) -> None:
+        """Make the bounds on the rest for runs of at most `slack`."""
+        self.rests = _rest_bounds(self.groups, self.multiplier, slack)
 
-    def run(self, slack: float) -> list[dict[int, int]] | None:
+    def run(self, slack: float, keep: int | None = None) -> list[dict[int, int]] | None:
         """The counts of the fastest solution within `slack` of the bound ([] if none is), or
-        None when the work limit or the deadline stops the search first."""
-        layers: list[list[_Partial]] = [[(0, 0.0, 0.0, -1, -1)]]
+        None when the work limit or the deadline stops the search first. With `keep`, each
+        layer keeps only that many partials, those of the least bound: a good solution fast,
+        not a proven one."""
+        layers: list[list[_Partial]] = [[(0, 0.0, 0.0, 0.0, -1, -1)]]
         fronts = []
+        room = self.room
         for g, rest in zip(self.groups, self.rests[1:], strict=True):
-            front = _group_front(len(g.kernels), self.options[id(g)], slack, self.room)
-            self.work += len(front) * len(layers[-1])
+            front = _group_front(len(g.kernels), self.options[id(g)], slack, room)
+            if keep is None:
+                self.work += len(front) * len(layers[-1])
             if self.work > DP_WORK_LIMIT or time.monotonic() > self.deadline:
                 return None
             fronts.append(front)
-            layers.append(_extend(layers[-1], front, slack, self.room, rest))
+            layer = _extend(layers[-1], front, slack, room, rest)
+            if keep is not None and len(layer) > keep:
+                kept = sorted(range(len(layer)), key=lambda i: layer[i][3])[:keep]
+                layer = [layer[i] for i in sorted(kept)]
+            layers.append(layer)
         # The last partial is the fastest; its reduced cost counts the units it leaves unused.
         last = layers[-1][-1] if layers[-1] else None
-        if last is None or last[2] + self.multiplier * (self.room - last[0]) > slack:
+        if last is None or last[2] + self.multiplier * (room - last[0]) > slack:
             return []
         return _trace(layers, fronts, self.groups)
-
-
-def _second_smallest(values: Iterable[float]) -> float:
-    return sorted(values)[1]
 
 
 def _group_front(
@@ -493,74 +528,108 @@ def _extend(
     that the groups after it may complete within the slack (see _RestBound)."""
     return _non_dominated(
         [
-            (u + du, t + dt, r + dr, p, j)
-            for p, (u, t, r, _, _) in enumerate(layer)
+            (u + du, t + dt, r + dr, bound, p, j)
+            for p, (u, t, r, _, _, _) in enumerate(layer)
             for j, (du, dt, dr, _) in enumerate(front)
-            if r + dr <= slack and u + du <= room and r + dr + rest.least(room - u - du) <= slack
+            if r + dr <= slack
+            and u + du <= room
+            and (bound := r + dr + rest.least(room - u - du)) <= slack
         ]
     )
 
 
-@dataclasses.dataclass(frozen=True)
 class _RestBound:
     """What the groups after a partial add at least to its reduced cost, as a function of the
-    room they are left, c units; with the unused units' price it is
-    G(c) = T(c) - sum(n_g * m_g) + lambda * c, where T(c) is their least time within c units.
+    room they are left, c units: G(c) = T(c) - sum(n_g * m_g) + lambda * c, where T(c) is the
+    least time of their LP relaxation within c units (so no integer choice of theirs adds less).
 
-    The LP relaxation's T is convex and piecewise linear, and G is zero from `low` to `high`
-    units, where the LP takes every hull step that saves more than lambda per unit (and
-    then those that save exactly lambda). Below `low`, each unit less gives up a step that
-    saves at least `dearest` per unit; above `high`, each unit more buys a step that saves at
-    most `cheapest`, or nothing. Convexity keeps T above those lines, so
-    G(c) >= max(0, (dearest - lambda) * (low - c), (lambda - cheapest) * (c - high)). When
-    the LP takes no step, `low` is the least the groups can take, and below it they do not fit
-    at all: `dearest` is infinite."""
+    G is convex and piecewise linear, and zero from `low` to `high` units, where the LP at
+    lambda takes every hull step that saves more than lambda per unit (and then those that save
+    exactly lambda). Below `low`, it gives up the steps it takes, those that save least first:
+    a unit costs (saving - lambda). Above `high`, it takes the steps it leaves, those that save
+    most first: a unit costs (lambda - saving), and one left unused costs lambda. Each side is
+    known only until it exceeds `slack`: beyond that, `least` is infinite (no partial there is
+    kept), and the steps beyond it are dropped from `_RestBounds`' lists."""
 
-    low: int
-    high: int
-    dearest: float  # the least saving per unit of the steps the LP takes (inf: none)
-    cheapest: float  # the greatest saving per unit of the steps it leaves (0: none)
-    multiplier: float
+    __slots__ = ("_above", "_below", "high", "low")
+
+    def __init__(self, low: int, high: int, below: _Climb, above: _Climb) -> None:
+        self.low, self.high, self._below, self._above = low, high, below, above
 
     def least(self, room: int) -> float:
         if room < self.low:
-            return (self.dearest - self.multiplier) * (self.low - room)
-        if room > self.high:
-            return (self.multiplier - self.cheapest) * (room - self.high)
-        return 0.0
+            ends, costs, rates = self._below
+            units = self.low - room
+        elif room > self.high:
+            ends, costs, rates = self._above
+            units = room - self.high
+        else:
+            return 0.0
+        i = bisect.bisect_left(ends, units)
+        return costs[i - 1] + rates[i] * (units - ends[i - 1])
 
 
-def _rest_bounds(groups: list[_Group], multiplier: float) -> list[_RestBound]:
-    """[k]: the _RestBound of groups[k:], for k = 0 .. len(groups)."""
-    bounds = [_RestBound(0, 0, math.inf, 0.0, multiplier)]
+# A convex piecewise-linear cost of d > 0 units: (ends, costs, rates), the pieces ending at
+# `ends` (ascending from 0, the last infinite), each at its own rate per unit (rising); the
+# cost at ends[i] is costs[i].
+_Climb = tuple[list[float], list[float], list[float]]
+
+
+def _climb(steps: list[tuple[float, int]], slack: float, beyond: float) -> _Climb:
+    """The cost of taking `steps` (rate, units), rates ascending, in turn, and then `beyond`
+    per unit. The steps past the first at which the cost exceeds `slack` are cut from the
+    list: no later step brings them back within it, and beyond it the cost is infinite."""
+    rates = [0.0, *(rate for rate, _ in steps)]
+    units = [0, *(units for _, units in steps)]
+    ends: list[float] = list(itertools.accumulate(units))
+    costs: list[float] = list(itertools.accumulate(map(operator.mul, rates, units)))
+    over = bisect.bisect_right(costs, slack)  # rates are positive: costs rise
+    if over < len(costs):
+        del steps[over:], ends[over + 1 :], costs[over + 1 :], rates[over + 1 :]
+        beyond = math.inf
+    ends.append(math.inf)
+    costs.append(math.inf)
+    rates.append(beyond)
+    return ends, costs, rates
+
+
+def _rest_bounds(groups: list[_Group], multiplier: float, slack: float) -> list[_RestBound]:
+    """[k]: the _RestBound of groups[k:], for k = 0 .. len(groups), each known up to `slack`.
+    Built from the last group back, each adding its steps to the sorted lists of the ones after
+    it: a group's bound never needs a step that a later group's bound has cut."""
+    below: list[tuple[float, int]] = []  # (saving - lambda, units) of the steps the LP takes
+    above: list[tuple[float, int]] = []  # (lambda - saving, units) of those it leaves
+    low = high = 0
+    bounds = [_RestBound(0, 0, _climb([], slack, math.inf), _climb([], slack, multiplier))]
     for g in reversed(groups):
-        after, (low, high, dearest, cheapest) = bounds[-1], _lp_steps(g, multiplier)
-        bounds.append(
-            _RestBound(
-                after.low + low,
-                after.high + high,
-                min(after.dearest, dearest),
-                max(after.cheapest, cheapest),
-                multiplier,
-            )
-        )
+        n = len(g.kernels)
+        hull = _lower_hull(g, g.allowed)
+        low += n * g.units[hull[0]]
+        high += n * g.units[hull[0]]
+        for (a, b), save in zip(itertools.pairwise(hull), _saves(g, hull), strict=True):
+            units = n * (g.units[b] - g.units[a])
+            if save > multiplier:
+                low += units
+                high += units
+                bisect.insort(below, (save - multiplier, units))
+            elif save == multiplier:
+                high += units
+            else:
+                bisect.insort(above, (multiplier - save, units))
+        down, up = _climb(below, slack, math.inf), _climb(above, slack, multiplier)
+        bounds.append(_RestBound(low, high, down, up))
     return bounds[::-1]
 
 
-def _lp_steps(g: _Group, multiplier: float) -> tuple[int, int, float, float]:
-    """The group's part of a _RestBound: (low, high, dearest, cheapest) of its kernels alone,
-    from the steps along the lower convex hull of its allowed options."""
+def _lp_width(g: _Group, multiplier: float) -> int:
+    """How many units the LP at `multiplier` leaves open for the group: those of its steps that
+    save exactly that much per unit."""
     hull = _lower_hull(g, g.allowed)
     saves = _saves(g, hull)
-    # Saves fall along the hull: the LP at lambda takes a first run of them.
-    above = sum(1 for save in saves if save > multiplier)
-    at = sum(1 for save in saves if save >= multiplier)
-    n = len(g.kernels)
-    return (
-        n * g.units[hull[above]],
-        n * g.units[hull[at]],
-        min(saves[:above], default=math.inf),
-        max(saves[at:], default=0.0),
+    return len(g.kernels) * sum(
+        g.units[b] - g.units[a]
+        for (a, b), save in zip(itertools.pairwise(hull), saves, strict=True)
+        if save == multiplier
     )
 
 
@@ -584,7 +653,7 @@ def _trace(
     for layer, front, g in zip(
         reversed(layers[1:]), reversed(fronts), reversed(groups), strict=True
     ):
-        _, _, _, at, choice = layer[at]
+        _, _, _, _, at, choice = layer[at]
         found.append(dict(zip(g.allowed, front[choice][3], strict=True)))
     return found[::-1]
 
