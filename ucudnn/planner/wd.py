@@ -341,7 +341,7 @@ def _greedy(
 # so the limit stays near what the search needs where it pays (deep-600 needs 565,000 and more).
 DP_WORK_LIMIT = 150_000
 # How many partials per layer the narrow search that starts the exact one keeps.
-BEAM_WIDTH = 64
+BEAM_WIDTH = 8
 # The first round allows this share of the start's distance from the bound; each next one
 # this many times more, up to all of it.
 _FIRST_SLACK_SHARE = 64.0
@@ -575,32 +575,40 @@ class _RestBound:
 _Climb = tuple[list[float], list[float], list[float]]
 
 
-def _climb(steps: list[tuple[float, int]], slack: float, beyond: float) -> _Climb:
-    """The cost of taking `steps` (rate, units), rates ascending, in turn, and then `beyond`
-    per unit. The steps past the first at which the cost exceeds `slack` are cut from the
-    list: no later step brings them back within it, and beyond it the cost is infinite."""
-    rates = [0.0, *(rate for rate, _ in steps)]
-    units = [0, *(units for _, units in steps)]
-    ends: list[float] = list(itertools.accumulate(units))
-    costs: list[float] = list(itertools.accumulate(map(operator.mul, rates, units)))
-    over = bisect.bisect_right(costs, slack)  # rates are positive: costs rise
-    if over < len(costs):
-        del steps[over:], ends[over + 1 :], costs[over + 1 :], rates[over + 1 :]
-        beyond = math.inf
-    ends.append(math.inf)
-    costs.append(math.inf)
-    rates.append(beyond)
-    return ends, costs, rates
+class _Steps:
+    """Hull steps on one side of the LP's units, by rate per unit ascending, after an empty
+    first one (so that the pieces' ends and costs are running sums), and then `beyond` per
+    unit."""
+
+    def __init__(self, beyond: float) -> None:
+        self.rates, self.units, self.beyond = [0.0], [0], beyond
+
+    def add(self, rate: float, units: int) -> None:
+        at = bisect.bisect_right(self.rates, rate, 1)
+        self.rates.insert(at, rate)
+        self.units.insert(at, units)
+
+    def climb(self, slack: float) -> _Climb:
+        """The cost of the steps taken in turn, known up to `slack`: the steps past the first
+        at which it exceeds the slack are dropped, since no step added later brings them back
+        within it, and beyond it the cost is infinite."""
+        ends: list[float] = list(itertools.accumulate(self.units))
+        costs: list[float] = list(itertools.accumulate(map(operator.mul, self.rates, self.units)))
+        beyond = self.beyond
+        over = bisect.bisect_right(costs, slack)  # rates are positive: costs rise
+        if over < len(costs):
+            del self.rates[over + 1 :], self.units[over + 1 :], ends[over + 1 :], costs[over + 1 :]
+            beyond = math.inf
+        return [*ends, math.inf], [*costs, math.inf], [*self.rates, beyond]
 
 
 def _rest_bounds(groups: list[_Group], multiplier: float, slack: float) -> list[_RestBound]:
     """[k]: the _RestBound of groups[k:], for k = 0 .. len(groups), each known up to `slack`.
-    Built from the last group back, each adding its steps to the sorted lists of the ones after
-    it: a group's bound never needs a step that a later group's bound has cut."""
-    below: list[tuple[float, int]] = []  # (saving - lambda, units) of the steps the LP takes
-    above: list[tuple[float, int]] = []  # (lambda - saving, units) of those it leaves
+    Built from the last group back, each adding its steps to those of the ones after it."""
+    below = _Steps(math.inf)  # saving - lambda per unit: the steps the LP takes
+    above = _Steps(multiplier)  # lambda - saving per unit: those it leaves
     low = high = 0
-    bounds = [_RestBound(0, 0, _climb([], slack, math.inf), _climb([], slack, multiplier))]
+    bounds = [_RestBound(0, 0, below.climb(slack), above.climb(slack))]
     for g in reversed(groups):
         n = len(g.kernels)
         hull = _lower_hull(g, g.allowed)
@@ -611,13 +619,12 @@ def _rest_bounds(groups: list[_Group], multiplier: float, slack: float) -> list[
             if save > multiplier:
                 low += units
                 high += units
-                bisect.insort(below, (save - multiplier, units))
+                below.add(save - multiplier, units)
             elif save == multiplier:
                 high += units
             else:
-                bisect.insort(above, (multiplier - save, units))
-        down, up = _climb(below, slack, math.inf), _climb(above, slack, multiplier)
-        bounds.append(_RestBound(low, high, down, up))
+                above.add(multiplier - save, units)
+        bounds.append(_RestBound(low, high, below.climb(slack), above.climb(slack)))
     return bounds[::-1]
 
 
