@@ -335,12 +335,14 @@ def _greedy(
 
 
 # -- the exact search ---------------------------------------------------------------------
-# How many partial solutions the exact search may build before it leaves the problem to the
-# ILP solver: about 0.15 s of pure Python. The recorded tables settle within 130,000 (the fp16
-# engine tables at 4 GiB); a search that gives up costs this much on top of the solver's time,
-# so the limit stays near what the search needs where it pays (deep-600 needs 565,000 and more).
+# How many partial solutions the exact rounds may build before they leave the problem to the
+# ILP solver: about 0.15 s of pure Python. The recorded tables and deep-600 settle within
+# 11,000 (deep-600 at 512 MiB, the fp16 engine tables at 4 GiB); a search that gives up costs
+# this much on top of the solver's time.
 DP_WORK_LIMIT = 150_000
-# How many partials per layer the narrow search that starts the exact one keeps.
+# How many partials per layer the narrow search that starts the exact one keeps (its work,
+# at most this many per group and choice, is not counted against the limit). Eight find
+# deep-600's optimum at 512 MiB; more only cost time.
 BEAM_WIDTH = 8
 # The first round allows this share of the start's distance from the bound; each next one
 # this many times more, up to all of it.
