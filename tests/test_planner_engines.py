@@ -9,7 +9,9 @@ from pathlib import Path
 import pytest
 
 from ucudnn.core.engines import parse_tag
+from ucudnn.planner.dp import StepBudget, size_records
 from ucudnn.planner.networks import builtin_network
+from ucudnn.planner.pareto import FrontWalk, desirable_set
 from ucudnn.planner.plan import make_plan_wd, make_plan_wr
 from ucudnn.planner.tables import KernelTable, TimingTables
 
@@ -91,3 +93,13 @@ def test_plans_do_not_depend_on_which_equal_tables_share_their_rows(
     )
     for make_plan in (make_plan_wr, make_plan_wd):
         assert make_plan(apart, budget_mib * MiB) == make_plan(tables, budget_mib * MiB)
+
+
+@pytest.mark.parametrize("limit_mib", [None, 8, 64])
+def test_undivided_sets_are_the_walks_points(tables: TimingTables, limit_mib: int | None) -> None:
+    # With one size, the batch, desirable_set takes each record as a point without a walk.
+    limit = None if limit_mib is None else limit_mib * MiB
+    for _, table in tables.items():
+        records = size_records(table, limit, "undivided", False)
+        walked = list(FrontWalk(table.batch, records, StepBudget()))
+        assert desirable_set(table, limit, "undivided") == walked

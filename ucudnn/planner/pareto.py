@@ -64,6 +64,10 @@ def desirable_set(
     that are no divisor chain are solved at each workspace size, within `budget` (by default,
     one of its own: see `StepBudget`)."""
     candidates = size_records(table, limit_bytes, policy, deterministic_only)
+    if all(c.micro_batch == table.batch for c in candidates):
+        # The batch undivided only: each record is the fastest run within its workspace (they
+        # come faster as they grow), so each is a point, as the walk would find it.
+        return [Schedule.of_parts((c,)) for c in candidates]
     return list(FrontWalk(table.batch, candidates, StepBudget() if budget is None else budget))
 
 
