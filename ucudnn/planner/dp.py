@@ -411,6 +411,8 @@ class SplitDP:
             """(time, workspace, parts, [(block, count)]) of the best way to make n."""
             time, workspace, parts, uses = 0.0, 0, 0, []
             for j in range(len(chain) - 1, -1, -1):
+                if not n:
+                    break
                 count, n = divmod(n, chain[j])
                 if count:
                     block_time, block_workspace, block_parts, _ = blocks[j]
@@ -448,8 +450,10 @@ class SplitDP:
         if counts is None:
             assert self._general is not None  # it made the way
             counts = self._general.counts()
-        sizes = sorted(counts, reverse=True)
-        return Schedule.of_parts(tuple(self._best[s] for s in sizes for _ in range(counts[s])))
+        parts: list[Candidate] = []
+        for s in sorted(counts, reverse=True):
+            parts += [self._best[s]] * counts[s]
+        return Schedule.of_parts(tuple(parts))
 
 
 class _GeneralDP:

@@ -285,6 +285,11 @@ row_workspace_speed_key = operator.itemgetter(
 )
 
 
+_TIME = operator.attrgetter("time_ms")
+_WORKSPACE = operator.attrgetter("workspace_bytes")
+_MICRO_BATCH = operator.attrgetter("micro_batch")
+
+
 @dataclasses.dataclass(frozen=True)
 class Schedule:
     """Micro-batches run one after another on one stream, in this order, sharing one buffer:
@@ -310,15 +315,15 @@ class Schedule:
     # Cached: planning reads them over and over, and a schedule never changes.
     @functools.cached_property
     def time_ms(self) -> float:
-        return math.fsum(p.time_ms for p in self.parts)
+        return math.fsum(map(_TIME, self.parts))
 
     @functools.cached_property
     def workspace_bytes(self) -> int:
-        return max(p.workspace_bytes for p in self.parts)
+        return max(map(_WORKSPACE, self.parts))
 
     @functools.cached_property
     def batch(self) -> int:
-        return sum(p.micro_batch for p in self.parts)
+        return sum(map(_MICRO_BATCH, self.parts))
 
     @property
     def deterministic(self) -> bool:
