@@ -88,16 +88,20 @@ def test_the_exact_search_is_exact_with_real_times(lists, share: float) -> None:
     st.lists(st.tuples(tied_lists, st.integers(1, 3)), min_size=1, max_size=3),
     st.floats(0.0, 0.05),
     st.one_of(st.just(math.inf), st.floats(0.0, 30.0)),
+    st.sampled_from([1, 2, wd._MOST_PIECES]),
 )
 def test_what_the_later_groups_add_is_never_overstated(
-    lists, multiplier: float, slack: float
+    lists, multiplier: float, slack: float, pieces: int
 ) -> None:
     """_RestBound.least(c) <= the least that the groups after each point add to a partial's
     reduced cost, with the unused units priced, over every way they fit in c units; where the
-    bound is known only up to a slack, it is infinite only where that least exceeds the slack."""
+    bound is known only up to a slack, it is infinite only where that least exceeds the slack.
+    So it is with fewer pieces kept than the groups have steps."""
     sets = repeated_kernels(lists)
     groups = wd._groups(sets, 256)
-    bounds = wd._rest_bounds(groups, multiplier, slack)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(wd, "_MOST_PIECES", pieces)
+        bounds = wd._rest_bounds(groups, multiplier, slack)
     assert len(bounds) == len(groups) + 1
 
     def least_added(rest: list[wd._Group], room: int) -> float:
@@ -150,3 +154,17 @@ def test_what_the_later_groups_add_gives_back_the_cheapest_units_first() -> None
     cut = wd._rest_bounds(wd._groups(sets, 256), 1, 3.0)[0]
     assert [cut.least(room) for room in (2, 1, 0)] == [2, 4, 6]
     assert bound.least(-1) == cut.least(-1) == math.inf  # less than nothing: no solution
+
+
+def test_a_bound_cut_to_fewer_pieces_goes_on_at_the_last_ones_rate(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The two steps of the test above, with one piece kept: giving back units costs 0.5 ms
+    # each along a's step, and then, as far as the bound knows, 0.5 ms each again.
+    monkeypatch.setattr(wd, "_MOST_PIECES", 1)
+    sets = {
+        ("a", "forward"): [single(10, 0), single(4, 4 * 256)],
+        ("b", "forward"): [single(10, 0), single(4, 2 * 256)],
+    }
+    bound = wd._rest_bounds(wd._groups(sets, 256), 1, math.inf)[0]
+    assert [bound.least(room) for room in (6, 2, 0, -4)] == [0, 2, 3, 5]

@@ -287,7 +287,6 @@ row_workspace_speed_key = operator.itemgetter(
 
 _TIME = operator.attrgetter("time_ms")
 _WORKSPACE = operator.attrgetter("workspace_bytes")
-_MICRO_BATCH = operator.attrgetter("micro_batch")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -323,7 +322,7 @@ class Schedule:
 
     @functools.cached_property
     def batch(self) -> int:
-        return sum(map(_MICRO_BATCH, self.parts))
+        return sum(p.micro_batch for p in self.parts)
 
     @property
     def deterministic(self) -> bool:

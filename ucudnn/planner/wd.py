@@ -340,10 +340,14 @@ def _greedy(
 # 11,000 (deep-600 at 512 MiB, the fp16 engine tables at 4 GiB); a search that gives up costs
 # this much on top of the solver's time.
 DP_WORK_LIMIT = 150_000
-# How many partials per layer the narrow search that starts the exact one keeps (its work,
-# at most this many per group and choice, is not counted against the limit). Eight find
+# How many partials per layer the narrow search that starts the exact one keeps (its work
+# counts against the limit too: at most this many per group and choice). Eight find
 # deep-600's optimum at 512 MiB; more only cost time.
 BEAM_WIDTH = 8
+# How many pieces each side of a bound on the later groups keeps at most (see _Steps.climb):
+# beyond them it goes on at the last one's rate, a lower bound, so that the bounds of n
+# groups take O(n) pieces whatever the slack.
+_MOST_PIECES = 64
 # The first round allows this share of the start's distance from the bound; each next one
 # this many times more, up to all of it.
 _FIRST_SLACK_SHARE = 64.0
@@ -488,8 +492,7 @@ class _Search:
         room = self.room
         for g, rest in zip(self.groups, self.rests[1:], strict=True):
             front = _group_front(len(g.kernels), self.options[id(g)], slack, room)
-            if keep is None:
-                self.work += len(front) * len(layers[-1])
+            self.work += len(front) * len(layers[-1])
             if self.work > DP_WORK_LIMIT or time.monotonic() > self.deadline:
                 return None
             fronts.append(front)
@@ -591,16 +594,19 @@ class _Steps:
         self.units.insert(at, units)
 
     def climb(self, slack: float) -> _Climb:
-        """The cost of the steps taken in turn, known up to `slack`: the steps past the first
-        at which it exceeds the slack are dropped, since no step added later brings them back
-        within it, and beyond it the cost is infinite."""
+        """The cost of the steps taken in turn, known up to `slack` and for _MOST_PIECES steps.
+        The steps past the first at which it exceeds the slack are dropped, and beyond it the
+        cost is infinite; those past the most pieces are dropped too, and beyond them the cost
+        rises at the last one's rate, no faster than the steps it leaves out (their rates are
+        no lower). A step added later only pushes those dropped further out."""
         ends: list[float] = list(itertools.accumulate(self.units))
         costs: list[float] = list(itertools.accumulate(map(operator.mul, self.rates, self.units)))
-        beyond = self.beyond
         over = bisect.bisect_right(costs, slack)  # rates are positive: costs rise
-        if over < len(costs):
-            del self.rates[over + 1 :], self.units[over + 1 :], ends[over + 1 :], costs[over + 1 :]
-            beyond = math.inf
+        keep = min(over, _MOST_PIECES)
+        beyond = self.beyond
+        if keep < len(costs) - 1 or over < len(costs):
+            del self.rates[keep + 1 :], self.units[keep + 1 :], ends[keep + 1 :], costs[keep + 1 :]
+            beyond = math.inf if keep == over else self.rates[keep]
         return [*ends, math.inf], [*costs, math.inf], [*self.rates, beyond]
 
 
