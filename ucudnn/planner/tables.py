@@ -285,8 +285,8 @@ row_workspace_speed_key = operator.itemgetter(
 )
 
 
-_TIME = operator.attrgetter("time_ms")
-_WORKSPACE = operator.attrgetter("workspace_bytes")
+_TIME: Callable[[Candidate], float] = operator.attrgetter("time_ms")
+_WORKSPACE: Callable[[Candidate], int] = operator.attrgetter("workspace_bytes")
 
 
 @dataclasses.dataclass(frozen=True)
