@@ -156,15 +156,16 @@ def test_what_the_later_groups_add_gives_back_the_cheapest_units_first() -> None
     assert bound.least(-1) == cut.least(-1) == math.inf  # less than nothing: no solution
 
 
-def test_a_bound_cut_to_fewer_pieces_goes_on_at_the_last_ones_rate(
+def test_a_bound_cut_to_fewer_pieces_goes_on_at_the_rate_of_what_it_dropped(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # The two steps of the test above, with one piece kept: giving back units costs 0.5 ms
-    # each along a's step, and then, as far as the bound knows, 0.5 ms each again.
+    # each along a's step, then 2 ms each, the rate of b's step, which is dropped; as far as
+    # the bound knows, it goes on at 2 ms a unit, where no more units are there to give back.
     monkeypatch.setattr(wd, "_MOST_PIECES", 1)
     sets = {
         ("a", "forward"): [single(10, 0), single(4, 4 * 256)],
         ("b", "forward"): [single(10, 0), single(4, 2 * 256)],
     }
     bound = wd._rest_bounds(wd._groups(sets, 256), 1, math.inf)[0]
-    assert [bound.least(room) for room in (6, 2, 0, -4)] == [0, 2, 3, 5]
+    assert [bound.least(room) for room in (6, 2, 0, -4)] == [0, 2, 6, 14]

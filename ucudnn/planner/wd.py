@@ -587,26 +587,33 @@ class _Steps:
 
     def __init__(self, beyond: float) -> None:
         self.rates, self.units, self.beyond = [0.0], [0], beyond
+        self._dropped = math.inf  # the least rate of a step dropped past the most pieces
 
     def add(self, rate: float, units: int) -> None:
+        if rate >= self._dropped:  # it would come after a dropped step: past the most pieces
+            return
         at = bisect.bisect_right(self.rates, rate, 1)
         self.rates.insert(at, rate)
         self.units.insert(at, units)
 
     def climb(self, slack: float) -> _Climb:
         """The cost of the steps taken in turn, known up to `slack` and for _MOST_PIECES steps.
-        The steps past the first at which it exceeds the slack are dropped, and beyond it the
-        cost is infinite; those past the most pieces are dropped too, and beyond them the cost
-        rises at the last one's rate, no faster than the steps it leaves out (their rates are
-        no lower). A step added later only pushes those dropped further out."""
+        Where it exceeds the slack within them, the steps after that one are dropped, and
+        beyond it the cost is infinite: a step added later only pushes them further out.
+        Otherwise the steps past the most pieces are dropped, for good, and beyond the pieces
+        the cost rises at the least rate of a dropped step (or `beyond`, if that is less): no
+        faster than the steps it leaves out."""
         ends: list[float] = list(itertools.accumulate(self.units))
         costs: list[float] = list(itertools.accumulate(map(operator.mul, self.rates, self.units)))
         over = bisect.bisect_right(costs, slack)  # rates are positive: costs rise
-        keep = min(over, _MOST_PIECES)
-        beyond = self.beyond
-        if keep < len(costs) - 1 or over < len(costs):
-            del self.rates[keep + 1 :], self.units[keep + 1 :], ends[keep + 1 :], costs[keep + 1 :]
-            beyond = math.inf if keep == over else self.rates[keep]
+        if over < len(costs) and over <= _MOST_PIECES:
+            keep, beyond = over, math.inf
+        else:
+            keep = _MOST_PIECES
+            if len(costs) > keep + 1:
+                self._dropped = self.rates[keep + 1]
+            beyond = min(self.beyond, self._dropped)
+        del self.rates[keep + 1 :], self.units[keep + 1 :], ends[keep + 1 :], costs[keep + 1 :]
         return [*ends, math.inf], [*costs, math.inf], [*self.rates, beyond]
 
 
