@@ -345,8 +345,8 @@ DP_WORK_LIMIT = 150_000
 # deep-600's optimum at 512 MiB; more only cost time.
 BEAM_WIDTH = 8
 # How many pieces each side of a bound on the later groups keeps at most (see _Steps.climb):
-# beyond them it goes on at the last one's rate, a lower bound, so that the bounds of n
-# groups take O(n) pieces whatever the slack.
+# beyond them it goes on at the least rate of a step it dropped, a lower bound, so that the
+# bounds of n groups take O(n) pieces whatever the slack.
 _MOST_PIECES = 64
 # The first round allows this share of the start's distance from the bound; each next one
 # this many times more, up to all of it.
@@ -406,26 +406,23 @@ def _settle_exactly(groups: list[_Group], start: _Start, budget: int, deadline: 
     margin = 1e-9 * max(1.0, abs(best_ms), start.multiplier * room)
     search.know_slack(best_ms - search.bound_ms + margin)
 
-    def better(found: list[dict[int, int]]) -> bool:
-        """Whether `found` (per search group) is faster than the best so far, which it
-        replaces if so."""
+    def keep_if_better(found: list[dict[int, int]]) -> None:
+        """Make `found` (per search group) the best so far if it is faster."""
         nonlocal best, best_ms
         found_ms = math.fsum(
             n * g.times[i]
             for g, counts in zip(search.groups, found, strict=True)
             for i, n in counts.items()
         )
-        if found_ms >= best_ms:
-            return False
-        best, best_ms = dict(zip(map(id, search.groups), found, strict=True)), found_ms
-        return True
+        if found_ms < best_ms:
+            best, best_ms = dict(zip(map(id, search.groups), found, strict=True)), found_ms
 
     # A narrow search first: its solution, when faster, leaves the exact rounds less slack.
     if (found := search.run(best_ms - search.bound_ms + margin, keep=BEAM_WIDTH)) is None:
         logger.debug("WD: the exact search gave up after %d partial solutions", search.work)
         return False
     if found:
-        better(found)
+        keep_if_better(found)
     gap = best_ms - search.bound_ms
     slack = gap / _FIRST_SLACK_SHARE
     while True:
@@ -439,7 +436,7 @@ def _settle_exactly(groups: list[_Group], start: _Start, budget: int, deadline: 
         slack *= _SLACK_GROWTH
     logger.debug("WD: the exact search built %d partial solutions", search.work)
     if found:
-        better(found)
+        keep_if_better(found)
     for g, _ in free:
         g.settle(best[id(g)])
     return True
@@ -553,8 +550,8 @@ class _RestBound:
     exactly lambda). Below `low`, it gives up the steps it takes, those that save least first:
     a unit costs (saving - lambda). Above `high`, it takes the steps it leaves, those that save
     most first: a unit costs (lambda - saving), and one left unused costs lambda. Each side is
-    known only until it exceeds `slack`: beyond that, `least` is infinite (no partial there is
-    kept), and the steps beyond it are dropped from `_RestBounds`' lists."""
+    known only until it exceeds the slack, beyond which `least` is infinite (no partial there
+    is kept), and for at most _MOST_PIECES pieces (see `_Steps.climb`)."""
 
     __slots__ = ("_above", "_below", "high", "low")
 
@@ -625,12 +622,10 @@ def _rest_bounds(groups: list[_Group], multiplier: float, slack: float) -> list[
     low = high = 0
     bounds = [_RestBound(0, 0, below.climb(slack), above.climb(slack))]
     for g in reversed(groups):
-        n = len(g.kernels)
-        hull = _lower_hull(g, g.allowed)
-        low += n * g.units[hull[0]]
-        high += n * g.units[hull[0]]
-        for (a, b), save in zip(itertools.pairwise(hull), _saves(g, hull), strict=True):
-            units = n * (g.units[b] - g.units[a])
+        least, steps = _allowed_steps(g)
+        low += least
+        high += least
+        for save, units in steps:
             if save > multiplier:
                 low += units
                 high += units
@@ -643,16 +638,20 @@ def _rest_bounds(groups: list[_Group], multiplier: float, slack: float) -> list[
     return bounds[::-1]
 
 
+def _allowed_steps(g: _Group) -> tuple[int, list[tuple[float, int]]]:
+    """The units all the group's kernels take at its least allowed option, and (saving per
+    unit, units for all its kernels) of each step along the lower convex hull of its allowed
+    options, savings falling."""
+    hull = _lower_hull(g, g.allowed)
+    n = len(g.kernels)
+    units = [n * (g.units[b] - g.units[a]) for a, b in itertools.pairwise(hull)]
+    return n * g.units[hull[0]], list(zip(_saves(g, hull), units, strict=True))
+
+
 def _lp_width(g: _Group, multiplier: float) -> int:
     """How many units the LP at `multiplier` leaves open for the group: those of its steps that
     save exactly that much per unit."""
-    hull = _lower_hull(g, g.allowed)
-    saves = _saves(g, hull)
-    return len(g.kernels) * sum(
-        g.units[b] - g.units[a]
-        for (a, b), save in zip(itertools.pairwise(hull), saves, strict=True)
-        if save == multiplier
-    )
+    return sum(units for save, units in _allowed_steps(g)[1] if save == multiplier)
 
 
 def _non_dominated(items: list[_Sized]) -> list[_Sized]:
