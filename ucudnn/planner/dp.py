@@ -249,6 +249,7 @@ def solved_in_closed_form(policy: Policy, batch: int) -> bool:
 # the bound and the program add the same times in other orders, so their sums may differ by
 # rounding (at most MAX_PARTS * 2**-53 of a total, about 1e-11); keeping a few more is exact.
 _ROUNDING = 1e-9
+_PAST_ROUNDING = 1 + _ROUNDING
 # The bound's time per sample moves down in steps of this factor, so that offers that run a
 # sample a little faster each do not make the program look at every size again.
 _RATE_STEP = 2 ** (1 / 8)
@@ -299,6 +300,17 @@ class SplitDP:
         self._look_again = True  # whether the rate or F moved since _used was chosen
         self._changes: dict[int, Candidate | None] = {}  # to _used since the last solve
         self._way: _Way | None = None  # the general program's last answer
+
+    def offer_fastest(self, candidates: list[Candidate]) -> None:
+        """Make available the fastest candidate of each of some sizes, one a size, on a program
+        offered none yet: what offering them one by one does, at once."""
+        assert not self._best, "offer_fastest starts a program"
+        self._best = {c.micro_batch: c for c in candidates}
+        assert len(self._best) == len(candidates), "one candidate a size"
+        sizes = sorted(self._best)
+        half = bisect.bisect_right(sizes, self.batch // 2)
+        self._small, self._large = sizes[:half], sizes[half:]
+        self._rate = min((c.time_ms / c.micro_batch for c in candidates), default=math.inf)
 
     def offer(self, c: Candidate) -> bool:
         """Make `c` available; True when it becomes the best at its micro-batch."""
@@ -550,12 +562,42 @@ class _GeneralDP:
     def _from_scratch(
         self, start: int, small: list[int], options: list[tuple[int, float, int]]
     ) -> int:
-        """Every entry from `start` on, trying every option; how many were tried."""
+        """Every entry from `start` on, trying every option that may tie the best; how many
+        were tried. (`_all_options`, inlined and cut short: the planner's innermost loop.)"""
+        time, workspace, order = self._time, self._workspace, self._order
+        parts_get = self._parts.get
+        # A split s of b takes at least t(s) + rate * (b - s), rate the least time per sample
+        # of any part: the splits are tried by t(s) - rate * s, until that bound says that
+        # none left can tie the best.
+        rate = min((ts / s for s, (ts, _) in self._parts.items()), default=0.0)
+        fewer = bisect.bisect_right(small, start >> 1)
+        splits = sorted((ts - rate * s, s, ts, ws) for s, ts, ws in options[:fewer])
         tried = 0
         for b in range(start, self.batch + 1):
-            fewer = bisect.bisect_right(small, b >> 1)
-            self._time[b], self._workspace[b], self._order[b] = self._all_options(b, options, fewer)
-            tried += fewer
+            # b / 2 grows by at most one: at most one more size is a split.
+            if fewer < len(small) and small[fewer] <= b >> 1:
+                s, ts, ws = options[fewer]
+                bisect.insort(splits, (ts - rate * s, s, ts, ws))
+                fewer += 1
+            if (part := parts_get(b)) is None:
+                best_time, best_workspace, best_order = math.inf, 0, _NO_WAY
+            else:
+                (best_time, best_workspace), best_order = part, 0
+            floor = rate * b
+            beyond = best_time * _PAST_ROUNDING - floor  # a split whose key is more cannot tie
+            for key, s, ts, ws in splits:
+                if key > beyond:
+                    break
+                tried += 1
+                ts += time[b - s]
+                if ts <= best_time:
+                    rest = workspace[b - s]
+                    if rest > ws:
+                        ws = rest
+                    if ts < best_time or (ws, s) < (best_workspace, best_order):
+                        best_time, best_workspace, best_order = ts, ws, s
+                        beyond = ts * _PAST_ROUNDING - floor
+            time[b], workspace[b], order[b] = best_time, best_workspace, best_order
         return tried
 
     def _touched(self, start: int, changed: set[int], gone: set[int]) -> list[list[int] | None]:

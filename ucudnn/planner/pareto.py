@@ -29,6 +29,7 @@ from ucudnn.planner.tables import (
     Candidate,
     ContentKey,
     KernelTable,
+    Row,
     Schedule,
 )
 
@@ -191,6 +192,7 @@ class DesirableSets:
         self.budget = StepBudget()
         self._fronts: dict[ContentKey, _KeptFront] = {}
         self._least: dict[ContentKey, int | None] = {}  # see least_workspace
+        self._candidates: dict[Row, Candidate] = {}  # see candidate
 
     def check_made_for(self, policy: Policy, deterministic_only: bool) -> None:
         """Refuse to serve a plan of another policy or determinism."""
@@ -224,6 +226,13 @@ class DesirableSets:
                 least = None if smallest is None else smallest.workspace_bytes
             self._least[key] = least
         return self._least[key]
+
+    def candidate(self, row: Row) -> Candidate:
+        """The Candidate of `row`, made once for all the plans these sets serve: a tune plans
+        every batch size from the same rows (`KernelTable.at_batch`)."""
+        if (found := self._candidates.get(row)) is None:
+            found = self._candidates[row] = Candidate.of_row(row)
+        return found
 
     def within(self, table: KernelTable, limit_bytes: int) -> list[Schedule]:
         """The desirable set of `table` within `limit_bytes`: equal to `desirable_set`'s,

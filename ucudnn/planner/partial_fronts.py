@@ -24,9 +24,10 @@ from __future__ import annotations
 import bisect
 import dataclasses
 import itertools
+import math
 from collections.abc import Callable, Mapping
 
-from ucudnn.planner.dp import SplitDP, StepBudget, records_by_size, solved_in_closed_form
+from ucudnn.planner.dp import SplitDP, records_by_size, solved_in_closed_form
 from ucudnn.planner.pareto import DesirableSets
 from ucudnn.planner.tables import (
     ROW_WORKSPACE,
@@ -56,16 +57,16 @@ class _Known:
 class _Front:
     """One table content's front within the budget, known at some workspace sizes."""
 
-    def __init__(self, table: KernelTable, budget: StepBudget) -> None:
+    def __init__(self, table: KernelTable, sets: DesirableSets) -> None:
         self.table = table
-        self._budget = budget  # the desirable sets': the fastest schedules are solved in it
+        self._sets = sets  # the fastest schedules are solved in their budget
         self.sizes: list[int] = []  # the workspace sizes of the candidates within the budget
-        # Each micro-batch size's records, workspace ascending: the last within a size is
-        # the fastest there, the candidate `plan_wr` runs at that micro-batch size. A record
-        # is made a Candidate when first offered: most never are.
-        self._records: dict[int, tuple[list[int], list[Row], list[Candidate | None]]] = {}
+        # Each micro-batch size's records, and their workspaces, ascending: the last within a
+        # size is the fastest there, the candidate `plan_wr` runs at that micro-batch size.
+        self._records: dict[int, tuple[list[int], list[Row]]] = {}
         self.known: list[_Known] = []
         self.stand_ins: dict[int, _Known] = {}  # id of a gap's stand-in: the point below it
+        self._stand_ins: dict[tuple[int, float], Schedule] = {}  # by its first size and time
         self.options: list[Schedule] = []
 
     def know_all(self, points: list[Schedule]) -> None:
@@ -77,8 +78,8 @@ class _Front:
         (`records_by_size`) within the budget and `top`, `plan_wr`'s schedule within it (None:
         there is none, and no point is known)."""
         for b, rows in records.items():
-            self._records[b] = ([r[ROW_WORKSPACE] for r in rows], rows, [None] * len(rows))
-        self.sizes = sorted({w for workspaces, _, _ in self._records.values() for w in workspaces})
+            self._records[b] = ([r[ROW_WORKSPACE] for r in rows], rows)
+        self.sizes = sorted({w for workspaces, _ in self._records.values() for w in workspaces})
         if top is None:
             return
         end = len(self.sizes) - 1
@@ -98,11 +99,11 @@ class _Front:
         for below, above in itertools.pairwise(self.known):
             self.options.append(below.point)
             if below.last + 1 < above.first:
-                stand_in = Schedule.of_parts((
-                    Candidate(
-                        self.table.batch, 0, above.point.time_ms, self.sizes[below.last + 1]
-                    ),
-                ))  # fmt: skip
+                gap = (below.last + 1, above.point.time_ms)
+                if (stand_in := self._stand_ins.get(gap)) is None:
+                    # A row's fields: the figures are a point's and a size's, checked already.
+                    fields = (self.table.batch, 0, gap[1], self.sizes[gap[0]], "default", False, "")
+                    stand_in = self._stand_ins[gap] = Schedule.of_parts((Candidate.of_row(fields),))
                 self.stand_ins[id(stand_in)] = below
                 self.options.append(stand_in)
         self.options.append(self.known[-1].point)
@@ -113,9 +114,9 @@ class _Front:
         at = next(i for i, k in enumerate(self.known) if k is below)
         above = self.known[at + 1]
         middle = (below.last + 1 + above.first - 1) // 2
-        found = self._fastest_within(middle)
-        assert found is not None  # the point below is within it
-        if _same(found, below.point):
+        # A point other than the one below is faster than it: the program need look no further.
+        found = self._fastest_within(middle, below.point.time_ms)
+        if found is None or _same(found, below.point):
             below.last = middle
         else:
             self.known.insert(at + 1, self._known(middle, found))
@@ -127,16 +128,17 @@ class _Front:
     def _index(self, workspace: int) -> int:
         return bisect.bisect_left(self.sizes, workspace)
 
-    def _fastest_within(self, index: int) -> Schedule | None:
-        """`plan_wr`'s schedule within size `index`: the fastest there, of least workspace."""
-        limit = self.sizes[index]
-        dp = SplitDP(self.table.batch, self._budget)
-        for workspaces, rows, candidates in self._records.values():
+    def _fastest_within(self, index: int, below_ms: float = math.inf) -> Schedule | None:
+        """`plan_wr`'s schedule within size `index`: the fastest there, of least workspace, if
+        it is faster than `below_ms`; else None."""
+        limit, fastest, candidate = self.sizes[index], [], self._sets.candidate
+        for workspaces, rows in self._records.values():
             if (at := bisect.bisect_right(workspaces, limit)) > 0:
-                if (candidate := candidates[at - 1]) is None:
-                    candidate = candidates[at - 1] = Candidate.of_row(rows[at - 1])
-                dp.offer(candidate)
-        return dp.solve()
+                fastest.append(candidate(rows[at - 1]))
+        dp = SplitDP(self.table.batch, self._sets.budget)
+        dp.offer_fastest(fastest)
+        way = dp.fastest(below_ms)
+        return None if way is None or way.time_ms >= below_ms else dp.schedule(way)
 
     def _first_feasible(self) -> int:
         """The least size within which some schedule makes up the batch (one is within the
@@ -198,7 +200,7 @@ def _start(
     infeasible: Callable[[KernelTable], Exception],
     fastest: Mapping[ContentKey, Schedule | None],
 ) -> _Front:
-    front = _Front(table, sets.budget)
+    front = _Front(table, sets)
     if solved_in_closed_form(sets.policy, table.batch):
         front.know_all(sets.within(table, budget_bytes))
     else:

@@ -248,9 +248,7 @@ class Candidate:
         already as its check returns it and checked together (`_check_engine_index`), as a
         table's rows are. Readers and planners make 1e5 of them."""
         candidate = object.__new__(cls)
-        fields = candidate.__dict__
-        fields.update(zip(_CANDIDATE_FIELDS, values, strict=True))
-        fields["_values"] = values
+        candidate.__dict__.update(zip(_CANDIDATE_KEYS, (*values, values), strict=True))
         return candidate
 
     def values(self) -> tuple[object, ...]:
@@ -274,6 +272,7 @@ class Candidate:
 
 
 _CANDIDATE_FIELDS = tuple(f.name for f in dataclasses.fields(Candidate))
+_CANDIDATE_KEYS = (*_CANDIDATE_FIELDS, "_values")  # of_row's: the fields, then the row
 # Candidate.slot() of a candidate's field values.
 _SLOT_FIELDS = operator.itemgetter(*map(_CANDIDATE_FIELDS.index, ("algo", "engine", "math_type")))
 _SPEED_FIELDS = ("time_ms", "workspace_bytes", "algo", "engine", "math_type")
