@@ -38,7 +38,7 @@ import bisect
 import itertools
 import math
 import operator
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import NamedTuple
 
 from ucudnn.core.checks import integer
@@ -156,7 +156,11 @@ def least_workspace_by_size(
 
 
 def fastest_by_size(
-    table: KernelTable, limit_bytes: int | None, policy: Policy, deterministic_only: bool
+    table: KernelTable,
+    limit_bytes: int | None,
+    policy: Policy,
+    deterministic_only: bool,
+    candidate: Callable[[Row], Candidate] = Candidate.of_row,
 ) -> dict[int, Candidate]:
     """The fastest of the eligible candidates (`eligible_rows`) at each size that has one (the
     least speed_key), sizes ascending: all that the fastest schedule under one limit can use,
@@ -174,7 +178,7 @@ def fastest_by_size(
             if not (eligible := _eligible(rows, limit, deterministic_only)):
                 continue
             row = _fastest_row(eligible)
-        fastest[b] = Candidate.of_row(row)
+        fastest[b] = candidate(row)
     return fastest
 
 

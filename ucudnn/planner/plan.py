@@ -659,9 +659,7 @@ def make_plan_wd(
         left = max(deadline - time.monotonic(), _LEAST_SOLVE_S)
         return plan_wd(sets, budget_bytes, solver, alignment, time_limit_s=left)
 
-    fastest, fit = _fastest_within_budget(
-        tables, budget_bytes, policy, deterministic_only, alignment
-    )
+    fastest, fit = _fastest_within_budget(tables, budget_bytes, sets, alignment)
     if fit:
         # One list per content: plan_wd groups the kernels that share one.
         options = {key: [schedule] for key, schedule in fastest.items() if schedule is not None}
@@ -707,11 +705,7 @@ def make_plan_wd(
 
 
 def _fastest_within_budget(
-    tables: TimingTables,
-    budget_bytes: int,
-    policy: Policy,
-    deterministic_only: bool,
-    alignment: int,
+    tables: TimingTables, budget_bytes: int, sets: DesirableSets, alignment: int
 ) -> tuple[dict[ContentKey, Schedule | None], bool]:
     """Each table content's fastest schedule within the budget (None: it has none), and
     whether those of all kernels fit in it together.
@@ -727,9 +721,11 @@ def _fastest_within_budget(
     for _, table in tables.items():
         key = table.content_key()
         if key not in fastest:
-            if not fit and solved_in_closed_form(policy, table.batch):
+            if not fit and solved_in_closed_form(sets.policy, table.batch):
                 continue
-            fastest[key], _ = fastest_and_undivided(table, budget_bytes, policy, deterministic_only)
+            fastest[key], _ = fastest_and_undivided(
+                table, budget_bytes, sets.policy, sets.deterministic_only, sets.candidate
+            )
         schedule = fastest.get(key)
         if fit and schedule is not None:
             total += aligned(schedule.workspace_bytes, alignment)

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from ucudnn.core.argtypes import PolicyArgument, Size
 from ucudnn.planner.config import byte_count, micro_batch_policy
 from ucudnn.planner.dp import SplitDP, fastest_by_size
 from ucudnn.planner.errors import InfeasibleError
 from ucudnn.planner.pareto import smallest_workspace
 from ucudnn.planner.policies import DEFAULT_POLICY, Policy, policy_text
-from ucudnn.planner.tables import Candidate, KernelTable, Schedule
+from ucudnn.planner.tables import Candidate, KernelTable, Row, Schedule
 from ucudnn.planner.units import bytes_text
 
 
@@ -40,15 +42,19 @@ def plan_wr(
 
 
 def fastest_and_undivided(
-    table: KernelTable, limit_bytes: int, policy: Policy, deterministic_only: bool
+    table: KernelTable,
+    limit_bytes: int,
+    policy: Policy,
+    deterministic_only: bool,
+    candidate: Callable[[Row], Candidate] = Candidate.of_row,
 ) -> tuple[Schedule | None, Candidate | None]:
     """`plan_wr`'s schedule of checked arguments (None where it has none), and the fastest
     candidate at the whole batch within the limit (None where none is): every policy has the
-    batch among its sizes, so the one look at the rows finds both."""
-    fastest = fastest_by_size(table, limit_bytes, policy, deterministic_only)
+    batch among its sizes, so the one look at the rows finds both. `candidate` makes a row's
+    Candidate (`DesirableSets.candidate` makes each once for many plans)."""
+    fastest = fastest_by_size(table, limit_bytes, policy, deterministic_only, candidate)
     dp = SplitDP(table.batch)
-    for c in fastest.values():
-        dp.offer(c)
+    dp.offer_fastest(list(fastest.values()))
     return dp.solve(), fastest.get(table.batch)
 
 
