@@ -63,7 +63,8 @@ class _Front:
         self.sizes: list[int] = []  # the workspace sizes of the candidates within the budget
         # Each micro-batch size's records, and their workspaces, ascending: the last within a
         # size is the fastest there, the candidate `plan_wr` runs at that micro-batch size.
-        self._records: dict[int, tuple[list[int], list[Row]]] = {}
+        # A record's Candidate is looked up when first offered, and kept beside it.
+        self._records: dict[int, tuple[list[int], list[Row], list[Candidate | None]]] = {}
         self.known: list[_Known] = []
         self.stand_ins: dict[int, _Known] = {}  # id of a gap's stand-in: the point below it
         self._stand_ins: dict[tuple[int, float], Schedule] = {}  # by its first size and time
@@ -78,8 +79,8 @@ class _Front:
         (`records_by_size`) within the budget and `top`, `plan_wr`'s schedule within it (None:
         there is none, and no point is known)."""
         for b, rows in records.items():
-            self._records[b] = ([r[ROW_WORKSPACE] for r in rows], rows)
-        self.sizes = sorted({w for workspaces, _ in self._records.values() for w in workspaces})
+            self._records[b] = ([r[ROW_WORKSPACE] for r in rows], rows, [None] * len(rows))
+        self.sizes = sorted({w for workspaces, _, _ in self._records.values() for w in workspaces})
         if top is None:
             return
         end = len(self.sizes) - 1
@@ -131,10 +132,12 @@ class _Front:
     def _fastest_within(self, index: int, below_ms: float = math.inf) -> Schedule | None:
         """`plan_wr`'s schedule within size `index`: the fastest there, of least workspace, if
         it is faster than `below_ms`; else None."""
-        limit, fastest, candidate = self.sizes[index], [], self._sets.candidate
-        for workspaces, rows in self._records.values():
+        limit, fastest = self.sizes[index], []
+        for workspaces, rows, candidates in self._records.values():
             if (at := bisect.bisect_right(workspaces, limit)) > 0:
-                fastest.append(candidate(rows[at - 1]))
+                if (candidate := candidates[at - 1]) is None:
+                    candidate = candidates[at - 1] = self._sets.candidate(rows[at - 1])
+                fastest.append(candidate)
         dp = SplitDP(self.table.batch, self._sets.budget)
         dp.offer_fastest(fastest)
         way = dp.fastest(below_ms)
