@@ -128,6 +128,21 @@ def test_tables_made_from_a_table_keep_their_rows_when_it_changes() -> None:
     assert renamed.content_key() != table.content_key()
 
 
+def test_records_are_each_sizes_fastest_rows_by_workspace_and_follow_changes() -> None:
+    rows = [(0, 9.0, 0, False), (1, 5.0, 64, True), (2, 5.0, 32, False), (3, 7.0, 128, True)]
+    table = KernelTable(
+        "conv1", "forward", 4, [Candidate(2, a, t, w, "default", d) for a, t, w, d in rows]
+    )
+    assert [r[1] for r in table.records(2, False)] == [0, 2]  # 1 is as fast, and larger
+    assert [r[1] for r in table.records(2, True)] == [1]  # 3 is slower and larger
+    assert table.records(4, False) == []
+    smaller, renamed = table.at_batch(2), table.renamed("conv2")
+    table.add(Candidate(2, 4, 1.0, 256))
+    assert [r[1] for r in table.records(2, False)] == [0, 2, 4]
+    assert [r[1] for r in smaller.records(2, False)] == [0, 2]  # the rows it was made from
+    assert [r[1] for r in renamed.records(2, False)] == [0, 2]
+
+
 def test_csv_reads_rows_with_defaults_for_optional_columns() -> None:
     tables = read("\n".join([HEADER, *GOOD]) + "\n")
     table = tables["conv1", "forward"]

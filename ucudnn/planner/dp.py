@@ -151,8 +151,8 @@ def least_workspace_by_size(
 ) -> dict[int, int]:
     """The least workspace of the eligible candidates (`eligible_rows`, with no limit) at each
     size that has one."""
-    by_size = _eligible_by_size(table, None, policy, deterministic_only)
-    return {b: min(map(_ROW_WORKSPACE, rows)) for b, rows in by_size}
+    by_size = ((b, table.records(b, deterministic_only)) for b, _ in _policy_sizes(table, policy))
+    return {b: records[0][ROW_WORKSPACE] for b, records in by_size if records}
 
 
 def fastest_by_size(
@@ -201,14 +201,12 @@ def records_by_size(
     order, these are the ones that become the best at their size (`SplitDP.offer`), and no
     other changes what the program finds. Tables of engines hold hundreds per size, few of
     them these."""
+    limit = _limit(limit_bytes)
     by_size: dict[int, list[Row]] = {}
-    for b, rows in _eligible_by_size(table, limit_bytes, policy, deterministic_only):
-        records = by_size[b] = []
-        fastest = math.inf
-        for row in sorted(rows, key=row_workspace_speed_key):
-            if row[ROW_TIME] < fastest:
-                records.append(row)
-                fastest = row[ROW_TIME]
+    for b, _ in _policy_sizes(table, policy):
+        records = table.records(b, deterministic_only)
+        if within := bisect.bisect_right(records, limit, key=_ROW_WORKSPACE):
+            by_size[b] = records[:within]
     return by_size
 
 

@@ -380,6 +380,8 @@ class KernelTable:
         self._rows: dict[int, list[Row]] = {}  # changed only through add() and set_checked_size()
         self._candidates: dict[int, list[Candidate]] | None = None
         self._content: _Content | None = None  # made when shared or first keyed
+        # See records: shared with the tables that share the rows, replaced when they change.
+        self._records: dict[tuple[int, bool], list[Row]] = {}
         for candidate in candidates:
             self.add(candidate)
 
@@ -401,9 +403,26 @@ class KernelTable:
         """Each measured size's candidates as field values, in canonical order; to read."""
         return self._rows
 
+    def records(self, micro_batch: int, deterministic_only: bool) -> list[Row]:
+        """The rows at `micro_batch` (deterministic ones only, if asked) that are faster than
+        every one that needs less workspace, or as much and comes first in speed order, in
+        (workspace, speed) order: those within a limit are the fastest there, and the last of
+        them within it is the fastest of all. Worked out once for the tables that share the
+        rows (a tune plans every batch size from the same rows: `at_batch`); to read."""
+        key = (micro_batch, deterministic_only)
+        if (found := self._records.get(key)) is None:
+            found = self._records[key] = []
+            fastest = math.inf
+            for row in sorted(self._rows.get(micro_batch, ()), key=row_workspace_speed_key):
+                if row[ROW_TIME] < fastest and (row[ROW_DETERMINISTIC] or not deterministic_only):
+                    found.append(row)
+                    fastest = row[ROW_TIME]
+        return found
+
     def _changed(self) -> None:
         self._candidates = None
         self._content = None
+        self._records = {}
 
     def add(self, c: Candidate) -> None:
         if not isinstance(c, Candidate):
@@ -449,6 +468,7 @@ class KernelTable:
         table._rows = {b: rows for b, rows in self._rows.items() if b <= batch}
         if self._candidates is not None:  # made already: share them, rather than make more
             table._candidates = {b: found for b, found in self._candidates.items() if b <= batch}
+        table._records = self._records
         return table
 
     def renamed(self, layer: str) -> KernelTable:
@@ -464,6 +484,7 @@ class KernelTable:
         of the two changes."""
         self._rows, self._candidates = dict(twin._rows), twin._candidates
         self._content = twin.shared_content()
+        self._records = twin._records
 
     def __iter__(self) -> Iterator[Candidate]:
         candidates = self.candidates
