@@ -303,16 +303,16 @@ class SplitDP:
         self._changes: dict[int, Candidate | None] = {}  # to _used since the last solve
         self._way: _Way | None = None  # the general program's last answer
 
-    def offer_fastest(self, candidates: list[Candidate]) -> None:
-        """Make available the fastest candidate of each of some sizes, one a size, on a program
-        offered none yet: what offering them one by one does, at once."""
+    def offer_fastest(self, fastest: dict[int, Candidate]) -> None:
+        """Make available the fastest candidate of some sizes, `fastest[size]`, on a program
+        offered none yet: what offering them one by one does, at once (the program keeps the
+        dict)."""
         assert not self._best, "offer_fastest starts a program"
-        self._best = {c.micro_batch: c for c in candidates}
-        assert len(self._best) == len(candidates), "one candidate a size"
-        sizes = sorted(self._best)
+        self._best = fastest
+        sizes = sorted(fastest)
         half = bisect.bisect_right(sizes, self.batch // 2)
         self._small, self._large = sizes[:half], sizes[half:]
-        self._rate = min((c.time_ms / c.micro_batch for c in candidates), default=math.inf)
+        self._rate = min((c.time_ms / c.micro_batch for c in fastest.values()), default=math.inf)
 
     def offer(self, c: Candidate) -> bool:
         """Make `c` available; True when it becomes the best at its micro-batch."""

@@ -30,6 +30,7 @@ from collections.abc import Callable, Mapping
 from ucudnn.planner.dp import SplitDP, records_by_size, solved_in_closed_form
 from ucudnn.planner.pareto import DesirableSets
 from ucudnn.planner.tables import (
+    ROW_SIZE,
     ROW_WORKSPACE,
     Candidate,
     ContentKey,
@@ -38,6 +39,7 @@ from ucudnn.planner.tables import (
     Row,
     Schedule,
     TimingTables,
+    row_workspace_speed_key,
 )
 from ucudnn.planner.wd import WDSolution, possible_options, relaxed_choices
 
@@ -61,10 +63,12 @@ class _Front:
         self.table = table
         self._sets = sets  # the fastest schedules are solved in their budget
         self.sizes: list[int] = []  # the workspace sizes of the candidates within the budget
-        # Each micro-batch size's records, and their workspaces, ascending: the last within a
-        # size is the fastest there, the candidate `plan_wr` runs at that micro-batch size.
-        # A record's Candidate is looked up when first offered, and kept beside it.
-        self._records: dict[int, tuple[list[int], list[Row], list[Candidate | None]]] = {}
+        # The records of every micro-batch size within the budget, as Candidates in (workspace,
+        # speed) order, their workspaces and their sizes: of those within a workspace size,
+        # the last of each micro-batch size is the fastest there, which `plan_wr` runs.
+        self._records: list[Candidate] = []
+        self._workspaces: list[int] = []
+        self._micro_batches: list[int] = []
         self.known: list[_Known] = []
         self.stand_ins: dict[int, _Known] = {}  # id of a gap's stand-in: the point below it
         self._stand_ins: dict[tuple[int, float], Schedule] = {}  # by its first size and time
@@ -78,9 +82,11 @@ class _Front:
         """Know the points at the least workspace size and at the budget, from the records
         (`records_by_size`) within the budget and `top`, `plan_wr`'s schedule within it (None:
         there is none, and no point is known)."""
-        for b, rows in records.items():
-            self._records[b] = ([r[ROW_WORKSPACE] for r in rows], rows, [None] * len(rows))
-        self.sizes = sorted({w for workspaces, _, _ in self._records.values() for w in workspaces})
+        rows = sorted(itertools.chain(*records.values()), key=row_workspace_speed_key)
+        self._records = list(map(self._sets.candidate, rows))
+        self._workspaces = [r[ROW_WORKSPACE] for r in rows]
+        self._micro_batches = [r[ROW_SIZE] for r in rows]
+        self.sizes = sorted(set(self._workspaces))
         if top is None:
             return
         end = len(self.sizes) - 1
@@ -132,12 +138,9 @@ class _Front:
     def _fastest_within(self, index: int, below_ms: float = math.inf) -> Schedule | None:
         """`plan_wr`'s schedule within size `index`: the fastest there, of least workspace, if
         it is faster than `below_ms`; else None."""
-        limit, fastest = self.sizes[index], []
-        for workspaces, rows, candidates in self._records.values():
-            if (at := bisect.bisect_right(workspaces, limit)) > 0:
-                if (candidate := candidates[at - 1]) is None:
-                    candidate = candidates[at - 1] = self._sets.candidate(rows[at - 1])
-                fastest.append(candidate)
+        within = bisect.bisect_right(self._workspaces, self.sizes[index])
+        # Each micro-batch size's last record within: a dict keeps the last value of a key.
+        fastest = dict(zip(self._micro_batches[:within], self._records[:within], strict=True))
         dp = SplitDP(self.table.batch, self._sets.budget)
         dp.offer_fastest(fastest)
         way = dp.fastest(below_ms)

@@ -54,7 +54,7 @@ def fastest_and_undivided(
     Candidate (`DesirableSets.candidate` makes each once for many plans)."""
     fastest = fastest_by_size(table, limit_bytes, policy, deterministic_only, candidate)
     dp = SplitDP(table.batch)
-    dp.offer_fastest(list(fastest.values()))
+    dp.offer_fastest(dict(fastest))
     return dp.solve(), fastest.get(table.batch)
 
 
