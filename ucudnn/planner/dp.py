@@ -303,16 +303,18 @@ class SplitDP:
         self._changes: dict[int, Candidate | None] = {}  # to _used since the last solve
         self._way: _Way | None = None  # the general program's last answer
 
-    def offer_fastest(self, fastest: dict[int, Candidate]) -> None:
+    def offer_fastest(self, fastest: dict[int, Candidate], rate: float | None = None) -> None:
         """Make available the fastest candidate of some sizes, `fastest[size]`, on a program
         offered none yet: what offering them one by one does, at once (the program keeps the
-        dict)."""
+        dict). `rate`, if known, is their least time per sample."""
         assert not self._best, "offer_fastest starts a program"
         self._best = fastest
         sizes = sorted(fastest)
         half = bisect.bisect_right(sizes, self.batch // 2)
         self._small, self._large = sizes[:half], sizes[half:]
-        self._rate = min((c.time_ms / c.micro_batch for c in fastest.values()), default=math.inf)
+        if rate is None:
+            rate = min((c.time_ms / c.micro_batch for c in fastest.values()), default=math.inf)
+        self._rate = rate
 
     def offer(self, c: Candidate) -> bool:
         """Make `c` available; True when it becomes the best at its micro-batch."""

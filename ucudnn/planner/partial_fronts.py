@@ -31,6 +31,7 @@ from ucudnn.planner.dp import SplitDP, records_by_size, solved_in_closed_form
 from ucudnn.planner.pareto import DesirableSets
 from ucudnn.planner.tables import (
     ROW_SIZE,
+    ROW_TIME,
     ROW_WORKSPACE,
     Candidate,
     ContentKey,
@@ -69,6 +70,7 @@ class _Front:
         self._records: list[Candidate] = []
         self._workspaces: list[int] = []
         self._micro_batches: list[int] = []
+        self._rates: list[float] = []  # [i]: the least time per sample of the first i records
         self.known: list[_Known] = []
         self.stand_ins: dict[int, _Known] = {}  # id of a gap's stand-in: the point below it
         self._stand_ins: dict[tuple[int, float], Schedule] = {}  # by its first size and time
@@ -86,6 +88,8 @@ class _Front:
         self._records = list(map(self._sets.candidate, rows))
         self._workspaces = [r[ROW_WORKSPACE] for r in rows]
         self._micro_batches = [r[ROW_SIZE] for r in rows]
+        per_sample = (r[ROW_TIME] / r[ROW_SIZE] for r in rows)
+        self._rates = [math.inf, *itertools.accumulate(per_sample, min)]
         self.sizes = sorted(set(self._workspaces))
         if top is None:
             return
@@ -142,7 +146,7 @@ class _Front:
         # Each micro-batch size's last record within: a dict keeps the last value of a key.
         fastest = dict(zip(self._micro_batches[:within], self._records[:within], strict=True))
         dp = SplitDP(self.table.batch, self._sets.budget)
-        dp.offer_fastest(fastest)
+        dp.offer_fastest(fastest, self._rates[within])
         way = dp.fastest(below_ms)
         return None if way is None or way.time_ms >= below_ms else dp.schedule(way)
 
