@@ -12,6 +12,7 @@ from ucudnn.planner.errors import InfeasibleError
 from ucudnn.planner.graph import LayerGraph
 from ucudnn.planner.memory import DEFAULT_OVERHEAD, NO_OVERHEAD, TrainingMemory, training_memory
 from ucudnn.planner.networks import builtin_network
+from ucudnn.planner.pareto import smallest_workspace
 from ucudnn.planner.plan import make_plan_wd
 from ucudnn.planner.synthetic import model_tables
 from ucudnn.planner.tables import Candidate, KernelTable, TimingTables
@@ -178,6 +179,22 @@ def test_default_batches_are_powers_of_two_and_multiples_of_eight() -> None:
 def resnet18() -> tuple[LayerGraph, TimingTables]:
     graph = builtin_network("resnet18", batch=64)
     return graph, model_tables((n, graph.problem(n), graph.kernels(n)) for n in graph.layers())
+
+
+@pytest.mark.parametrize("policy", ["all", "powerOfTwo", (3, 5)])
+def test_each_points_least_arena_is_the_smallest_workspace_of_its_table(policy: object) -> None:
+    table = KernelTable("conv", "forward", 8)
+    for b in range(1, 9):
+        if b % 4:  # at 4 and 8, only the algorithm that needs workspace: the front must tell
+            table.add(Candidate(b, 0, 1.0 * b, 64))
+        table.add(Candidate(b, 1, 0.25 * b + 0.5, 100 * MiB * b))
+    result = tune(
+        one_layer(), TimingTables([table]), 1 << 40, batches=range(1, 9), policy=policy,
+        overhead="0", alignment=1,
+    )  # fmt: skip
+    for point in result.points:
+        least = smallest_workspace(table.at_batch(point.batch), policy)
+        assert point.minimum.arena_bytes == (least or 0), point.batch
 
 
 def test_each_point_is_the_plan_of_its_batch_made_directly(

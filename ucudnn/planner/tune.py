@@ -16,7 +16,9 @@ which may be faster, is not among its choices), and says so.
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
+import itertools
 from collections.abc import Iterable, Sequence
 from typing import SupportsIndex
 
@@ -37,8 +39,15 @@ from ucudnn.planner.memory import (
 )
 from ucudnn.planner.pareto import DesirableSets
 from ucudnn.planner.plan import Plan, make_plan_wd
-from ucudnn.planner.policies import DEFAULT_POLICY
-from ucudnn.planner.tables import ContentKey, KernelId, KernelTable, TimingTables, check_batch
+from ucudnn.planner.policies import DEFAULT_POLICY, Policy, sizes_for_policy
+from ucudnn.planner.tables import (
+    ROW_WORKSPACE,
+    ContentKey,
+    KernelId,
+    KernelTable,
+    TimingTables,
+    check_batch,
+)
 from ucudnn.planner.textable import render_table
 from ucudnn.planner.units import bytes_text, format_size
 from ucudnn.planner.wd import aligned
@@ -267,10 +276,11 @@ def tune(
     model = training_memory(graph, overhead)
     policy = micro_batch_policy(policy, "policy")
     sets = DesirableSets(policy, deterministic_only)
+    least = {k: _LeastWorkspace(t, deterministic_only) for k, t in _per_content(graph, tables)}
     points = []
     for batch in sizes:
         at_batch = _at_batch(graph, tables, batch)
-        smallest = _smallest_arena(at_batch, sets, alignment)
+        smallest = _smallest_arena(graph, tables, at_batch, least, sets, alignment)
         point = TunePoint(
             batch=batch,
             measured=all(batch in t.rows() for _, t in at_batch.items()),
@@ -295,6 +305,11 @@ def tune(
     return result
 
 
+def _per_content(graph: LayerGraph, tables: TimingTables) -> list[tuple[ContentKey, KernelTable]]:
+    """One table of `graph`'s kernels per content."""
+    return list({tables[k].content_key(): tables[k] for k in graph.kernel_ids()}.items())
+
+
 def _at_batch(graph: LayerGraph, tables: TimingTables, batch: int) -> TimingTables:
     """The tables of `graph`'s kernels at `batch`, made once per kernel and content and
     renamed for the layers that repeat it, so that they share their content key: each batch
@@ -312,11 +327,45 @@ def _at_batch(graph: LayerGraph, tables: TimingTables, batch: int) -> TimingTabl
     return at_batch
 
 
-def _smallest_arena(tables: TimingTables, sets: DesirableSets, alignment: int) -> int | None:
-    """The smallest WD arena of `tables`, or None when a kernel has no schedule at all."""
+class _LeastWorkspace:
+    """The least workspace of a table's schedules at each batch size, where the undivided run
+    has a candidate of the least workspace of all the sizes it may use (the rule of
+    `DesirableSets.least_workspace`, which is asked where it has none): from the table at the
+    tables' batch, each size's least workspace and their running least, once for a tune."""
+
+    def __init__(self, table: KernelTable, deterministic_only: bool) -> None:
+        records = ((b, table.records(b, deterministic_only)) for b in table.micro_batches())
+        self._least = {b: rows[0][ROW_WORKSPACE] for b, rows in records if rows}
+        self._sizes = list(self._least)  # ascending
+        self._running = list(itertools.accumulate(self._least.values(), min))
+
+    def at(self, batch: int, policy: Policy) -> int | None:
+        """The least workspace at `batch`, or None where the undivided run has none of it."""
+        allowed = sizes_for_policy(policy, batch)
+        if isinstance(allowed, range) and allowed.step == 1 and allowed.start <= 1:
+            count = bisect.bisect_right(self._sizes, allowed.stop - 1)
+            least = self._running[count - 1] if count else None
+        else:
+            least = min((self._least[b] for b in allowed if b in self._least), default=None)
+        return least if least is not None and self._least.get(batch) == least else None
+
+
+def _smallest_arena(
+    graph: LayerGraph,
+    tables: TimingTables,
+    at_batch: TimingTables,
+    least: dict[ContentKey, _LeastWorkspace],
+    sets: DesirableSets,
+    alignment: int,
+) -> int | None:
+    """The smallest WD arena of `at_batch`, `graph`'s tables at one batch, or None when a
+    kernel has no schedule at all."""
     total = 0
-    for _, table in tables.items():
-        smallest = sets.least_workspace(table)  # no front: the batch may be over memory
+    for kernel_id in graph.kernel_ids():
+        table = at_batch[kernel_id]
+        smallest = least[tables[kernel_id].content_key()].at(table.batch, sets.policy)
+        if smallest is None:  # no front: the batch may be over memory
+            smallest = sets.least_workspace(table)
         if smallest is None:
             return None
         total += aligned(smallest, alignment)
