@@ -126,6 +126,8 @@ def _too_large(name: str, value: object) -> str:
 
 def parse_policy(text: str, name: str) -> str | tuple[int, ...]:
     """A policy name (any letter case) or a comma list of positive micro-batch sizes."""
+    if text in POLICY_NAMES:  # as the planner passes it on, again and again
+        return text
     if not text.strip():
         raise ValueError(f"{name} is empty; expected {_POLICY_HELP}")
     by_lower = {p.lower(): p for p in POLICY_NAMES}
