@@ -22,10 +22,13 @@ Two exact solvers find it; which one runs depends only on the sizes offered:
   T(b - s)) for b = 1..N; every split of b has a part of at most b/2, so the cut loses nothing.
   Among the fastest splits with a given first part, the one whose remainder needs the least
   workspace needs the least in all, as the maximum is monotone: the workspace tie-break stays
-  exact. A solve from scratch costs O(N * sizes); the entries are kept, and a new candidate
-  updates only those whose options changed (see `_GeneralDP`), and candidates that cannot be
-  part of a schedule faster than the one to beat are left out (see `SplitDP`): both give the
-  very entries a solve from scratch would. The worst case is still charged before each solve
+  exact. A solve from scratch costs O(N * sizes) at worst; it tries the splits of b in order
+  of t(s) - r * s, r the least time per sample of any part, and stops where that plus r * b
+  (a bound on the split, as the rest takes at least r a sample) exceeds the best so far, so
+  that most entries try a few. The entries are kept, and a new candidate updates only those
+  whose options changed (see `_GeneralDP`), and candidates that cannot be part of a schedule
+  faster than the one to beat are left out (see `SplitDP`): both give the very entries a
+  solve from scratch would. The worst case is still charged before each solve
   and refused beyond MAX_DP_STEPS with an error saying why, and what a solve did not take is
   given back; the desirable sets solve again at each workspace size, so a `StepBudget` bounds
   all their solves together (those of a plan, of an explanation, or of a tune over many
