@@ -203,12 +203,15 @@ def records_by_size(
     (workspace, speed) order; sizes ascending, those with none left out. Offered in that
     order, these are the ones that become the best at their size (`SplitDP.offer`), and no
     other changes what the program finds. Tables of engines hold hundreds per size, few of
-    them these."""
+    them these. The lists are the table's (`KernelTable.records`), or their prefixes: to
+    read."""
     limit = _limit(limit_bytes)
     by_size: dict[int, list[Row]] = {}
     for b, _ in _policy_sizes(table, policy):
         records = table.records(b, deterministic_only)
-        if within := bisect.bisect_right(records, limit, key=_ROW_WORKSPACE):
+        if records and records[-1][ROW_WORKSPACE] <= limit:  # as most are: no copy
+            by_size[b] = records
+        elif within := bisect.bisect_right(records, limit, key=_ROW_WORKSPACE):
             by_size[b] = records[:within]
     return by_size
 

@@ -412,9 +412,12 @@ class KernelTable:
         key = (micro_batch, deterministic_only)
         if (found := self._records.get(key)) is None:
             found = self._records[key] = []
+            rows = self._rows.get(micro_batch, ())
+            if deterministic_only:
+                rows = [r for r in rows if r[ROW_DETERMINISTIC]]
             fastest = math.inf
-            for row in sorted(self._rows.get(micro_batch, ()), key=row_workspace_speed_key):
-                if row[ROW_TIME] < fastest and (row[ROW_DETERMINISTIC] or not deterministic_only):
+            for row in sorted(rows, key=row_workspace_speed_key):
+                if row[ROW_TIME] < fastest:
                     found.append(row)
                     fastest = row[ROW_TIME]
         return found
