@@ -73,7 +73,8 @@ class _Front:
         self._rates: list[float] = []  # [i]: the least time per sample of the first i records
         self.known: list[_Known] = []
         self.stand_ins: dict[int, _Known] = {}  # id of a gap's stand-in: the point below it
-        self._stand_ins: dict[tuple[int, float], Schedule] = {}  # by its first size and time
+        # Each gap's stand-in, made once, by the gap's first size and the time of the point above.
+        self._stand_in_of_gap: dict[tuple[int, float], Schedule] = {}
         self.options: list[Schedule] = []
 
     def know_all(self, points: list[Schedule]) -> None:
@@ -111,10 +112,11 @@ class _Front:
             self.options.append(below.point)
             if below.last + 1 < above.first:
                 gap = (below.last + 1, above.point.time_ms)
-                if (stand_in := self._stand_ins.get(gap)) is None:
+                if (stand_in := self._stand_in_of_gap.get(gap)) is None:
                     # A row's fields: the figures are a point's and a size's, checked already.
                     fields = (self.table.batch, 0, gap[1], self.sizes[gap[0]], "default", False, "")
-                    stand_in = self._stand_ins[gap] = Schedule.of_parts((Candidate.of_row(fields),))
+                    stand_in = Schedule.of_parts((Candidate.of_row(fields),))
+                    self._stand_in_of_gap[gap] = stand_in
                 self.stand_ins[id(stand_in)] = below
                 self.options.append(stand_in)
         self.options.append(self.known[-1].point)

@@ -280,7 +280,7 @@ def tune(
     points = []
     for batch in sizes:
         at_batch = _at_batch(graph, tables, batch)
-        smallest = _smallest_arena(graph, tables, at_batch, least, sets, alignment)
+        smallest = _smallest_arena(graph, tables, batch, at_batch, least, sets, alignment)
         point = TunePoint(
             batch=batch,
             measured=all(batch in t.rows() for _, t in at_batch.items()),
@@ -353,19 +353,20 @@ class _LeastWorkspace:
 def _smallest_arena(
     graph: LayerGraph,
     tables: TimingTables,
+    batch: int,
     at_batch: TimingTables,
     least: dict[ContentKey, _LeastWorkspace],
     sets: DesirableSets,
     alignment: int,
 ) -> int | None:
-    """The smallest WD arena of `at_batch`, `graph`'s tables at one batch, or None when a
+    """The smallest WD arena of `at_batch`, `graph`'s tables at `batch`, or None when a
     kernel has no schedule at all."""
+    at_once = {key: found.at(batch, sets.policy) for key, found in least.items()}
     total = 0
     for kernel_id in graph.kernel_ids():
-        table = at_batch[kernel_id]
-        smallest = least[tables[kernel_id].content_key()].at(table.batch, sets.policy)
+        smallest = at_once[tables[kernel_id].content_key()]
         if smallest is None:  # no front: the batch may be over memory
-            smallest = sets.least_workspace(table)
+            smallest = sets.least_workspace(at_batch[kernel_id])
         if smallest is None:
             return None
         total += aligned(smallest, alignment)
