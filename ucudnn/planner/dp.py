@@ -47,9 +47,10 @@ from typing import NamedTuple
 from ucudnn.core.checks import integer
 from ucudnn.core.problem import MAX_DIM
 from ucudnn.planner.config import byte_count
-from ucudnn.planner.policies import Policy, sizes_for_policy
+from ucudnn.planner.policies import Policy, allowed_sizes
 from ucudnn.planner.tables import (
     ROW_DETERMINISTIC,
+    ROW_SIZE,
     ROW_TIME,
     ROW_WORKSPACE,
     Candidate,
@@ -129,7 +130,7 @@ def _limit(limit_bytes: int | None) -> float:
 
 def _policy_sizes(table: KernelTable, policy: Policy) -> Iterator[tuple[int, Sequence[Row]]]:
     """The rows of each size of the policy that `table` has, sizes ascending."""
-    allowed = sizes_for_policy(policy, table.batch)
+    allowed = allowed_sizes(policy, table.batch)
     return ((b, rows) for b, rows in sorted(table.rows().items()) if b in allowed)
 
 
@@ -163,12 +164,10 @@ def fastest_by_size(
     limit_bytes: int | None,
     policy: Policy,
     deterministic_only: bool,
-    candidate: Callable[[Row], Candidate] = Candidate.of_row,
-) -> dict[int, Candidate]:
-    """The fastest of the eligible candidates (`eligible_rows`) at each size that has one (the
-    least speed_key), sizes ascending: all that the fastest schedule under one limit can use,
-    as it runs each part with the fastest candidate at its size. WR's plans go through every
-    row: only the chosen are made Candidates.
+) -> dict[int, Row]:
+    """The row of the fastest of the eligible candidates (`eligible_rows`) at each size that
+    has one (the least speed_key), sizes ascending: all that the fastest schedule under one
+    limit can use, as it runs each part with the fastest candidate at its size.
 
     The fastest of all a size's rows is found first: where it is eligible, as it mostly is
     (93% of the sizes of ResNet-50's engine tables at 64 MiB), it is the fastest eligible one,
@@ -181,7 +180,7 @@ def fastest_by_size(
             if not (eligible := _eligible(rows, limit, deterministic_only)):
                 continue
             row = _fastest_row(eligible)
-        fastest[b] = candidate(row)
+        fastest[b] = row
     return fastest
 
 
@@ -218,13 +217,13 @@ def records_by_size(
 
 def size_records(
     table: KernelTable, limit_bytes: int | None, policy: Policy, deterministic_only: bool
-) -> list[Candidate]:
+) -> list[Row]:
     """All sizes' `records_by_size` in (workspace, speed) order, as the desirable sets offer
     them."""
     by_size = records_by_size(table, limit_bytes, policy, deterministic_only)
     records = [row for rows in by_size.values() for row in rows]
     records.sort(key=row_workspace_speed_key)  # stable: sizes ascending on a full tie
-    return list(map(Candidate.of_row, records))
+    return records
 
 
 # The order of an entry with no way at all: below every option, so that none replaces it
@@ -249,7 +248,7 @@ def _is_divisor_chain(sizes: Sequence[int]) -> bool:
 def solved_in_closed_form(policy: Policy, batch: int) -> bool:
     """Whether every solve for `batch` under `policy` takes the closed form, whatever the
     candidates: the sizes of at most half the batch make a divisor chain."""
-    sizes = sizes_for_policy(policy, batch)
+    sizes = allowed_sizes(policy, batch)
     return _is_divisor_chain(sizes[: bisect.bisect_right(sizes, batch // 2)])
 
 
@@ -271,8 +270,10 @@ def _rate_at_most(rate: float) -> float:
 
 
 class SplitDP:
-    """The fastest schedule of `batch` samples from the candidates offered so far; the general
-    program's solves are charged to `budget` (by default, one of its own).
+    """The fastest schedule of `batch` samples from the candidates offered so far, as table
+    rows (`KernelTable.rows`); the general program's solves are charged to `budget` (by
+    default, one of its own). Only a schedule's parts are made Candidates, by `candidate`:
+    a program is offered many more than its schedules use.
 
     The general program only looks at candidates that may be part of a schedule faster than
     a threshold F: the time `fastest` is asked to beat, or that of a schedule already known. A
@@ -292,10 +293,16 @@ class SplitDP:
     are computed again.
     """
 
-    def __init__(self, batch: int, budget: StepBudget | None = None) -> None:
+    def __init__(
+        self,
+        batch: int,
+        budget: StepBudget | None = None,
+        candidate: Callable[[Row], Candidate] = Candidate.of_row,
+    ) -> None:
         self.batch = integer(batch, "batch", minimum=1, maximum=MAX_DIM)
         self._budget = StepBudget() if budget is None else budget
-        self._best: dict[int, Candidate] = {}
+        self._candidate = candidate
+        self._best: dict[int, Row] = {}
         # The sizes of _best, kept sorted as they come, those up to half the batch apart from
         # the larger (a walk along a front solves once per workspace size).
         self._small: list[int] = []
@@ -304,12 +311,12 @@ class SplitDP:
         self._below = math.inf  # F: only schedules faster than this are looked for
         self._chain = True  # whether the small sizes are a divisor chain (once not, never again)
         self._general: _GeneralDP | None = None  # made on first need: it holds O(batch) lists
-        self._used: dict[int, Candidate] = {}  # the candidates the general program looks at
+        self._used: dict[int, Row] = {}  # the candidates the general program looks at
         self._look_again = True  # whether the rate or F moved since _used was chosen
-        self._changes: dict[int, Candidate | None] = {}  # to _used since the last solve
+        self._changes: dict[int, Row | None] = {}  # to _used since the last solve
         self._way: _Way | None = None  # the general program's last answer
 
-    def offer_fastest(self, fastest: dict[int, Candidate], rate: float | None = None) -> None:
+    def offer_fastest(self, fastest: dict[int, Row], rate: float | None = None) -> None:
         """Make available the fastest candidate of some sizes, `fastest[size]`, on a program
         offered none yet: what offering them one by one does, at once (the program keeps the
         dict). `rate`, if known, is their least time per sample."""
@@ -318,42 +325,53 @@ class SplitDP:
         sizes = sorted(fastest)
         half = bisect.bisect_right(sizes, self.batch // 2)
         self._small, self._large = sizes[:half], sizes[half:]
+        self._chain = _is_divisor_chain(self._small)
         if rate is None:
-            rate = min((c.time_ms / c.micro_batch for c in fastest.values()), default=math.inf)
+            rate = min((r[ROW_TIME] / s for s, r in fastest.items()), default=math.inf)
         self._rate = rate
 
-    def offer(self, c: Candidate) -> bool:
-        """Make `c` available; True when it becomes the best at its micro-batch."""
-        current = self._best.get(c.micro_batch)
+    def offer(self, row: Row) -> bool:
+        """Make the candidate of `row` available; True when it becomes the best at its
+        micro-batch."""
+        size, time = row[ROW_SIZE], row[ROW_TIME]
+        current = self._best.get(size)
         # Most offers are slower: their time alone says so (tables of engines offer hundreds).
         if current is not None and (
-            current.time_ms < c.time_ms or current.speed_key() <= c.speed_key()
+            current[ROW_TIME] < time or row_speed_key(current) <= row_speed_key(row)
         ):
             return False
         if current is None:
-            if 2 * c.micro_batch <= self.batch:
-                bisect.insort(self._small, c.micro_batch)
+            if 2 * size <= self.batch:
+                self._add_small(size)
             else:
-                bisect.insort(self._large, c.micro_batch)
-        self._best[c.micro_batch] = c
-        if c.time_ms < self._rate * c.micro_batch:
-            rate = c.time_ms / c.micro_batch
+                bisect.insort(self._large, size)
+        self._best[size] = row
+        if time < self._rate * size:
+            rate = time / size
             # Exact until the general program first solves (WR offers all before that);
             # from then on each new rate makes it look at every size again: coarse steps.
             self._rate = rate if self._general is None else _rate_at_most(rate)
             self._look_again = True
-        elif not self._look_again and self._may_beat(c):
-            self._used[c.micro_batch] = self._changes[c.micro_batch] = c
+        elif not self._look_again and self.may_beat(row, self._below):
+            self._used[size] = self._changes[size] = row
         return True
 
-    def _may_beat(self, c: Candidate) -> bool:
-        """Whether `c` may be part of a schedule faster than F."""
-        return self.may_beat(c, self._below)
+    def _add_small(self, size: int) -> None:
+        """Insert `size` among the small sizes. They stay a chain if it divides the next and the
+        one before divides it, as the one before divided the next."""
+        small = self._small
+        at = bisect.bisect(small, size)
+        small.insert(at, size)
+        self._chain = (
+            self._chain
+            and (at == 0 or size % small[at - 1] == 0)
+            and (at + 1 == len(small) or small[at + 1] % size == 0)
+        )
 
-    def may_beat(self, c: Candidate, below: float) -> bool:
-        """Whether offered `c` may be part of a schedule faster than `below` ms: one with c
-        takes at least its time and the rate's bound on the rest."""
-        least = c.time_ms + self._rate * (self.batch - c.micro_batch)
+    def may_beat(self, row: Row, below: float) -> bool:
+        """Whether the candidate of offered `row` may be part of a schedule faster than `below`
+        ms: one with it takes at least its time and the rate's bound on the rest."""
+        least = row[ROW_TIME] + self._rate * (self.batch - row[ROW_SIZE])
         return least <= below * (1 + _ROUNDING)
 
     def solve(self) -> Schedule | None:
@@ -371,11 +389,9 @@ class SplitDP:
         if below < self._below:
             self._below, self._look_again = below, True
         if self._chain:
-            if _is_divisor_chain(self._small):
-                return self._solve_chain(self._small)
-            self._chain = False
+            return self._solve_chain(self._small)
+        if self._general is None:
             self._general = _GeneralDP(self.batch)
-        assert self._general is not None
         if self._look_again:
             # A known schedule to beat: the candidates offered since may make it much faster.
             self._below = min(self._below, self._known_time())
@@ -388,9 +404,9 @@ class SplitDP:
     def _look_at_again(self) -> None:
         """Choose the candidates that may beat F again, as the rate or F moved."""
         rate, batch, below = self._rate, self.batch, self._below * (1 + _ROUNDING)
-        used = {s: c for s, c in self._best.items() if c.time_ms + rate * (batch - s) <= below}
+        used = {s: r for s, r in self._best.items() if r[ROW_TIME] + rate * (batch - s) <= below}
         self._changes.update((s, None) for s in self._used.keys() - used.keys())
-        self._changes.update((s, c) for s, c in used.items() if self._used.get(s) is not c)
+        self._changes.update((s, r) for s, r in used.items() if self._used.get(s) is not r)
         self._used, self._look_again = used, False
 
     def _known_time(self) -> float:
@@ -398,12 +414,12 @@ class SplitDP:
         run, or parts that are powers of two, each made the fastest way from the smaller ones
         (a divisor chain: see the closed form above). Cheaper than `_solve_chain`, as it does
         not try each size above half the batch."""
-        known = self._best[self.batch].time_ms if self.batch in self._best else math.inf
+        known = self._best[self.batch][ROW_TIME] if self.batch in self._best else math.inf
         blocks: list[tuple[int, float]] = []  # (power of two, least time to make it)
         size = 1
         while 2 * size <= self.batch:
-            if (c := self._best.get(size)) is not None:
-                block = c.time_ms
+            if (row := self._best.get(size)) is not None:
+                block = row[ROW_TIME]
                 if blocks:
                     block = min(block, size // blocks[-1][0] * blocks[-1][1])
                 blocks.append((size, block))
@@ -419,8 +435,8 @@ class SplitDP:
         # whether that is its own candidate (else chain[j] // chain[j - 1] of blocks[j - 1]).
         blocks: list[tuple[float, int, int, bool]] = []
         for j, size in enumerate(chain):
-            c = self._best[size]
-            block = (c.time_ms, c.workspace_bytes, 1, True)
+            row = self._best[size]
+            block = (row[ROW_TIME], row[ROW_WORKSPACE], 1, True)
             if j:
                 factor = size // chain[j - 1]
                 time, workspace, parts, _ = blocks[-1]
@@ -449,9 +465,15 @@ class SplitDP:
         ways = []
         for size in reversed(self._large):
             if (rest := fill(self.batch - size)) is not None:
-                c, (time, workspace, parts, uses) = self._best[size], rest
+                row, (time, workspace, parts, uses) = self._best[size], rest
                 ways.append(
-                    (c.time_ms + time, max(c.workspace_bytes, workspace), parts + 1, size, uses)
+                    (
+                        row[ROW_TIME] + time,
+                        max(row[ROW_WORKSPACE], workspace),
+                        parts + 1,
+                        size,
+                        uses,
+                    )
                 )
         if (whole := fill(self.batch)) is not None:
             ways.append((*whole[:3], 0, whole[3]))
@@ -474,7 +496,7 @@ class SplitDP:
             counts = self._general.counts()
         parts: list[Candidate] = []
         for s in sorted(counts, reverse=True):
-            parts += [self._best[s]] * counts[s]
+            parts += [self._candidate(self._best[s])] * counts[s]
         return Schedule.of_parts(tuple(parts))
 
 
@@ -498,13 +520,13 @@ class _GeneralDP:
         self._parts: dict[int, tuple[float, int]] = {}  # size: (time, workspace) looked at
         self._small: list[int] = []  # the sizes of _parts up to half the batch, ascending
 
-    def solve(self, changes: dict[int, Candidate | None], budget: StepBudget) -> _Way | None:
+    def solve(self, changes: dict[int, Row | None], budget: StepBudget) -> _Way | None:
         """Update the entries to the candidates looked at, given as `changes` since the last
         solve (size: its new best, or None for a size no longer looked at), within `budget`;
         the fastest way to make the batch, or None."""
         changed, gone = set(), set()
-        for s, c in changes.items():
-            part = None if c is None else (c.time_ms, c.workspace_bytes)
+        for s, row in changes.items():
+            part = None if row is None else (row[ROW_TIME], row[ROW_WORKSPACE])
             if part == self._parts.get(s):
                 continue
             if part is None:

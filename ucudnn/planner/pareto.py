@@ -26,6 +26,8 @@ from ucudnn.planner.config import micro_batch_policy
 from ucudnn.planner.dp import SplitDP, StepBudget, least_workspace_by_size, size_records
 from ucudnn.planner.policies import DEFAULT_POLICY, Policy, policy_text
 from ucudnn.planner.tables import (
+    ROW_SIZE,
+    ROW_WORKSPACE,
     Candidate,
     ContentKey,
     KernelTable,
@@ -64,26 +66,34 @@ def desirable_set(
     """The Pareto front of `table`'s schedules within `limit_bytes` (None: no limit). Sizes
     that are no divisor chain are solved at each workspace size, within `budget` (by default,
     one of its own: see `StepBudget`)."""
-    candidates = size_records(table, limit_bytes, policy, deterministic_only)
-    if all(c.micro_batch == table.batch for c in candidates):
+    records = size_records(table, limit_bytes, policy, deterministic_only)
+    if all(r[ROW_SIZE] == table.batch for r in records):
         # The batch undivided only: each record is the fastest run within its workspace (they
         # come faster as they grow), so each is a point, as the walk would find it.
-        return [Schedule.of_parts((c,)) for c in candidates]
-    return list(FrontWalk(table.batch, candidates, StepBudget() if budget is None else budget))
+        return [Schedule.of_parts((Candidate.of_row(r),)) for r in records]
+    return list(FrontWalk(table.batch, records, StepBudget() if budget is None else budget))
 
 
 _WORKSPACE = operator.attrgetter("workspace_bytes")
+_ROW_WORKSPACE = operator.itemgetter(ROW_WORKSPACE)
 
 
 class FrontWalk:
     """A desirable set's points found one candidate workspace size at a time, ascending; a
     point is found at the size where its schedule first becomes the fastest. Iterating gives
     the points; `step` takes one size, so that a caller can stop before a size it needs not
-    look at. `candidates` come in (workspace, speed) order, as `size_records` gives them."""
+    look at. `records` are the candidates' rows in (workspace, speed) order, as
+    `size_records` gives them; `candidate` makes a point's parts of them."""
 
-    def __init__(self, batch: int, candidates: list[Candidate], budget: StepBudget) -> None:
-        self._dp = SplitDP(batch, budget)
-        self._groups = [list(group) for _, group in itertools.groupby(candidates, key=_WORKSPACE)]
+    def __init__(
+        self,
+        batch: int,
+        records: list[Row],
+        budget: StepBudget,
+        candidate: Callable[[Row], Candidate] = Candidate.of_row,
+    ) -> None:
+        self._dp = SplitDP(batch, budget, candidate)
+        self._groups = [list(group) for _, group in itertools.groupby(records, _ROW_WORKSPACE)]
         self._next = 0  # the group `step` takes
         self._front_ms = math.inf  # the program's sum for the last schedule it found faster
         self._last: Schedule | None = None
@@ -94,20 +104,20 @@ class FrontWalk:
         when the whole set is."""
         if self._next == len(self._groups):
             return None
-        return self._groups[self._next][0].workspace_bytes
+        return self._groups[self._next][0][ROW_WORKSPACE]
 
     def step(self) -> Schedule | None:
         """The point found at the next workspace size, if any."""
         dp = self._dp
         group = self._groups[self._next]
         self._next += 1
-        offered = [c for c in group if dp.offer(c)]  # every one offered: no short-circuit
+        offered = [r for r in group if dp.offer(r)]  # every one offered: no short-circuit
         # A faster schedule must use a new candidate, whose workspace is larger than any
         # before, so the front grows in order: a point joins when it is strictly faster (so
         # the program may leave out what cannot beat the last point, and need not solve at
         # all when no new candidate can).
         if (
-            any(dp.may_beat(c, self._front_ms) for c in offered)
+            any(dp.may_beat(r, self._front_ms) for r in offered)
             and (way := dp.fastest(self._front_ms)) is not None
             and way.time_ms < self._front_ms
         ):
@@ -127,12 +137,16 @@ class FrontWalk:
 
 
 def desirable_points(
-    table: KernelTable, policy: Policy, deterministic_only: bool, budget: StepBudget
+    table: KernelTable,
+    policy: Policy,
+    deterministic_only: bool,
+    budget: StepBudget,
+    candidate: Callable[[Row], Candidate] = Candidate.of_row,
 ) -> FrontWalk:
     """The points of `table`'s unlimited desirable set, found one workspace size at a time
     (see `FrontWalk`): a caller that needs only those within some limit stops there."""
-    candidates = size_records(table, None, policy, deterministic_only)
-    return FrontWalk(table.batch, candidates, budget)
+    records = size_records(table, None, policy, deterministic_only)
+    return FrontWalk(table.batch, records, budget, candidate)
 
 
 class _KeptFront:
@@ -244,7 +258,9 @@ class DesirableSets:
         key = table.content_key()
         kept = self._fronts.get(key)
         if kept is None:
-            points = desirable_points(table, self.policy, self.deterministic_only, self.budget)
+            points = desirable_points(
+                table, self.policy, self.deterministic_only, self.budget, self.candidate
+            )
             kept = self._fronts[key] = _KeptFront(points)
         try:
             return kept.up_to(limit_bytes)

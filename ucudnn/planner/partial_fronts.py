@@ -64,10 +64,10 @@ class _Front:
         self.table = table
         self._sets = sets  # the fastest schedules are solved in their budget
         self.sizes: list[int] = []  # the workspace sizes of the candidates within the budget
-        # The records of every micro-batch size within the budget, as Candidates in (workspace,
-        # speed) order, their workspaces and their sizes: of those within a workspace size,
-        # the last of each micro-batch size is the fastest there, which `plan_wr` runs.
-        self._records: list[Candidate] = []
+        # The records of every micro-batch size within the budget, in (workspace, speed) order,
+        # their workspaces and their sizes: of those within a workspace size, the last of each
+        # micro-batch size is the fastest there, which `plan_wr` runs.
+        self._records: list[Row] = []
         self._workspaces: list[int] = []
         self._micro_batches: list[int] = []
         self._rates: list[float] = []  # [i]: the least time per sample of the first i records
@@ -86,7 +86,7 @@ class _Front:
         (`records_by_size`) within the budget and `top`, `plan_wr`'s schedule within it (None:
         there is none, and no point is known)."""
         rows = sorted(itertools.chain(*records.values()), key=row_workspace_speed_key)
-        self._records = list(map(self._sets.candidate, rows))
+        self._records = rows
         self._workspaces = [r[ROW_WORKSPACE] for r in rows]
         self._micro_batches = [r[ROW_SIZE] for r in rows]
         per_sample = (r[ROW_TIME] / r[ROW_SIZE] for r in rows)
@@ -147,7 +147,7 @@ class _Front:
         within = bisect.bisect_right(self._workspaces, self.sizes[index])
         # Each micro-batch size's last record within: a dict keeps the last value of a key.
         fastest = dict(zip(self._micro_batches[:within], self._records[:within], strict=True))
-        dp = SplitDP(self.table.batch, self._sets.budget)
+        dp = SplitDP(self.table.batch, self._sets.budget, self._sets.candidate)
         dp.offer_fastest(fastest, self._rates[within])
         way = dp.fastest(below_ms)
         return None if way is None or way.time_ms >= below_ms else dp.schedule(way)

@@ -535,7 +535,8 @@ def baseline(
         ValueError: text that is no size, a negative size or one larger than any memory.
     """
     limit_bytes = byte_count(limit_bytes, "limit_bytes")
-    return fastest_by_size(table, limit_bytes, "undivided", deterministic_only).get(table.batch)
+    row = fastest_by_size(table, limit_bytes, "undivided", deterministic_only).get(table.batch)
+    return None if row is None else Candidate.of_row(row)
 
 
 def _per_content(

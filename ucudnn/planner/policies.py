@@ -15,6 +15,7 @@ calls (this matters only above 65,536 samples). A policy is taken in any form th
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 
 from ucudnn.core.checks import integer
@@ -33,16 +34,35 @@ MAX_PARTS = 1 << 16
 def sizes_for_policy(policy: Policy, batch: int) -> Sequence[int]:
     """The micro-batch sizes `policy` allows at mini-batch `batch`, ascending (a range for
     "all", so that a huge batch costs no memory)."""
+    sizes = allowed_sizes(policy, batch)
+    return sizes if isinstance(sizes, range) else list(sizes)
+
+
+def allowed_sizes(policy: Policy, batch: int) -> tuple[int, ...] | range:
+    """`sizes_for_policy`, as a sequence that cannot change: kept for the policies and batches
+    the planner passes on (names, tuples of ints; it asks thousands of times per plan)."""
+    if type(batch) is int and (
+        type(policy) is str or (type(policy) is tuple and all(type(s) is int for s in policy))
+    ):
+        # Only exact types: a value merely equal to a valid one (8.0 for 8) is still refused.
+        return _kept_sizes(policy, batch)
+    return _sizes(policy, batch)
+
+
+def _sizes(policy: Policy, batch: int) -> tuple[int, ...] | range:
     batch = integer(batch, "batch", minimum=1, maximum=MAX_DIM)
     policy = micro_batch_policy(policy, "policy")
     smallest = -(-batch // MAX_PARTS)
     if policy == "undivided":
-        return [batch]
+        return (batch,)
     if policy == "all":
         return range(smallest, batch + 1)
     # Of the names, only "powerOfTwo" is left.
     sizes = {1 << i for i in range(batch.bit_length())} if isinstance(policy, str) else set(policy)
-    return sorted({s for s in sizes if smallest <= s < batch} | {batch})
+    return tuple(sorted({s for s in sizes if smallest <= s < batch} | {batch}))
+
+
+_kept_sizes = functools.lru_cache(maxsize=1024)(_sizes)
 
 
 def sizes_to_measure(policy: Policy, batch: int) -> list[int]:

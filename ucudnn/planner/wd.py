@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import bisect
 import dataclasses
+import functools
 import importlib.util
 import itertools
 import logging
@@ -510,8 +511,14 @@ def _group_front(
 ) -> list[_Choice]:
     """The group's non-dominated choices (counts of its kernels per allowed option) within the
     slack and the room, built kernel by kernel, fewest units first."""
-    front: list[_Choice] = [(0, 0.0, 0.0, (0,) * len(options))]
-    for _ in range(kernels):
+    # One kernel's are its options within both: a front already, as the options come units
+    # ascending and time falling (most groups are of one kernel).
+    front: list[_Choice] = [
+        (u, t, r, counts)
+        for (u, t, r), counts in zip(options, _one_kernel(len(options)), strict=True)
+        if r <= slack and u <= room
+    ]
+    for _ in range(kernels - 1):
         front = _non_dominated(
             [
                 (u + du, t + dt, r + dr, (*c[:j], c[j] + 1, *c[j + 1 :]))
@@ -521,6 +528,12 @@ def _group_front(
             ]
         )
     return front
+
+
+@functools.lru_cache(maxsize=64)
+def _one_kernel(options: int) -> list[tuple[int, ...]]:
+    """The counts of one kernel taking each of `options` options in turn."""
+    return [tuple(int(i == j) for i in range(options)) for j in range(options)]
 
 
 def _extend(

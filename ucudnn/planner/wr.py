@@ -52,10 +52,11 @@ def fastest_and_undivided(
     candidate at the whole batch within the limit (None where none is): every policy has the
     batch among its sizes, so the one look at the rows finds both. `candidate` makes a row's
     Candidate (`DesirableSets.candidate` makes each once for many plans)."""
-    fastest = fastest_by_size(table, limit_bytes, policy, deterministic_only, candidate)
-    dp = SplitDP(table.batch)
-    dp.offer_fastest(dict(fastest))
-    return dp.solve(), fastest.get(table.batch)
+    fastest = fastest_by_size(table, limit_bytes, policy, deterministic_only)
+    undivided = fastest.get(table.batch)
+    dp = SplitDP(table.batch, candidate=candidate)
+    dp.offer_fastest(fastest)
+    return dp.solve(), None if undivided is None else candidate(undivided)
 
 
 def kernel_infeasible(
