@@ -16,7 +16,6 @@ while running one scalar dynamic program per distinct workspace instead of mergi
 from __future__ import annotations
 
 import bisect
-import itertools
 import math
 import operator
 from collections.abc import Callable, Iterable, Iterator
@@ -93,8 +92,8 @@ class FrontWalk:
         candidate: Callable[[Row], Candidate] = Candidate.of_row,
     ) -> None:
         self._dp = SplitDP(batch, budget, candidate)
-        self._groups = [list(group) for _, group in itertools.groupby(records, _ROW_WORKSPACE)]
-        self._next = 0  # the group `step` takes
+        self._records = records
+        self._next = 0  # the first record of the workspace size `step` takes
         self._front_ms = math.inf  # the program's sum for the last schedule it found faster
         self._last: Schedule | None = None
 
@@ -102,16 +101,18 @@ class FrontWalk:
     def next_workspace(self) -> int | None:
         """The workspace size `step` looks at next (every point below it is found), or None
         when the whole set is."""
-        if self._next == len(self._groups):
+        if self._next == len(self._records):
             return None
-        return self._groups[self._next][0][ROW_WORKSPACE]
+        return self._records[self._next][ROW_WORKSPACE]
 
     def step(self) -> Schedule | None:
         """The point found at the next workspace size, if any."""
-        dp = self._dp
-        group = self._groups[self._next]
-        self._next += 1
-        offered = [r for r in group if dp.offer(r)]  # every one offered: no short-circuit
+        dp, records, start = self._dp, self._records, self._next
+        workspace = records[start][ROW_WORKSPACE]
+        self._next = bisect.bisect_right(records, workspace, start, key=_ROW_WORKSPACE)
+        # Every one offered (no short-circuit), and only then asked whether it may beat the
+        # last point: an offer may lower the program's bound on the rest for the others.
+        offered = [r for r in records[start : self._next] if dp.offer(r)]
         # A faster schedule must use a new candidate, whose workspace is larger than any
         # before, so the front grows in order: a point joins when it is strictly faster (so
         # the program may leave out what cannot beat the last point, and need not solve at

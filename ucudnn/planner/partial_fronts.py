@@ -47,7 +47,7 @@ from ucudnn.planner.wd import WDSolution, possible_options, relaxed_choices
 Sets = dict[KernelId, list[Schedule]]
 
 
-@dataclasses.dataclass
+@dataclasses.dataclass(slots=True)
 class _Known:
     """A point of the front, the fastest schedule within each size from `first` to `last`
     (indices into the sizes)."""

@@ -305,9 +305,15 @@ class Schedule:
     @classmethod
     def of_parts(cls, parts: tuple[Candidate, ...]) -> Schedule:
         """The schedule of `parts`, a non-empty tuple of Candidates, not checked again: the
-        planners make one per front point, of up to 256 parts each."""
+        planners make one per front point, of up to 256 parts each, and read the time and
+        workspace of each: both are worked out here, as the cached properties would (without
+        the lock that 3.11's take on a first read)."""
         schedule = object.__new__(cls)
-        object.__setattr__(schedule, "parts", parts)
+        schedule.__dict__.update(
+            parts=parts,
+            time_ms=math.fsum(map(_TIME, parts)),
+            workspace_bytes=max(map(_WORKSPACE, parts)),
+        )
         return schedule
 
     # Cached: planning reads them over and over, and a schedule never changes.

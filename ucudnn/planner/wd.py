@@ -44,7 +44,6 @@ from ucudnn.planner.background import Background
 from ucudnn.planner.choices import DEFAULT_TIME_LIMIT_S, SOLVERS
 from ucudnn.planner.config import byte_count
 from ucudnn.planner.errors import InfeasibleError, SolverError
-from ucudnn.planner.pareto import pareto_front
 from ucudnn.planner.tables import KernelId, Schedule
 from ucudnn.planner.units import bytes_text
 
@@ -154,16 +153,25 @@ def plan_wd(
     return WDSolution(choices, offsets, end, status, used)
 
 
-def _options(kernel: KernelId, schedules: Sequence[Schedule], alignment: int) -> list[Schedule]:
-    """The kernel's front under aligned sizes, smallest first."""
-    front = pareto_front(
-        schedules, key=lambda s: (aligned(s.workspace_bytes, alignment), s.time_ms)
-    )
-    if not front:
+def _group(kernel: KernelId, schedules: Sequence[Schedule], alignment: int) -> _Group:
+    """The group of `kernel` alone: its front under aligned sizes, smallest first (of points
+    equal in both, the first given; `pareto_front`'s rule, worked out here from each
+    schedule's units and time, read once, as sets hold thousands of schedules)."""
+    keys = [(-(-s.workspace_bytes // alignment), s.time_ms) for s in schedules]
+    options, units, times = [], [], []
+    fastest = math.inf
+    for i in sorted(range(len(keys)), key=keys.__getitem__):  # stable: the first of equals
+        unit, time = keys[i]
+        if time < fastest:
+            fastest = time
+            options.append(schedules[i])
+            units.append(unit)
+            times.append(time)
+    if not options:
         raise InfeasibleError(
             f"{kernel[0]}/{kernel[1]} has no schedules to choose from", kernel=kernel
         )
-    return front
+    return _Group([kernel], options, units, times, list(range(len(options))))
 
 
 def _groups(sets: Mapping[KernelId, Sequence[Schedule]], alignment: int) -> list[_Group]:
@@ -171,13 +179,10 @@ def _groups(sets: Mapping[KernelId, Sequence[Schedule]], alignment: int) -> list
     those of identical tables) is one group, and its front is computed once."""
     groups: dict[int, _Group] = {}
     for kernel, schedules in sets.items():
-        group = groups.get(id(schedules))
-        if group is None:
-            opts = _options(kernel, schedules, alignment)
-            units = [aligned(s.workspace_bytes, alignment) // alignment for s in opts]
-            times = [s.time_ms for s in opts]
-            group = groups[id(schedules)] = _Group([], opts, units, times, list(range(len(opts))))
-        group.kernels.append(kernel)
+        if (group := groups.get(id(schedules))) is None:
+            groups[id(schedules)] = _group(kernel, schedules, alignment)
+        else:
+            group.kernels.append(kernel)
     return list(groups.values())
 
 
