@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import math
 
 import numpy as np
 import pytest
@@ -87,6 +88,20 @@ def test_schedule_adds_times_and_takes_the_largest_workspace() -> None:
     with pytest.raises(TypeError, match="parts are Candidates"):
         Schedule(((1, 0, 1.0, 0),))
     assert Schedule([a]) == Schedule((a,))
+
+
+@pytest.mark.parametrize("runs", [[(10, 0.1)], [(3, 0.1), (7, 0.2), (1, 1e-17)], [(256, 1 / 3)]])
+def test_a_schedule_of_runs_is_that_of_its_parts(runs: list[tuple[int, float]]) -> None:
+    # Times that no float adds exactly: the runs' sum must round as the parts' does.
+    made = [(n, Candidate(64 >> i, i, t, 100 * i)) for i, (n, t) in enumerate(runs)]
+    parts = tuple(c for n, c in made for _ in range(n))
+    of_runs, of_parts = Schedule.of_runs(made), Schedule(parts)
+    assert of_runs == of_parts and of_runs.parts == parts
+    assert (of_runs.time_ms, of_runs.workspace_bytes) == (
+        of_parts.time_ms,
+        of_parts.workspace_bytes,
+    )
+    assert of_runs.time_ms == math.fsum(c.time_ms for c in parts)
 
 
 def test_kernel_table_checks_what_it_holds() -> None:

@@ -494,10 +494,8 @@ class SplitDP:
         if counts is None:
             assert self._general is not None  # it made the way
             counts = self._general.counts()
-        parts: list[Candidate] = []
-        for s in sorted(counts, reverse=True):
-            parts += [self._candidate(self._best[s])] * counts[s]
-        return Schedule.of_parts(tuple(parts))
+        runs = [(counts[s], self._candidate(self._best[s])) for s in sorted(counts, reverse=True)]
+        return Schedule.of_runs(runs)
 
 
 class _GeneralDP:

@@ -25,7 +25,7 @@ import bisect
 import dataclasses
 import itertools
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 
 from ucudnn.planner.dp import SplitDP, records_by_size, solved_in_closed_form
 from ucudnn.planner.pareto import DesirableSets
@@ -63,14 +63,16 @@ class _Front:
     def __init__(self, table: KernelTable, sets: DesirableSets) -> None:
         self.table = table
         self._sets = sets  # the fastest schedules are solved in their budget
-        self.sizes: list[int] = []  # the workspace sizes of the candidates within the budget
+        # Those below are know_ends's; a front walked whole leaves them empty (as tuples, no
+        # objects of its own: a plan may hold thousands of fronts).
+        self.sizes: Sequence[int] = ()  # the workspace sizes of the candidates within the budget
         # The records of every micro-batch size within the budget, in (workspace, speed) order,
         # their workspaces and their sizes: of those within a workspace size, the last of each
         # micro-batch size is the fastest there, which `plan_wr` runs.
-        self._records: list[Row] = []
-        self._workspaces: list[int] = []
-        self._micro_batches: list[int] = []
-        self._rates: list[float] = []  # [i]: the least time per sample of the first i records
+        self._records: Sequence[Row] = ()
+        self._workspaces: Sequence[int] = ()
+        self._micro_batches: Sequence[int] = ()
+        self._rates: Sequence[float] = ()  # [i]: the least time per sample of the first i records
         self.known: list[_Known] = []
         self.stand_ins: dict[int, _Known] = {}  # id of a gap's stand-in: the point below it
         # Each gap's stand-in, made once, by the gap's first size and the time of the point above.

@@ -304,16 +304,35 @@ class Schedule:
 
     @classmethod
     def of_parts(cls, parts: tuple[Candidate, ...]) -> Schedule:
-        """The schedule of `parts`, a non-empty tuple of Candidates, not checked again: the
-        planners make one per front point, of up to 256 parts each, and read the time and
-        workspace of each: both are worked out here, as the cached properties would (without
-        the lock that 3.11's take on a first read)."""
+        """The schedule of `parts`, a non-empty tuple of Candidates, not checked again."""
+        return cls._made(parts, math.fsum(map(_TIME, parts)), max(map(_WORKSPACE, parts)))
+
+    @classmethod
+    def of_runs(cls, runs: list[tuple[int, Candidate]]) -> Schedule:
+        """The schedule of `count` parts of each `part` in turn, (count, part) in `runs` (a
+        non-empty list), not checked again: the planners make one per front point, of up to
+        256 parts each, mostly one part repeated. The time is the fsum of the runs' repeated
+        times, which rounds the exact sum once, as of the parts themselves."""
+        parts: list[Candidate] = []
+        times: list[float] = []
+        workspace = 0
+        for count, part in runs:
+            parts += [part] * count
+            times += [part.time_ms] * count
+            workspace = max(workspace, part.workspace_bytes)
+        return cls._made(tuple(parts), math.fsum(times), workspace)
+
+    @classmethod
+    def _made(cls, parts: tuple[Candidate, ...], time_ms: float, workspace_bytes: int) -> Schedule:
+        # The planners read the time and workspace of each schedule they make: set here, as
+        # the cached properties would (without the lock that 3.11's take on a first read).
+        # Set one by one, they stay in the object (its __dict__ would be one more object for
+        # the garbage collector to go through).
         schedule = object.__new__(cls)
-        schedule.__dict__.update(
-            parts=parts,
-            time_ms=math.fsum(map(_TIME, parts)),
-            workspace_bytes=max(map(_WORKSPACE, parts)),
-        )
+        set_field = object.__setattr__
+        set_field(schedule, "parts", parts)
+        set_field(schedule, "time_ms", time_ms)
+        set_field(schedule, "workspace_bytes", workspace_bytes)
         return schedule
 
     # Cached: planning reads them over and over, and a schedule never changes.
