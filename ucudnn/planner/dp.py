@@ -431,62 +431,58 @@ class SplitDP:
         return known if left else min(known, total)
 
     def _solve_chain(self, chain: list[int]) -> _Way | None:
-        # blocks[j]: (time, workspace, parts) of the best way to make exactly chain[j], and
-        # whether that is its own candidate (else chain[j] // chain[j - 1] of blocks[j - 1]).
-        blocks: list[tuple[float, int, int, bool]] = []
+        best = self._best
+        # Block j, the best way to make exactly chain[j]: (time, workspace, parts), and the
+        # size whose candidate it runs, chain[j] itself or that of block j - 1 repeated.
+        blocks: list[tuple[float, int, int]] = []
+        bases: list[int] = []
         for j, size in enumerate(chain):
-            row = self._best[size]
-            block = (row[ROW_TIME], row[ROW_WORKSPACE], 1, True)
+            row = best[size]
+            block = (row[ROW_TIME], row[ROW_WORKSPACE], 1)
+            base = size
             if j:
                 factor = size // chain[j - 1]
-                time, workspace, parts, _ = blocks[-1]
-                composite = (time * factor, workspace, parts * factor, False)
-                if composite < block:  # on equal time, workspace and parts the last field decides
-                    block = composite
+                time, workspace, parts = blocks[-1]
+                composite = (time * factor, workspace, parts * factor)
+                if composite < block:  # never equal: it has at least two parts
+                    block, base = composite, bases[-1]
             blocks.append(block)
-
-        def fill(n: int) -> tuple[float, int, int, list[tuple[int, int]]] | None:
-            """(time, workspace, parts, [(block, count)]) of the best way to make n."""
+            bases.append(base)
+        # The fastest way (time, workspace, parts), the undivided run first, so that it wins
+        # every tie, then each part above N/2 once beside the chain's way to make the rest,
+        # then the chain's alone (part 0); its part, and the rest's [(block, count)].
+        best_way: tuple[float, int, int] | None = None
+        chosen: tuple[int, list[tuple[int, int]]] = (0, [])
+        for size in (*reversed(self._large), 0):
+            # The rest from the largest block down: time, workspace and parts add up in turn.
+            n, j = self.batch - size, len(chain) - 1
             time, workspace, parts, uses = 0.0, 0, 0, []
-            for j in range(len(chain) - 1, -1, -1):
-                if not n:
-                    break
+            while n and j >= 0:
                 count, n = divmod(n, chain[j])
                 if count:
-                    block_time, block_workspace, block_parts, _ = blocks[j]
+                    block_time, block_workspace, block_parts = blocks[j]
                     time += count * block_time
                     workspace = max(workspace, block_workspace)
                     parts += count * block_parts
                     uses.append((j, count))
-            return None if n else (time, workspace, parts, uses)
-
-        # (time, workspace, parts, the part above N/2 or 0, uses of the chain for the rest);
-        # the undivided run first, so that it wins every tie, then each part above N/2 once.
-        ways = []
-        for size in reversed(self._large):
-            if (rest := fill(self.batch - size)) is not None:
-                row, (time, workspace, parts, uses) = self._best[size], rest
-                ways.append(
-                    (
-                        row[ROW_TIME] + time,
-                        max(row[ROW_WORKSPACE], workspace),
-                        parts + 1,
-                        size,
-                        uses,
-                    )
-                )
-        if (whole := fill(self.batch)) is not None:
-            ways.append((*whole[:3], 0, whole[3]))
-        if not ways:
+                j -= 1
+            if n:  # the chain cannot make the rest
+                continue
+            if size:
+                row = best[size]
+                way = (row[ROW_TIME] + time, max(row[ROW_WORKSPACE], workspace), parts + 1)
+            else:
+                way = (time, workspace, parts)
+            if best_way is None or way < best_way:
+                best_way, chosen = way, (size, uses)
+        if best_way is None:
             return None
-        time, workspace, parts, size, uses = min(ways, key=lambda way: way[:3])
+        size, uses = chosen
         counts = {size: 1} if size else {}
         for j, count in uses:
-            while not blocks[j][3]:  # a composite block: count its smaller blocks
-                count *= chain[j] // chain[j - 1]
-                j -= 1
-            counts[chain[j]] = counts.get(chain[j], 0) + count
-        return _Way(time, workspace, parts, counts)
+            base = bases[j]
+            counts[base] = counts.get(base, 0) + count * (chain[j] // base)
+        return _Way(*best_way, counts)
 
     def schedule(self, way: _Way) -> Schedule:
         # Largest micro-batches first: a canonical order for equal schedules.
