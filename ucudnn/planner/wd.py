@@ -500,13 +500,16 @@ class _Search:
                 return None
             fronts.append(front)
             layer = _extend(layers[-1], front, slack, room, rest)
+            if not layer:  # no partial extends to a solution within the slack
+                return []
             if keep is not None and len(layer) > keep:
-                kept = sorted(range(len(layer)), key=lambda i: layer[i][3])[:keep]
+                bounds = [partial[3] for partial in layer]
+                kept = sorted(range(len(layer)), key=bounds.__getitem__)[:keep]
                 layer = [layer[i] for i in sorted(kept)]
             layers.append(layer)
         # The last partial is the fastest; its reduced cost counts the units it leaves unused.
-        last = layers[-1][-1] if layers[-1] else None
-        if last is None or last[2] + self.multiplier * (room - last[0]) > slack:
+        last = layers[-1][-1]
+        if last[2] + self.multiplier * (room - last[0]) > slack:
             return []
         return _trace(layers, fronts, self.groups)
 
