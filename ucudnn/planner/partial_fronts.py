@@ -58,7 +58,8 @@ class _Known:
 
 
 class _Front:
-    """One table content's front within the budget, known at some workspace sizes."""
+    """One table content's front within the budget, known at some workspace sizes (or, walked
+    whole, only its options: every point)."""
 
     def __init__(self, table: KernelTable, sets: DesirableSets) -> None:
         self.table = table
@@ -78,10 +79,6 @@ class _Front:
         # Each gap's stand-in, made once, by the gap's first size and the time of the point above.
         self._stand_in_of_gap: dict[tuple[int, float], Schedule] = {}
         self.options: list[Schedule] = []
-
-    def know_all(self, points: list[Schedule]) -> None:
-        """Know every point within the budget (a walk along the front found them)."""
-        self.known = [_Known(i, i, point) for i, point in enumerate(points)]
 
     def know_ends(self, records: dict[int, list[Row]], top: Schedule | None) -> None:
         """Know the points at the least workspace size and at the budget, from the records
@@ -216,13 +213,16 @@ def _start(
 ) -> _Front:
     front = _Front(table, sets)
     if solved_in_closed_form(sets.policy, table.batch):
-        front.know_all(sets.within(table, budget_bytes))
+        # Walked whole within the budget: its points are the options, with no gap to cut.
+        front.options = sets.within(table, budget_bytes)
+        if front.options:
+            return front
     else:
         records = records_by_size(table, budget_bytes, sets.policy, sets.deterministic_only)
         front.know_ends(records, fastest[table.content_key()])
-    if front.known:
-        front.make_options()
-        return front
+        if front.known:
+            front.make_options()
+            return front
     # Nothing within the budget: the smallest point, so that the solver names the budget
     # needed, if there is a schedule at all.
     smallest = sets.smallest(table)
