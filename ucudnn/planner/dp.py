@@ -352,7 +352,7 @@ class SplitDP:
             # from then on each new rate makes it look at every size again: coarse steps.
             self._rate = rate if self._general is None else _rate_at_most(rate)
             self._look_again = True
-        elif not self._look_again and self.may_beat(row, self._below):
+        elif not self._look_again and self.may_beat((row,), self._below):
             self._used[size] = self._changes[size] = row
         return True
 
@@ -368,11 +368,11 @@ class SplitDP:
             and (at + 1 == len(small) or small[at + 1] % size == 0)
         )
 
-    def may_beat(self, row: Row, below: float) -> bool:
-        """Whether the candidate of offered `row` may be part of a schedule faster than `below`
-        ms: one with it takes at least its time and the rate's bound on the rest."""
-        least = row[ROW_TIME] + self._rate * (self.batch - row[ROW_SIZE])
-        return least <= below * (1 + _ROUNDING)
+    def may_beat(self, rows: Sequence[Row], below: float) -> bool:
+        """Whether the candidate of one of the offered `rows` may be part of a schedule faster
+        than `below` ms: one with it takes at least its time and the rate's bound on the rest."""
+        rate, batch, limit = self._rate, self.batch, below * (1 + _ROUNDING)
+        return any(row[ROW_TIME] + rate * (batch - row[ROW_SIZE]) <= limit for row in rows)
 
     def solve(self) -> Schedule | None:
         """The fastest schedule of the whole batch from what was offered, or None."""

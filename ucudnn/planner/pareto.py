@@ -118,7 +118,7 @@ class FrontWalk:
         # the program may leave out what cannot beat the last point, and need not solve at
         # all when no new candidate can).
         if (
-            any(dp.may_beat(r, self._front_ms) for r in offered)
+            dp.may_beat(offered, self._front_ms)
             and (way := dp.fastest(self._front_ms)) is not None
             and way.time_ms < self._front_ms
         ):

@@ -313,6 +313,10 @@ class Schedule:
         non-empty list), not checked again: the planners make one per front point, of up to
         256 parts each, mostly one part repeated. The time is the fsum of the runs' repeated
         times, which rounds the exact sum once, as of the parts themselves."""
+        if len(runs) == 1:  # most are
+            count, part = runs[0]
+            time_ms = math.fsum((part.time_ms,) * count)
+            return cls._made((part,) * count, time_ms, part.workspace_bytes)
         parts: list[Candidate] = []
         times: list[float] = []
         workspace = 0
