@@ -130,8 +130,10 @@ def _limit(limit_bytes: int | None) -> float:
 
 def _policy_sizes(table: KernelTable, policy: Policy) -> Iterator[tuple[int, Sequence[Row]]]:
     """The rows of each size of the policy that `table` has, sizes ascending."""
-    allowed = allowed_sizes(policy, table.batch)
-    return ((b, rows) for b, rows in sorted(table.rows().items()) if b in allowed)
+    allowed, by_size = allowed_sizes(policy, table.batch), table.rows()
+    if len(allowed) < len(by_size):  # the policy's few sizes (as "undivided"'s one) are looked up
+        return ((b, by_size[b]) for b in allowed if b in by_size)
+    return ((b, rows) for b, rows in sorted(by_size.items()) if b in allowed)
 
 
 def _eligible(rows: Sequence[Row], limit: float, deterministic_only: bool) -> list[Row]:
