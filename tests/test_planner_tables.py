@@ -125,7 +125,7 @@ def test_kernel_table_checks_what_it_holds() -> None:
 def test_rows_are_the_candidates_field_values() -> None:
     fast = Candidate(4, 7, 1.5, 2048, "tensor_op", True)
     table = KernelTable("conv1", "forward", 4, [Candidate(4, 0, 3.0, 0), fast])
-    assert table.rows()[4] == [c.values() for c in table.candidates[4]]
+    assert table.rows()[4] == tuple(c.values() for c in table.candidates[4])
     assert (fast.values()[ROW_WORKSPACE], fast.values()[ROW_DETERMINISTIC]) == (2048, True)
     assert row_speed_key(fast.values()) == fast.speed_key()
     assert Candidate.of_row(fast.values()) == fast
@@ -150,7 +150,7 @@ def test_records_are_each_sizes_fastest_rows_by_workspace_and_follow_changes() -
     )
     assert [r[1] for r in table.records(2, False)] == [0, 2]  # 1 is as fast, and larger
     assert [r[1] for r in table.records(2, True)] == [1]  # 3 is slower and larger
-    assert table.records(4, False) == []
+    assert table.records(4, False) == ()
     smaller, renamed = table.at_batch(2), table.renamed("conv2")
     table.add(Candidate(2, 4, 1.0, 256))
     assert [r[1] for r in table.records(2, False)] == [0, 2, 4]

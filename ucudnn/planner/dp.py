@@ -198,16 +198,15 @@ def _fastest_row(rows: Sequence[Row]) -> Row:
 
 def records_by_size(
     table: KernelTable, limit_bytes: int | None, policy: Policy, deterministic_only: bool
-) -> dict[int, list[Row]]:
+) -> dict[int, tuple[Row, ...]]:
     """Each size's eligible rows (`eligible_rows`) that are faster than every eligible one of
     their size that needs less workspace, or as much and comes first in speed order, in
     (workspace, speed) order; sizes ascending, those with none left out. Offered in that
     order, these are the ones that become the best at their size (`SplitDP.offer`), and no
     other changes what the program finds. Tables of engines hold hundreds per size, few of
-    them these. The lists are the table's (`KernelTable.records`), or their prefixes: to
-    read."""
+    them these. They are the table's (`KernelTable.records`), or their prefixes."""
     limit = _limit(limit_bytes)
-    by_size: dict[int, list[Row]] = {}
+    by_size: dict[int, tuple[Row, ...]] = {}
     for b, _ in _policy_sizes(table, policy):
         records = table.records(b, deterministic_only)
         if records and records[-1][ROW_WORKSPACE] <= limit:  # as most are: no copy

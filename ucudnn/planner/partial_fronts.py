@@ -80,7 +80,7 @@ class _Front:
         self._stand_in_of_gap: dict[tuple[int, float], Schedule] = {}
         self.options: list[Schedule] = []
 
-    def know_ends(self, records: dict[int, list[Row]], top: Schedule | None) -> None:
+    def know_ends(self, records: dict[int, tuple[Row, ...]], top: Schedule | None) -> None:
         """Know the points at the least workspace size and at the budget, from the records
         (`records_by_size`) within the budget and `top`, `plan_wr`'s schedule within it (None:
         there is none, and no point is known)."""
