@@ -39,7 +39,7 @@ from ucudnn.planner.memory import (
 )
 from ucudnn.planner.pareto import DesirableSets
 from ucudnn.planner.plan import Plan, make_plan_wd
-from ucudnn.planner.policies import DEFAULT_POLICY, Policy, sizes_for_policy
+from ucudnn.planner.policies import DEFAULT_POLICY, Policy, allowed_sizes
 from ucudnn.planner.tables import (
     ROW_WORKSPACE,
     ContentKey,
@@ -341,7 +341,7 @@ class _LeastWorkspace:
 
     def at(self, batch: int, policy: Policy) -> int | None:
         """The least workspace at `batch`, or None where the undivided run has none of it."""
-        allowed = sizes_for_policy(policy, batch)
+        allowed = allowed_sizes(policy, batch)
         if isinstance(allowed, range) and allowed.step == 1 and allowed.start <= 1:
             count = bisect.bisect_right(self._sizes, allowed.stop - 1)
             least = self._running[count - 1] if count else None

@@ -44,6 +44,7 @@ from ucudnn.planner.background import Background
 from ucudnn.planner.choices import DEFAULT_TIME_LIMIT_S, SOLVERS
 from ucudnn.planner.config import byte_count
 from ucudnn.planner.errors import InfeasibleError, SolverError
+from ucudnn.planner.pareto import pareto_front
 from ucudnn.planner.tables import KernelId, Schedule
 from ucudnn.planner.units import bytes_text
 
@@ -154,24 +155,23 @@ def plan_wd(
 
 
 def _group(kernel: KernelId, schedules: Sequence[Schedule], alignment: int) -> _Group:
-    """The group of `kernel` alone: its front under aligned sizes, smallest first (of points
-    equal in both, the first given; `pareto_front`'s rule, worked out here from each
-    schedule's units and time, read once, as sets hold thousands of schedules)."""
-    keys = [(-(-s.workspace_bytes // alignment), s.time_ms) for s in schedules]
-    options, units, times = [], [], []
-    fastest = math.inf
-    for i in sorted(range(len(keys)), key=keys.__getitem__):  # stable: the first of equals
-        unit, time = keys[i]
-        if time < fastest:
-            fastest = time
-            options.append(schedules[i])
-            units.append(unit)
-            times.append(time)
-    if not options:
+    """The group of `kernel` alone: its front under aligned sizes, smallest first, each
+    schedule's units and time read once (sets hold thousands of schedules)."""
+    keyed = [
+        ((aligned(s.workspace_bytes, alignment) // alignment, s.time_ms), s) for s in schedules
+    ]
+    front = pareto_front(keyed, key=_KEY)
+    if not front:
         raise InfeasibleError(
             f"{kernel[0]}/{kernel[1]} has no schedules to choose from", kernel=kernel
         )
+    options = [s for _, s in front]
+    units = [unit for (unit, _), _ in front]
+    times = [time for (_, time), _ in front]
     return _Group([kernel], options, units, times, list(range(len(options))))
+
+
+_KEY = operator.itemgetter(0)
 
 
 def _groups(sets: Mapping[KernelId, Sequence[Schedule]], alignment: int) -> list[_Group]:
