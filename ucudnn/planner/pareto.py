@@ -190,6 +190,15 @@ def _least_at_once(table: KernelTable, policy: Policy, deterministic_only: bool)
     return least if least_by_size.get(table.batch) == least else None
 
 
+class _Candidates(dict[Row, Candidate]):
+    """The Candidate of each row, made once for all the plans some desirable sets serve: a
+    tune plans every batch size from the same rows (`KernelTable.at_batch`)."""
+
+    def __missing__(self, row: Row) -> Candidate:
+        found = self[row] = Candidate.of_row(row)
+        return found
+
+
 class DesirableSets:
     """Desirable sets under a fixed policy, each computed once per table content and kept.
 
@@ -207,7 +216,10 @@ class DesirableSets:
         self.budget = StepBudget()
         self._fronts: dict[ContentKey, _KeptFront] = {}
         self._least: dict[ContentKey, int | None] = {}  # see least_workspace
-        self._candidates: dict[Row, Candidate] = {}  # see candidate
+        # Its lookup, not a method of these sets, is what the fronts hold: no cycle through
+        # them, so sets that a plan made and dropped are freed at once, not by the collector.
+        self._candidates = _Candidates()
+        self.candidate: Callable[[Row], Candidate] = self._candidates.__getitem__
 
     def check_made_for(self, policy: Policy, deterministic_only: bool) -> None:
         """Refuse to serve a plan of another policy or determinism."""
@@ -241,13 +253,6 @@ class DesirableSets:
                 least = None if smallest is None else smallest.workspace_bytes
             self._least[key] = least
         return self._least[key]
-
-    def candidate(self, row: Row) -> Candidate:
-        """The Candidate of `row`, made once for all the plans these sets serve: a tune plans
-        every batch size from the same rows (`KernelTable.at_batch`)."""
-        if (found := self._candidates.get(row)) is None:
-            found = self._candidates[row] = Candidate.of_row(row)
-        return found
 
     def within(self, table: KernelTable, limit_bytes: int) -> list[Schedule]:
         """The desirable set of `table` within `limit_bytes`: equal to `desirable_set`'s,

@@ -27,6 +27,7 @@ from ucudnn.core.facts import DeviceFacts
 from ucudnn.core.problem import check_kernel
 from ucudnn.errors import SlowPlanWarning
 from ucudnn.planner.choices import DEFAULT_TIME_LIMIT_S
+from ucudnn.planner.collector import collector_paused
 from ucudnn.planner.config import MAX_BYTES, byte_count, micro_batch_policy
 from ucudnn.planner.documents import line_of, read_document
 from ucudnn.planner.dp import fastest_by_size, solved_in_closed_form
@@ -563,6 +564,7 @@ def _per_content(
 _UNSOLVED = object()
 
 
+@collector_paused()
 def make_plan_wr(
     tables: TimingTables,
     limit_bytes: Size,
@@ -608,6 +610,7 @@ def make_plan_wr(
     )
 
 
+@collector_paused()
 def make_plan_wd(
     tables: TimingTables,
     budget_bytes: Size,

@@ -33,6 +33,7 @@ from collections.abc import Iterable
 from ucudnn.core.argtypes import PolicyArgument
 from ucudnn.core.checks import integer
 from ucudnn.core.problem import MAX_DIM, ConvProblem, check_kernel
+from ucudnn.planner.collector import collector_paused
 from ucudnn.planner.config import micro_batch_policy
 from ucudnn.planner.policies import DEFAULT_POLICY, sizes_to_measure
 from ucudnn.planner.tables import (
@@ -232,6 +233,7 @@ def model_table(
     return table
 
 
+@collector_paused()
 def model_tables(
     layers: Iterable[tuple[str, ConvProblem, Iterable[str]]],
     policy: PolicyArgument = DEFAULT_POLICY,

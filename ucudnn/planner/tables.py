@@ -44,7 +44,6 @@ import contextlib
 import csv
 import dataclasses
 import functools
-import gc
 import io
 import itertools
 import json
@@ -63,6 +62,7 @@ from ucudnn.core.checks import integer, parse_bool, shown
 from ucudnn.core.engines import canonical_tag
 from ucudnn.core.facts import DeviceFacts
 from ucudnn.core.problem import MATH_TYPES, MAX_DIM, check_kernel
+from ucudnn.planner.collector import collector_paused
 from ucudnn.planner.documents import line_of, read_document
 from ucudnn.planner.files import (
     CsvRecords,
@@ -715,12 +715,13 @@ class TimingTables:
         return tables
 
     @classmethod
+    @collector_paused()
     def _read_records(cls, records: CsvRecords) -> TimingTables:
         columns = records.columns()
         if columns is not None:
             # The fast way checks what the rows hold, not where; the first error of a file
             # that it refuses is then found row by row, and located.
-            with contextlib.suppress(TypeError, ValueError), _collector_paused():
+            with contextlib.suppress(TypeError, ValueError):
                 return _sharing_equal_tables(_tables_from_columns(columns, len(records)))
         return cls._from_records(records, records.name, lambda line, _: (f"line {line}",))
 
@@ -904,20 +905,6 @@ def _tables_from_columns(columns: Mapping[str, list[str]], count: int) -> Timing
     for _, table in tables.items():
         table.check_complete()
     return tables
-
-
-@contextlib.contextmanager
-def _collector_paused() -> Iterator[None]:
-    """Python's cyclic garbage collector off for the block, as it was before after it. Every
-    object a reader makes lives on, so the collector's passes over them, many as they grow by
-    1e5, free nothing: they took a third of the time a large table takes to read."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 def _column_values(column: str, texts: list[str] | None, count: int) -> list[object]:

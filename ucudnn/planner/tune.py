@@ -26,6 +26,7 @@ from ucudnn.core.arena import CUDNN_ALIGNMENT
 from ucudnn.core.argtypes import PolicyArgument, Size
 from ucudnn.core.checks import integer
 from ucudnn.planner.choices import DEFAULT_TIME_LIMIT_S
+from ucudnn.planner.collector import collector_paused
 from ucudnn.planner.config import byte_count, micro_batch_policy
 from ucudnn.planner.errors import InfeasibleError
 from ucudnn.planner.graph import LayerGraph
@@ -241,6 +242,7 @@ def check_batches(batches: Iterable[SupportsIndex], table_batch: int) -> list[in
     return checked
 
 
+@collector_paused()
 def tune(
     graph: LayerGraph,
     tables: TimingTables,
