@@ -481,9 +481,13 @@ class KernelTable:
         batch: `rows`, each the checked field values of one (as `Candidate.of_row` takes
         them), put in the order `add` keeps. A ValueError (that does not say which) if two share
         a slot."""
-        rows.sort(key=_SLOT_FIELDS)
-        if len(set(map(_SLOT_FIELDS, rows))) != len(rows):
-            raise ValueError(f"duplicate candidates in {self.layer}/{self.kernel}")
+        slots = list(map(_SLOT_FIELDS, rows))
+        # Rows mostly come in order (a model makes them so): then only their slots are compared.
+        if any(map(operator.ge, slots, itertools.islice(slots, 1, None))):
+            rows.sort(key=_SLOT_FIELDS)
+            slots.sort()
+            if any(map(operator.eq, slots, itertools.islice(slots, 1, None))):
+                raise ValueError(f"duplicate candidates in {self.layer}/{self.kernel}")
         self._rows[micro_batch] = tuple(rows)
         self._changed()
 
