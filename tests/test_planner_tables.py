@@ -122,6 +122,24 @@ def test_kernel_table_checks_what_it_holds() -> None:
         KernelTable("conv1", "forward", 8, [Candidate(4, 0, 1.0, 0)]).check_complete()
 
 
+@pytest.mark.parametrize(
+    "algos", [[0, 1, 5], [5, 0, 1], [1, 0, 5]], ids=["in order", "reversed", "one out of place"]
+)
+def test_a_size_set_at_once_keeps_its_rows_in_slot_order(algos: list[int]) -> None:
+    table = KernelTable("conv1", "forward", 8)
+    table.set_checked_size(8, [Candidate(8, a, 1.0 + a, 0).values() for a in algos])
+    assert [c.algo for c in table] == [0, 1, 5]
+    assert table == KernelTable("conv1", "forward", 8, [Candidate(8, a, 1.0 + a, 0) for a in algos])
+
+
+@pytest.mark.parametrize("algos", [[0, 0, 1], [1, 0, 1]], ids=["side by side", "apart"])
+def test_a_size_set_at_once_refuses_two_rows_of_one_slot(algos: list[int]) -> None:
+    table = KernelTable("conv1", "forward", 8)
+    with pytest.raises(ValueError, match="duplicate candidates in conv1/forward"):
+        table.set_checked_size(8, [Candidate(8, a, 1.0 + a, 0).values() for a in algos])
+    assert table.micro_batches() == []
+
+
 def test_rows_are_the_candidates_field_values() -> None:
     fast = Candidate(4, 7, 1.5, 2048, "tensor_op", True)
     table = KernelTable("conv1", "forward", 4, [Candidate(4, 0, 3.0, 0), fast])
