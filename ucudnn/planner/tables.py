@@ -915,6 +915,8 @@ def _column_values(column: str, texts: list[str] | None, count: int) -> list[obj
     """The checked value of each cell of `column` (`count` of the default without a column)."""
     if texts is None:
         return [_DEFAULTS[column]] * count
+    if texts and texts.count(texts[0]) == len(texts):  # one text throughout, as many columns
+        return [_text_cell(column, texts[0])] * len(texts)
     return list(map(_CheckedTexts(column).__getitem__, texts))
 
 
