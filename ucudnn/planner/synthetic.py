@@ -162,6 +162,9 @@ class _Family:
         log_spectrum = self.log_spectrum if spectrum else 0.0
         per_sample, fixed = self._workspace_terms()
         outputs_per_sample = self.out_channels * outputs
+        # The constants as locals, which the loop reads faster than globals.
+        half, launch, bandwidth = HALF_OCCUPANCY, LAUNCH_MS, BANDWIDTH_GBS * 1e9
+        most_ms, most_bytes = MAX_TIME_MS, MAX_WORKSPACE_BYTES
         rows: list[Row | None] = []
         for b in sizes:
             workspace = b * per_sample + fixed
@@ -171,10 +174,10 @@ class _Family:
             else:
                 flops = 2.0 * b * k * c * taps * outputs * factor
             occupied = b * outputs_per_sample
-            compute = flops / (speed * (occupied / (occupied + HALF_OCCUPANCY)))
-            traffic = 2 * workspace / (BANDWIDTH_GBS * 1e9)
-            time_ms = round(LAUNCH_MS + 1e3 * (compute + traffic), 6) + 0.0
-            fits = time_ms <= MAX_TIME_MS and workspace <= MAX_WORKSPACE_BYTES
+            compute = flops / (speed * (occupied / (occupied + half)))
+            traffic = 2 * workspace / bandwidth
+            time_ms = round(launch + 1e3 * (compute + traffic), 6) + 0.0
+            fits = time_ms <= most_ms and workspace <= most_bytes
             rows.append(
                 (b, algo, time_ms, workspace, "default", deterministic, "") if fits else None
             )
