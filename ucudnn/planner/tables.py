@@ -696,6 +696,7 @@ class TimingTables:
 
     # -- CSV --------------------------------------------------------------------------------
     @classmethod
+    @collector_paused()  # until the text and its cells are dropped: see collector_paused
     def read_csv(cls, source: Source) -> TimingTables:
         """Tables from a CSV file: a path (gzip or not), or an open text or binary file. A
         device comment before the header (as `write_csv` writes it) sets `device`.
@@ -719,7 +720,6 @@ class TimingTables:
         return tables
 
     @classmethod
-    @collector_paused()
     def _read_records(cls, records: CsvRecords) -> TimingTables:
         columns = records.columns()
         if columns is not None:
