@@ -17,8 +17,9 @@ def collector_paused() -> Iterator[None]:
     full pass also goes through all the rest the process holds. Those passes took a third of
     the time a large table takes to read, and a fifth of a plan over 1,800 kernels.
 
-    Nested pauses leave it off until the outermost ends; one begun with the collector off
-    leaves it off."""
+    A pause begun with the collector off leaves it off, so nested pauses leave it to the
+    outermost. The collector is one per process: where two threads pause it at once, the pause
+    that found it on turns it back on when it ends, though the other's work may go on."""
     was_enabled = gc.isenabled()
     gc.disable()
     try:
