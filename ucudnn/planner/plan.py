@@ -564,7 +564,6 @@ def _per_content(
 _UNSOLVED = object()
 
 
-@collector_paused()
 def make_plan_wr(
     tables: TimingTables,
     limit_bytes: Size,
@@ -594,7 +593,8 @@ def make_plan_wr(
         return schedule, undivided
 
     # Both from one pass over the contents: finding a content is a large part of a plan.
-    solved = _per_content(tables, solve, KernelTable.shared_content)
+    with collector_paused():  # a block: a decorator's frame would hide the caller a warning names
+        solved = _per_content(tables, solve, KernelTable.shared_content)
     schedules = {k: schedule for k, (schedule, _) in solved.items()}
     baselines = {k: undivided for k, (_, undivided) in solved.items()}
     return _plan(
@@ -610,7 +610,6 @@ def make_plan_wr(
     )
 
 
-@collector_paused()
 def make_plan_wd(
     tables: TimingTables,
     budget_bytes: Size,
@@ -663,30 +662,31 @@ def make_plan_wd(
         left = max(deadline - time.monotonic(), _LEAST_SOLVE_S)
         return plan_wd(sets, budget_bytes, solver, alignment, time_limit_s=left)
 
-    fastest, fit = _fastest_within_budget(tables, budget_bytes, sets, alignment)
-    if fit:
-        # One list per content: plan_wd groups the kernels that share one.
-        options = {key: [schedule] for key, schedule in fastest.items() if schedule is not None}
-        solution = solve({k: options[t.content_key()] for k, t in tables.items()})
-    else:
-        solution = plan_on_partial_fronts(
+    with collector_paused():  # a block: a decorator's frame would hide the caller a warning names
+        fastest, fit = _fastest_within_budget(tables, budget_bytes, sets, alignment)
+        if fit:
+            # One list per content: plan_wd groups the kernels that share one.
+            options = {key: [schedule] for key, schedule in fastest.items() if schedule is not None}
+            solution = solve({k: options[t.content_key()] for k, t in tables.items()})
+        else:
+            solution = plan_on_partial_fronts(
+                tables,
+                sets,
+                budget_bytes,
+                alignment,
+                solve,
+                lambda t: kernel_infeasible(t, budget_bytes, policy, deterministic_only),
+                fastest,
+            )
+        undivided = _per_content(
             tables,
-            sets,
-            budget_bytes,
-            alignment,
-            solve,
-            lambda t: kernel_infeasible(t, budget_bytes, policy, deterministic_only),
-            fastest,
+            lambda t: desirable_set(t, budget_bytes, "undivided", deterministic_only),
+            KernelTable.content_key,
         )
-    undivided = _per_content(
-        tables,
-        lambda t: desirable_set(t, budget_bytes, "undivided", deterministic_only),
-        KernelTable.content_key,
-    )
-    try:
-        baseline_solution = solve(undivided)
-    except (InfeasibleError, SolverError):  # no undivided plan fits, or none was found
-        baseline_solution = None
+        try:
+            baseline_solution = solve(undivided)
+        except (InfeasibleError, SolverError):  # no undivided plan fits, or none was found
+            baseline_solution = None
     baselines = (
         {k: s.parts[0] for k, s in baseline_solution.choices.items()} if baseline_solution else {}
     )
