@@ -696,7 +696,7 @@ class TimingTables:
 
     # -- CSV --------------------------------------------------------------------------------
     @classmethod
-    @collector_paused()  # until the text and its cells are dropped: see collector_paused
+    @collector_paused()  # the whole read: its deferred young pass then meets no text or cell
     def read_csv(cls, source: Source) -> TimingTables:
         """Tables from a CSV file: a path (gzip or not), or an open text or binary file. A
         device comment before the header (as `write_csv` writes it) sets `device`.
