@@ -539,9 +539,10 @@ def _group_front(
 
 
 @functools.lru_cache(maxsize=64)
-def _one_kernel(options: int) -> list[tuple[int, ...]]:
-    """The counts of one kernel taking each of `options` options in turn."""
-    return [tuple(int(i == j) for i in range(options)) for j in range(options)]
+def _one_kernel(options: int) -> tuple[tuple[int, ...], ...]:
+    """The counts of one kernel taking each of `options` options in turn (kept, so a tuple:
+    every caller reads the same one)."""
+    return tuple(tuple(int(i == j) for i in range(options)) for j in range(options))
 
 
 def _extend(
