@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 from ucudnn.core.problem import ConvProblem
 from ucudnn.planner.synthetic import model_candidates, model_table, model_tables
 from ucudnn.planner.tables import Candidate
@@ -84,3 +86,42 @@ def test_a_renamed_table_equals_one_made_for_its_layer() -> None:
     assert renamed.content_key() is key  # worked out once
     renamed.add(Candidate(3, 99, 1.0, 0))  # its rows are its own
     assert 99 not in {c.algo for c in table.candidates[3]}
+
+
+CONV5 = ConvProblem.create(32, 48, 96, (28, 28), 5, padding=2)
+
+
+def documented_time_ms(
+    kernel: str, algo: int, problem: ConvProblem, b: int, workspace: int
+) -> float:
+    """The module docstring's time(b), written out here as it reads there (not rounded)."""
+    from ucudnn.planner import synthetic
+
+    family = next(f for a, f, _ in synthetic._ALGORITHMS[kernel] if a == algo)
+    efficiency, factor = synthetic._FAMILIES[family]
+    c, k = problem.in_channels // problem.groups, problem.out_channels
+    outputs = math.prod(problem.output_size)
+    if family in ("fft", "fft_tiling"):
+        n = synthetic._spectrum(problem, None if family == "fft" else 32)
+        flops = 5 * (b * c + b * k + c * k) * n * math.log2(n) + 8 * b * c * k * n
+    else:
+        flops = 2 * b * k * c * math.prod(problem.filter_size) * outputs
+    busy = b * k * outputs
+    occupancy = busy / (busy + synthetic.HALF_OCCUPANCY)
+    peak = synthetic.PEAK_TFLOPS * 1e12 * efficiency * synthetic._KERNEL_EFFICIENCY[kernel]
+    seconds = flops * factor / (peak * occupancy) + 2 * workspace / (synthetic.BANDWIDTH_GBS * 1e9)
+    return synthetic.LAUNCH_MS + 1e3 * seconds
+
+
+def test_times_are_the_documented_cost_rounded_to_nanoseconds() -> None:
+    checked = 0
+    for problem in (CONV3, CONV1_STRIDED, CONV5):
+        for kernel in ("forward", "backward_data", "backward_filter"):
+            for b in (1, 3, 17, 32):
+                for c in model_candidates(problem, kernel, b):
+                    expected = documented_time_ms(kernel, c.algo, problem, b, c.workspace_bytes)
+                    # Half a nanosecond of rounding, and the rounding of the arithmetic.
+                    assert abs(c.time_ms - expected) <= 0.5e-6 + 1e-12 * expected
+                    assert c.time_ms == round(c.time_ms * 1e6) / 1e6
+                    checked += 1
+    assert checked > 100

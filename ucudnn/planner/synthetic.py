@@ -19,6 +19,8 @@ arithmetic and BANDWIDTH_GBS of memory bandwidth:
 - Winograd non-fused: 3x3 or 5x5, stride 1, 2D; workspace ∝ b*(C+K)*tiles*36; 4x fewer
   multiplies for 3x3, 2x for 5x5, plus the traffic of its transformed tensors.
 
+Times are rounded to whole nanoseconds.
+
 Which enum value of each kernel belongs to which family follows cuDNN's legacy API (e.g.
 backward-filter algorithms 0 and 3 are non-deterministic); the numbers do not follow any GPU.
 An algorithm whose workspace or time would exceed what a table may hold (MAX_WORKSPACE_BYTES,
@@ -122,8 +124,8 @@ def _spectrum(p: ConvProblem, tile: int | None) -> int:
 class _Family:
     """One algorithm family's cost model for one kernel of one problem, its per-problem terms
     worked out once: a table asks it at every micro-batch size (256 of them under policy
-    "all"). Each size's numbers are the expressions of the module docstring, evaluated in the
-    same order, so they do not depend on what was worked out before."""
+    "all"). Its flops and workspace are linear in the micro-batch size b, so each is worked out
+    as b * (per sample) + (fixed)."""
 
     def __init__(self, kernel: str, family: str, p: ConvProblem) -> None:
         self.family = family
@@ -131,17 +133,15 @@ class _Family:
         self.taps, self.outputs = math.prod(p.filter_size), math.prod(p.output_size)
         self.out_channels = p.out_channels
         self.factor = _FAMILIES[family][1]
-        # PEAK_TFLOPS * 1e12 * efficiency * occupancy, its first products done once.
+        # PEAK_TFLOPS * 1e12 * efficiency: the arithmetic rate when the GPU is fully busy.
         self.speed = PEAK_TFLOPS * 1e12 * (_FAMILIES[family][0] * _KERNEL_EFFICIENCY[kernel])
         self.spectrum = 0
         if family in ("fft", "fft_tiling"):
             self.spectrum = _spectrum(p, None if family == "fft" else 32)
-            self.log_spectrum = math.log2(self.spectrum)
         self.tiles = math.prod(-(-n // 4) for n in p.output_size)
 
     def _workspace_terms(self) -> tuple[int, int]:
-        """(per sample, fixed): the workspace at b samples is b * per sample + fixed, the
-        integer the module docstring's expression gives."""
+        """(per sample, fixed) of the workspace, in bytes."""
         c, k, item, family = self.c, self.k, self.item, self.family
         if family == "precomp_gemm":
             return 0, 4 * c * self.taps
@@ -153,30 +153,37 @@ class _Family:
             return (c + k) * self.tiles * 36 * item, c * k * 36 * item
         return 0, 0
 
+    def _flop_terms(self) -> tuple[float, float]:
+        """(per sample, fixed) of the flops. An FFT transforms b*C inputs, b*K outputs and C*K
+        filters (5 n log2 n each, n the spectrum) and multiplies b*C*K spectra pointwise (8
+        flops a value); a direct method does 2 flops per multiply-add, times its factor."""
+        c, k, spectrum = self.c, self.k, self.spectrum
+        if spectrum:
+            transform = 5.0 * spectrum * math.log2(spectrum)
+            return (c + k) * transform + 8.0 * c * k * spectrum, c * k * transform
+        return 2.0 * k * c * self.taps * self.outputs * self.factor, 0.0
+
     def rows(self, algo: int, deterministic: bool, sizes: list[int]) -> list[Row | None]:
         """The Candidate field values at each size, or None where its time or workspace is
-        more than a table may hold. One loop of plain arithmetic: policy "all" asks for 256
-        sizes of each family of each kernel of a network."""
-        c, k, taps, outputs, factor = self.c, self.k, self.taps, self.outputs, self.factor
-        spectrum, speed = self.spectrum, self.speed
-        log_spectrum = self.log_spectrum if spectrum else 0.0
+        more than a table may hold; times rounded to whole nanoseconds. One loop of plain
+        arithmetic: policy "all" asks for 256 sizes of each family of each kernel of a
+        network."""
         per_sample, fixed = self._workspace_terms()
-        outputs_per_sample = self.out_channels * outputs
+        flops_per_sample, fixed_flops = self._flop_terms()
+        outputs_per_sample = self.out_channels * self.outputs
+        # The compute time is flops / (speed * occupancy), occupancy = w / (w + HALF_OCCUPANCY)
+        # for w output values, and the traffic writes and reads the workspace once.
+        ms_per_flop, ms_per_byte = 1e3 / self.speed, 2e3 / (BANDWIDTH_GBS * 1e9)
         # The constants as locals, which the loop reads faster than globals.
-        half, launch, bandwidth = HALF_OCCUPANCY, LAUNCH_MS, BANDWIDTH_GBS * 1e9
+        half, launch = HALF_OCCUPANCY, LAUNCH_MS
         most_ms, most_bytes = MAX_TIME_MS, MAX_WORKSPACE_BYTES
         rows: list[Row | None] = []
         for b in sizes:
             workspace = b * per_sample + fixed
-            if spectrum:  # the transforms, then the pointwise product
-                flops = 5.0 * (b * c + b * k + c * k) * spectrum * log_spectrum
-                flops += 8.0 * b * c * k * spectrum
-            else:
-                flops = 2.0 * b * k * c * taps * outputs * factor
             occupied = b * outputs_per_sample
-            compute = flops / (speed * (occupied / (occupied + half)))
-            traffic = 2 * workspace / bandwidth
-            time_ms = round(launch + 1e3 * (compute + traffic), 6) + 0.0
+            busy_ms = (b * flops_per_sample + fixed_flops) * ms_per_flop
+            time_ms = launch + busy_ms * (occupied + half) / occupied + workspace * ms_per_byte
+            time_ms = round(time_ms * 1e6) / 1e6
             fits = time_ms <= most_ms and workspace <= most_bytes
             rows.append(
                 (b, algo, time_ms, workspace, "default", deterministic, "") if fits else None
