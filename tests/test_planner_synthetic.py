@@ -6,7 +6,7 @@ import math
 
 from ucudnn.core.problem import ConvProblem
 from ucudnn.planner.synthetic import model_candidates, model_table, model_tables
-from ucudnn.planner.tables import Candidate
+from ucudnn.planner.tables import MAX_TIME_MS, Candidate
 
 CONV3 = ConvProblem.create(256, 64, 64, (56, 56), 3, padding=1)
 CONV1_STRIDED = ConvProblem.create(256, 256, 512, (56, 56), 1, stride=2)
@@ -125,3 +125,12 @@ def test_times_are_the_documented_cost_rounded_to_nanoseconds() -> None:
                     assert c.time_ms == round(c.time_ms * 1e6) / 1e6
                     checked += 1
     assert checked > 100
+
+
+def test_whole_rounds_as_round_does() -> None:
+    from ucudnn.planner.synthetic import _WHOLE
+
+    assert MAX_TIME_MS * 1e6 < 2**51  # the times it must round, in nanoseconds
+    halves = (0.5, 1.5, 2.5, 1e6 + 0.5, 2.0**51 - 0.5)
+    for x in (*halves, 0.0, 0.49999999999999994, 123.456, 2.0**51 - 1, 98765432.1):
+        assert x + _WHOLE - _WHOLE == round(x)

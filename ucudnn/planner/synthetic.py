@@ -121,6 +121,12 @@ def _spectrum(p: ConvProblem, tile: int | None) -> int:
     return tiles * tile * (tile // 2 + 1)
 
 
+# Added to a float from 0 to 2**51 and taken away again, it rounds the float to a whole number,
+# half to even as round() does, in two additions (round() calls a method and makes an int).
+# Rows rounds times in nanoseconds so: 2**51 ns is past MAX_TIME_MS, and such rows are left out.
+_WHOLE = 1.5 * 2**52
+
+
 class _Family:
     """One algorithm family's cost model for one kernel of one problem, its per-problem terms
     worked out once: a table asks it at every micro-batch size (256 of them under policy
@@ -175,7 +181,7 @@ class _Family:
         # for w output values, and the traffic writes and reads the workspace once.
         ms_per_flop, ms_per_byte = 1e3 / self.speed, 2e3 / (BANDWIDTH_GBS * 1e9)
         # The constants as locals, which the loop reads faster than globals.
-        half, launch = HALF_OCCUPANCY, LAUNCH_MS
+        half, launch, whole = HALF_OCCUPANCY, LAUNCH_MS, _WHOLE
         most_ms, most_bytes = MAX_TIME_MS, MAX_WORKSPACE_BYTES
         rows: list[Row | None] = []
         for b in sizes:
@@ -183,7 +189,7 @@ class _Family:
             occupied = b * outputs_per_sample
             busy_ms = (b * flops_per_sample + fixed_flops) * ms_per_flop
             time_ms = launch + busy_ms * (occupied + half) / occupied + workspace * ms_per_byte
-            time_ms = round(time_ms * 1e6) / 1e6
+            time_ms = (time_ms * 1e6 + whole - whole) / 1e6  # see _WHOLE
             fits = time_ms <= most_ms and workspace <= most_bytes
             rows.append(
                 (b, algo, time_ms, workspace, "default", deterministic, "") if fits else None
