@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import csv
 import io
 import os
+import random
 import stat
 from pathlib import Path
 
@@ -93,6 +95,49 @@ def test_records_refuse_repeated_columns_and_ragged_rows() -> None:
     assert str(caught.value) == (
         f"<csv>, line 1, column {'c' * 60!r}... (100000 characters): the column is repeated"
     )
+
+
+def _as_the_csv_module_reads(text: str) -> tuple[list[tuple[int, dict[str, str]]], str | None]:
+    """The records of `text` before its first of another width than the header, with their
+    lines, and that one's error: what CsvRecords must give, found by the csv module."""
+    reader = csv.reader(io.StringIO(text, newline=""))
+    header = next(reader)
+    records: list[tuple[int, dict[str, str]]] = []
+    for fields in reader:
+        if not fields:
+            continue
+        if len(fields) != len(header):
+            line = reader.line_num
+            return (
+                records,
+                f"line {line}: has {len(fields)} fields but the header has {len(header)}",
+            )
+        records.append((reader.line_num, dict(zip(header, fields, strict=True))))
+    return records, None
+
+
+def test_plain_records_are_those_the_csv_module_reads() -> None:
+    """Lines without quotes are split in bulk; lines of other widths, also where one too long
+    and one too short make up the count of cells between them, are found as the csv module
+    finds them, and so are blank lines and a last line without its end."""
+    rng = random.Random(37)
+    for _ in range(400):
+        width = rng.randint(1, 3)
+        lines = [",".join(f"h{i}" for i in range(width))]
+        for _ in range(rng.randint(0, 6)):
+            count = rng.choice([width, width, width, width + 1, max(width - 1, 1), 0])
+            lines.append(",".join(rng.choice(["", "x", "12", " y"]) for _ in range(count)))
+        text = "\n".join(lines) + rng.choice(["\n", ""])
+        expected, error = _as_the_csv_module_reads(text)
+        read: list[tuple[int, dict[str, str]]] = []
+        try:
+            for record in _records(text):
+                read.append(record)
+        except ValueError as exc:
+            assert str(exc) == f"<csv>, {error}", text
+        else:
+            assert error is None, text
+        assert read == expected, text
 
 
 def test_csv_library_errors_become_located_value_errors() -> None:

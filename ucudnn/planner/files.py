@@ -229,19 +229,20 @@ class CsvRecords:
         if "" in body:
             numbers = [n for n, line in zip(numbers, body, strict=True) if line]
             body = [line for line in body if line]
-        commas = list(map(str.count, body, itertools.repeat(",")))
-        whole = len(self.header) - 1
-        if commas.count(whole) != len(commas):
-            broken = next(k for k, count in enumerate(commas) if count != whole)
+        width = len(self.header)
+        cells = _marked_cells(body, width)
+        if cells is None:  # a line of another width
+            commas = list(map(str.count, body, itertools.repeat(",")))
+            broken = next(k for k, count in enumerate(commas) if count != width - 1)
             try:
                 self._check_length(numbers[broken], commas[broken] + 1)
             except ValueError as exc:
                 self._error = exc
             body, numbers = body[:broken], numbers[:broken]
-        width = len(self.header)
-        cells = ",".join(body).split(",") if body else []
+            cells = _marked_cells(body, width)
+            assert cells is not None  # the lines before the first of another width
         self._lines = numbers
-        self._columns = [cells[column::width] for column in range(width)] if width else []
+        self._columns = [cells[column :: width + 1] for column in range(width)]
 
     def _empty(self) -> str:
         return f"{self.name}, line {self.header_line}: empty file, expected a header line"
@@ -302,6 +303,20 @@ def _leading_comments(text: str) -> tuple[list[tuple[int, str]], str]:
         comments.append((len(comments) + 1, text[start:end].rstrip("\r")))
         start = end + 1
     return comments, "\n" * len(comments) + text[start:]
+
+
+def _marked_cells(lines: list[str], width: int) -> list[str] | None:
+    """The cells of `lines` split at once, with a mark ("\n", in no cell) between one line's
+    and the next's; None unless every line has `width` cells. Then the marks fall every
+    width + 1 cells, and a column's cells are a slice: [column::width + 1]."""
+    if not lines:
+        return []
+    cells = ",\n,".join(lines).split(",")
+    stride = width + 1
+    marks = cells[width::stride]
+    if len(cells) + 1 != stride * len(lines) or marks.count("\n") != len(marks):
+        return None
+    return cells
 
 
 def _plain_lines(text: str) -> list[str] | None:
