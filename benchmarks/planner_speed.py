@@ -11,8 +11,8 @@ with the package's bytecode compiled by a first run, as pip compiles an installe
   in-process figure, tables included, is printed beside it);
 - deep-600 WD at 512 MiB (in-process: <= 1 s);
 - WD on the measured fp16 engine tables at 64 and 512 MiB (in-process: <= 0.1 s);
-- the first WR plan of newly read engine tables (in-process: <= 10 ms; it works out each
-  table's content key);
+- the first WR plan of newly read engine tables (in-process: <= 10 ms; nothing of them is
+  worked out yet, as after a read);
 - reading those tables, 62,165 rows of .csv.gz (in-process: <= 0.3 s).
 
 The start-up of a bare `ucudnn --version` is printed too: the CLI figures include it.
@@ -226,7 +226,7 @@ def report_goals(repeat: int, solver: str) -> None:
     for nbytes in (64 * MiB, 512 * MiB):
         wd_s, _ = median_s(functools.partial(make_plan_wd, engines, nbytes, solver=solver), repeat)
         print(goal_row(f"fp16 engine tables WD, {format_size(nbytes)}", "in-process", wd_s, 0.1))
-    # New tables each time (read before the clock starts): their content keys are unknown.
+    # New tables each time (read before the clock starts): nothing of them is worked out yet.
     first = statistics.median(
         median_s(functools.partial(make_plan_wr, read_engine_tables(), 64 * MiB), 1)[0]
         for _ in range(repeat)
