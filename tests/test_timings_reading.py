@@ -152,6 +152,34 @@ def test_each_distinct_cell_text_is_checked_once(monkeypatch: pytest.MonkeyPatch
     assert len(checked) == len(set(checked)) < 20_000
 
 
+NUMBER_TEXTS = [
+    *("0", "1", "007", "42", "2147483647", "2147483648", "1125899906842624", "1125899906842625"),
+    *("12345678901234567", "0" * 30 + "5", "1.5", ".5", "5.", "1e3", "1E-3", "2e-400", "1e9"),
+    *("1000000000.5", "9" * 400, " 7", "7 ", "+7", "-0", "-0.0", "-1", "1_000", "inf", "nan"),
+    *("0x10", "\u0661\u0662", "", " ", "1e", "e3", "1.2.3"),
+]
+
+
+@pytest.mark.parametrize("column", ["batch", "micro_batch", "algo", "time_ms", "workspace_bytes"])
+def test_a_number_column_reads_as_its_cells_do_one_by_one(column: str) -> None:
+    """Plain numbers are converted a column at a time; each value is the one the cell rules
+    give, of the same type, and a column with any cell they refuse is refused."""
+    by_rules: dict[str, object] = {}
+    for text in NUMBER_TEXTS:
+        try:
+            by_rules[text] = tables_module._text_cell(column, text)
+        except (TypeError, ValueError):
+            continue
+    good = list(by_rules)
+    values = tables_module._column_values(column, [*good, *good], 2 * len(good))
+    # The same type and value (repr tells 1 from 1.0, and -0.0 from 0.0).
+    assert list(map(repr, values)) == [repr(by_rules[text]) for text in good] * 2
+    for text in NUMBER_TEXTS:
+        if text not in by_rules:
+            with pytest.raises((TypeError, ValueError)):
+                tables_module._column_values(column, [*good, text], len(good) + 1)
+
+
 @pytest.mark.parametrize(
     "text",
     [
