@@ -123,7 +123,8 @@ def _spectrum(p: ConvProblem, tile: int | None) -> int:
 
 # Added to a float from 0 to 2**51 and taken away again, it rounds the float to a whole number,
 # half to even as round() does, in two additions (round() calls a method and makes an int).
-# Rows rounds times in nanoseconds so: 2**51 ns is past MAX_TIME_MS, and such rows are left out.
+# `_Family.rows` rounds times in nanoseconds so: 2**51 ns is past MAX_TIME_MS, and rows that
+# slow are left out.
 _WHOLE = 1.5 * 2**52
 
 
@@ -137,7 +138,6 @@ class _Family:
         self.family = family
         self.c, self.k, self.item = p.in_channels // p.groups, p.out_channels, p.itemsize
         self.taps, self.outputs = math.prod(p.filter_size), math.prod(p.output_size)
-        self.out_channels = p.out_channels
         self.factor = _FAMILIES[family][1]
         # PEAK_TFLOPS * 1e12 * efficiency: the arithmetic rate when the GPU is fully busy.
         self.speed = PEAK_TFLOPS * 1e12 * (_FAMILIES[family][0] * _KERNEL_EFFICIENCY[kernel])
@@ -176,7 +176,7 @@ class _Family:
         network."""
         per_sample, fixed = self._workspace_terms()
         flops_per_sample, fixed_flops = self._flop_terms()
-        outputs_per_sample = self.out_channels * self.outputs
+        outputs_per_sample = self.k * self.outputs
         # The compute time is flops / (speed * occupancy), occupancy = w / (w + HALF_OCCUPANCY)
         # for w output values, and the traffic writes and reads the workspace once.
         ms_per_flop, ms_per_byte = 1e3 / self.speed, 2e3 / (BANDWIDTH_GBS * 1e9)

@@ -104,7 +104,8 @@ JSON_VERSION = 1
 
 _INTEGER_TEXT = re.compile(r"[+-]?[0-9]+")
 # One way to match each text: a long cell that is no number fails in linear time.
-_NUMBER_TEXT = re.compile(r"[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+)?")
+_UNSIGNED_NUMBER = r"([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+)?"
+_NUMBER_TEXT = re.compile(rf"[+-]?{_UNSIGNED_NUMBER}")
 
 # Beyond these a row is a mistake, not a measurement (a convolution of 11 days, a workspace of
 # a pebibyte), and the numbers would leave the range where the WD solver stays exact.
@@ -930,7 +931,7 @@ _PLAIN_NUMBERS: dict[str, tuple[re.Pattern[str], Callable[[str], float]]] = {
         column: (re.compile(rf"[0-9]{{1,{len(str(maximum))}}}"), int)
         for column, maximum in _MAXIMUM.items()
     },
-    "time_ms": (re.compile(r"([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+)?"), float),
+    "time_ms": (re.compile(_UNSIGNED_NUMBER), float),
 }
 
 
