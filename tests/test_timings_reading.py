@@ -135,6 +135,23 @@ def test_a_large_table_reads_as_its_rows_do_one_by_one() -> None:
         assert table.content_key() == one_by_one[kernel_id].content_key()
 
 
+def test_rows_repeated_for_another_layer_are_ordered_and_shared() -> None:
+    """A size whose rows another layer repeats (a network repeats its blocks) is checked once:
+    both tables hold the rows in canonical order, as one tuple. Rows that differ share
+    nothing, and a repeated row is refused in a repeating table as in any other."""
+    rows = ["2,0.5,64,", "0,0.7,0,", "1,0.6,8,"]
+    lines = [f"{layer},forward,8,8,{row}" for row in rows for layer in "abcd"]
+    text = "\n".join([HEADER, *lines, "c,forward,8,4,0,0.3,0,", "d,forward,8,4,0,0.4,0,", ""])
+    tables = read(text)
+    assert tables == TimingTables.from_rows(tables.to_rows())
+    at_8 = [tables[layer, "forward"].rows()[8] for layer in "abcd"]
+    assert [row[1] for row in at_8[0]] == [0, 1, 2]
+    assert all(rows is at_8[0] for rows in at_8)
+    assert tables["c", "forward"].rows()[4] != tables["d", "forward"].rows()[4]
+    with pytest.raises(ValueError, match=r"t\.csv, line 11: duplicate candidate"):
+        read(text.replace("b,forward,8,8,1,", "b,forward,8,8,0,"))
+
+
 def test_each_distinct_cell_text_is_checked_once(monkeypatch: pytest.MonkeyPatch) -> None:
     """What makes 62,165 rows read in a fraction of a second: a column's few distinct texts
     are checked, not its every cell (the engine table has 13,567 distinct texts in 621,650

@@ -485,11 +485,18 @@ class KernelTable:
         slots = list(map(_SLOT_FIELDS, rows))
         # Rows mostly come in order (a model makes them so): then only their slots are compared.
         if any(map(operator.ge, slots, itertools.islice(slots, 1, None))):
-            rows.sort(key=_SLOT_FIELDS)
+            rows = sorted(rows, key=_SLOT_FIELDS)
             slots.sort()
             if any(map(operator.eq, slots, itertools.islice(slots, 1, None))):
                 raise ValueError(f"duplicate candidates in {self.layer}/{self.kernel}")
         self._rows[micro_batch] = tuple(rows)
+        self._changed()
+
+    def share_size(self, micro_batch: int, twin: KernelTable) -> None:
+        """The candidates at `micro_batch`, a size not yet here, those of `twin` there (a table
+        of the same kernel at the same batch, read with the same rows): shared, not checked or
+        ordered again."""
+        self._rows[micro_batch] = twin._rows[micro_batch]
         self._changed()
 
     def micro_batches(self) -> list[int]:
@@ -884,28 +891,38 @@ def _sharing_equal_tables(tables: TimingTables) -> TimingTables:
 
 def _tables_from_columns(columns: Mapping[str, list[str]], count: int) -> TimingTables:
     """The tables of `count` rows given column by column as text, checked as `_parse_row`
-    checks each row, but each distinct cell text once and the checks across columns once per
-    distinct combination; a TypeError or ValueError, unlocated, for anything `_parse_row`
-    refuses."""
+    checks each row, but each distinct cell text once, the checks across columns once per
+    distinct combination and a size's rows once per distinct list of them; a TypeError or
+    ValueError, unlocated, for anything `_parse_row` refuses."""
     values = {column: _column_values(column, columns.get(column), count) for column in COLUMNS}
-    layers, kernels, batches = values["layer"], values["kernel"], values["batch"]
-    if any(map(operator.gt, values["micro_batch"], batches)):  # type: ignore[arg-type]
-        raise ValueError("a micro_batch is larger than its batch")
+    kernels = values["kernel"]
     for kernel, algo, engine in set(zip(kernels, values["algo"], values["engine"], strict=True)):
         _check_engine_index(engine, algo)  # type: ignore[arg-type]
         if not engine:
             check_legacy_algo(kernel, algo)  # type: ignore[arg-type]
     # Each size's rows of each table, as Candidate field values.
     sizes: dict[tuple[object, ...], list[tuple[object, ...]]] = collections.defaultdict(list)
-    keys = zip(layers, kernels, batches, values["micro_batch"], strict=True)
+    keys = zip(values["layer"], kernels, values["batch"], values["micro_batch"], strict=True)
     fields = zip(*(values[name] for name in _CANDIDATE_FIELDS), strict=True)
     for key, row in zip(keys, fields, strict=True):
         sizes[key].append(row)
     tables = TimingTables()
+    # A file repeats its tables, as a network its blocks: the rows of a size are checked and
+    # ordered once, and the tables read with the same rows there share them.
+    first_read: dict[tuple[object, ...], list[tuple[list[Row], KernelTable]]]
+    first_read = collections.defaultdict(list)
     for (layer, kernel, batch, micro_batch), found in sizes.items():
+        if micro_batch > batch:  # type: ignore[operator]
+            raise ValueError("a micro_batch is larger than its batch")
         # Its rows' batch conflicts with that of the rows before them.
         table = tables.setdefault(layer, kernel, batch)  # type: ignore[arg-type]
-        table.set_checked_size(micro_batch, found)  # type: ignore[arg-type]
+        alike = first_read[kernel, batch, micro_batch, len(found)]
+        twin = next((t for rows, t in alike if rows == found), None)
+        if twin is None:
+            table.set_checked_size(micro_batch, found)  # type: ignore[arg-type]
+            alike.append((found, table))  # type: ignore[arg-type]
+        else:
+            table.share_size(micro_batch, twin)  # type: ignore[arg-type]
     for _, table in tables.items():
         table.check_complete()
     return tables
