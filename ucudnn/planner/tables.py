@@ -409,7 +409,7 @@ class KernelTable:
         self.layer = layer_name(layer)
         self.kernel = check_kernel(kernel)
         self.batch = check_batch(batch)
-        # Changed only through add() and set_checked_size().
+        # Changed only through add(), set_checked_size() and share_size().
         self._rows: dict[int, tuple[Row, ...]] = {}
         self._candidates: dict[int, list[Candidate]] | None = None
         self._content: _Content | None = None  # made when shared or first keyed
