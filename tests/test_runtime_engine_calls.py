@@ -46,6 +46,7 @@ def calls(monkeypatch):
     def prepared_run(descs, kernel, micro_batch, algo, math_type):
         def call(handle, alpha, beta, x, w, y, workspace, workspace_bytes):
             ran.append(("legacy", algo, alpha, beta, x, w, y, workspace))
+            return False
 
         return call
 
@@ -78,8 +79,8 @@ def test_a_plan_is_built_once_per_alignment_and_scalars(calls) -> None:
     plans = FakePlans()
     run, _ = _launch(plans)
     for x in (0x1000, 0x1000, 0x1008, 0x1000):
-        run(None, 1.0, 0.0, x, 0x2000, 0x3000, 0x4000, 100)
-    run(None, 1.0, 1.0, 0x1000, 0x2000, 0x3000, 0x4000, 100)
+        assert run(None, 1.0, 0.0, x, 0x2000, 0x3000, 0x4000, 100) is False
+    assert run(None, 1.0, 1.0, 0x1000, 0x2000, 0x3000, 0x4000, 100) is False
     assert plans.built == [
         (4, "forward", TAG, (16, 16, 16), 1.0, 0.0),
         (4, "forward", TAG, (8, 16, 16), 1.0, 0.0),
@@ -96,7 +97,8 @@ def test_a_plan_that_fails_to_build_falls_back_to_the_smallest_legacy_algorithm(
     plans = FakePlans(failing=(TAG,))
     run, runs = _launch(plans)
     with pytest.warns(EngineFallbackWarning, match=f"{TAG}.*NOT_SUPPORTED.*legacy algorithm 2"):
-        run(None, 0.5, 0.25, 0x1000, 0x2000, 0x3000, 0x4000, 100)
+        # The call says it fell back, so that its Handle plans again without the part.
+        assert run(None, 0.5, 0.25, 0x1000, 0x2000, 0x3000, 0x4000, 100) is True
     # The same pointers and scalars, the least workspace that fits (algorithm 1 is refused).
     assert calls == [("legacy", 2, 0.5, 0.25, 0x1000, 0x2000, 0x3000, 0x4000)]
     assert runs.failed == {(_problem().key(), "forward", TAG, 4)}
@@ -104,12 +106,12 @@ def test_a_plan_that_fails_to_build_falls_back_to_the_smallest_legacy_algorithm(
     # failing configuration on the same handle does not warn again.
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        run(None, 1.0, 0.0, 0x1000, 0x2000, 0x3000, 0x4000, 100)
+        assert run(None, 1.0, 0.0, 0x1000, 0x2000, 0x3000, 0x4000, 100) is False
         other = prepared_engine_run(
             types.SimpleNamespace(problem=_problem()), "forward", 4, "eng7", runs
         )
         plans.failing = ("eng7",)
-        other(None, 1.0, 0.0, 0x1000, 0x2000, 0x3000, 0x4000, 100)
+        assert other(None, 1.0, 0.0, 0x1000, 0x2000, 0x3000, 0x4000, 100) is True
     assert len(plans.built) == 2
     assert [c[:2] for c in calls[1:]] == [("legacy", 2), ("legacy", 2)]
 
@@ -147,7 +149,8 @@ def test_another_launch_of_the_handle_does_not_try_a_failed_part_again(calls) ->
     plans.failing = ()
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        again(None, 1.0, 0.0, 0x1000, 0x2000, 0x3000, 0x4000, 100)
-        other_size(None, 1.0, 0.0, 0x1000, 0x2000, 0x3000, 0x4000, 100)
+        # Known to have failed already: no news for the Handle.
+        assert again(None, 1.0, 0.0, 0x1000, 0x2000, 0x3000, 0x4000, 100) is False
+        assert other_size(None, 1.0, 0.0, 0x1000, 0x2000, 0x3000, 0x4000, 100) is False
     assert [b[0] for b in plans.built] == [4, 2]  # only the other size builds its plan
     assert [c[:2] for c in calls] == [("legacy", 2), ("legacy", 2), ("engine", TAG)]

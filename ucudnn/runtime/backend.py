@@ -209,8 +209,9 @@ def find(
     )
 
 
-# A prepared call: (handle, alpha, beta, x, w, y, workspace, workspace_bytes) -> None.
-PreparedRun = Callable[[_cudnn.Handle, float, float, int, int, int, int, int], None]
+# A prepared call: (handle, alpha, beta, x, w, y, workspace, workspace_bytes) -> whether it
+# newly left the candidate it was prepared for (an engine part falling back; never a legacy one).
+PreparedRun = Callable[[_cudnn.Handle, float, float, int, int, int, int, int], bool]
 
 
 def prepared_run(
@@ -232,7 +233,7 @@ def prepared_run(
         y: int,
         workspace: int,
         workspace_bytes: int,
-    ) -> None:
+    ) -> bool:
         pointers = (x, w, y)
         # The candidate was measured with its own math type; cuDNN reads it from the shared
         # descriptor, which may hold another candidate's.
@@ -241,6 +242,7 @@ def prepared_run(
             handle, alpha, d1, pointers[first], d2, pointers[second], conv, algo, workspace,
             workspace_bytes, beta, d3, pointers[out],
         )  # fmt: skip
+        return False
 
     return call
 

@@ -87,6 +87,10 @@ BUILD_THREADS_VARIABLE = "UCUDNN_BUILD_THREADS"
 # with a cold CUDA JIT cache (a machine's first use), 4 were 2.5x.
 DEFAULT_BUILD_THREADS = 8
 
+# Engine parts, as (problem key, kernel, tag, micro-batch): those that failed at run time are
+# left out of the tables a Handle plans from again.
+EngineParts = frozenset[tuple[str, str, str, int]]
+
 
 def search_name(value: object) -> str:
     """A search's name as BenchmarkSettings and --search take it."""
@@ -220,9 +224,6 @@ class Benchmarker:
         self.search_counts = search.Counts()  # what the search did, over every call
         self._timer = Timer(handle.stream)
         self._workspace = GrowingArena()
-        # Engine parts that failed at run time, as (problem key, kernel, tag, micro-batch): a
-        # Handle shares its set here, so that the tables it plans from leave them out.
-        self.excluded: set[tuple[str, str, str, int]] = set()
 
     @property
     def engines_on(self) -> bool:
@@ -230,8 +231,11 @@ class Benchmarker:
         workspace before building (>= 9.2)."""
         return bool(self.settings.engines) and self.facts.cudnn_version >= MIN_ENGINES_CUDNN
 
-    def tables(self, work: Sequence[Work], policy: Policy) -> TimingTables:
-        """Tables for each (layer, problem, kernel); each problem at each size is measured once."""
+    def tables(
+        self, work: Sequence[Work], policy: Policy, excluded: EngineParts = frozenset()
+    ) -> TimingTables:
+        """Tables for each (layer, problem, kernel), without the `excluded` engine parts; each
+        problem at each size is measured once."""
         jobs = [
             (item, search.size_order(sizes_to_measure(policy, item.problem.batch))) for item in work
         ]
@@ -251,7 +255,8 @@ class Benchmarker:
                         table = KernelTable(
                             layer=item.layer, kernel=item.kernel, batch=item.problem.batch
                         )
-                        for candidate in self._kernel_candidates(bench, item, sizes, bar):
+                        candidates = self._kernel_candidates(bench, item, sizes, excluded, bar)
+                        for candidate in candidates:
                             table.add(candidate)
                         tables.add(table)
         finally:
@@ -274,7 +279,7 @@ class Benchmarker:
         )  # fmt: skip
 
     def _kernel_candidates(
-        self, bench: Bench, item: Work, sizes: list[int], bar: tqdm[Never]
+        self, bench: Bench, item: Work, sizes: list[int], excluded: EngineParts, bar: tqdm[Never]
     ) -> Iterable[Candidate]:
         """The candidates that ran at each size; NoAlgorithmError when none ran at any."""
         layer, problem, kernel = item
@@ -288,8 +293,12 @@ class Benchmarker:
         ran_any, statuses = False, None  # statuses: of the largest size (the first)
         try:
             for micro_batch in sizes:
-                measured = self._size(bench, kernel_search, problem, micro_batch, sizes, buffers)
-                ran = [m.candidate for m in measured if self.plannable(m, problem, kernel)]
+                measured = self._size(
+                    bench, kernel_search, problem, micro_batch, sizes, excluded, buffers
+                )
+                ran = [
+                    m.candidate for m in measured if self.plannable(m, problem, kernel, excluded)
+                ]
                 ran_any = ran_any or bool(ran)
                 if statuses is None:
                     statuses = _status_counts(measured)
@@ -302,11 +311,17 @@ class Benchmarker:
                 made.release()
             self.search_counts.add(kernel_search.counts)
 
-    def plannable(self, measurement: Measurement, problem: ConvProblem, kernel: str) -> bool:
+    def plannable(
+        self,
+        measurement: Measurement,
+        problem: ConvProblem,
+        kernel: str,
+        excluded: EngineParts,
+    ) -> bool:
         """Whether a plan for `problem`'s mini-batch may choose a measurement: it ran, its
         time is not a screen's and it is deterministic where plans must be
         (`search.SizeSearch.plannable`); if it is a backward-filter part of a split, it can add
-        to dW (beta 1); and it has not failed at run time."""
+        to dW (beta 1); and it is not an `excluded` engine part."""
         if not measurement.ok or measurement.confirmed is False:
             return False
         if self.settings.deterministic_only and not measurement.deterministic:
@@ -317,8 +332,8 @@ class Benchmarker:
             return False
         return not (
             measurement.engine
-            and self.excluded
-            and (problem.key(), kernel, measurement.engine, b) in self.excluded
+            and excluded
+            and (problem.key(), kernel, measurement.engine, b) in excluded
         )
 
     def source(self, kernel: str, split: bool, above: Sequence[int] = ()) -> str:
@@ -338,6 +353,7 @@ class Benchmarker:
         problem: ConvProblem,
         micro_batch: int,
         sizes: list[int],
+        excluded: EngineParts,
         buffers: list[ProblemBuffers],
     ) -> list[Measurement]:
         """One size's measurements: known already, or measured now and stored."""
@@ -348,7 +364,7 @@ class Benchmarker:
         self.counts["cached" if measured is not None else "measured"] += 1
         if measured is not None:
             _log_size(problem, kernel, micro_batch, source, measured, None)
-            self._remember(kernel_search, problem, micro_batch, measured)
+            self._remember(kernel_search, problem, micro_batch, measured, excluded)
         else:
             started = time.perf_counter()
             measured = self._measure(bench, kernel_search, problem, micro_batch, sizes, buffers)
@@ -365,6 +381,7 @@ class Benchmarker:
         problem: ConvProblem,
         micro_batch: int,
         served: list[Measurement],
+        excluded: EngineParts,
     ) -> None:
         """What the sizes below need of a size the cache served (a size measured now is
         remembered by its search)."""
@@ -373,7 +390,7 @@ class Benchmarker:
         for m in served:
             if m.ok:  # it has a time and a workspace
                 c = m.candidate
-                plannable = self.plannable(m, problem, kernel)
+                plannable = self.plannable(m, problem, kernel, excluded)
                 done.append(
                     search.Remembered(config_id(m), c.time_ms, c.workspace_bytes, plannable)
                 )

@@ -96,16 +96,14 @@ def prepared_engine_run(
         y: int,
         workspace: int,
         workspace_bytes: int,
-    ) -> None:
+    ) -> bool:
         if legacy:
-            legacy[0](handle, alpha, beta, x, w, y, workspace, workspace_bytes)
-            return
+            return legacy[0](handle, alpha, beta, x, w, y, workspace, workspace_bytes)
         if key in runs.failed:  # failed in another launch of this Handle: warned already
             found = legacy_fallback(handle, descs, kernel, micro_batch, workspace_bytes)
             if found is not None:
                 legacy.append(found[0])
-                found[0](handle, alpha, beta, x, w, y, workspace, workspace_bytes)
-                return
+                return found[0](handle, alpha, beta, x, w, y, workspace, workspace_bytes)
         plan_key = (graph.alignment(x), graph.alignment(w), graph.alignment(y), alpha, beta)
         try:
             plan = built.get(plan_key)
@@ -120,6 +118,7 @@ def prepared_engine_run(
                     )
                 built[plan_key] = plan
             graph.run_plan(handle, plan, x, w, y, workspace)
+            return False
         except (CudnnError, _Unusable) as exc:
             reason = exc.status_name if isinstance(exc, CudnnError) else str(exc)
             where = f"{kernel} of {descs.problem.describe()} at micro-batch {micro_batch}"
@@ -135,6 +134,7 @@ def prepared_engine_run(
             legacy.append(fallback)
             runs.failed.add(key)
             runs.fell_back(where, config.tag, reason, algo)
+            return True
 
     return call
 

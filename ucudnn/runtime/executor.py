@@ -143,12 +143,14 @@ class Launch:
         workspace: int,
         alpha: float = 1.0,
         beta: float = 0.0,
-    ) -> None:
-        """Run every micro-batch; nothing here waits for the device."""
+    ) -> bool:
+        """Run every micro-batch; nothing here waits for the device. Returns whether a part
+        newly left its engine configuration for a legacy algorithm (`engine_calls`)."""
         size = self.workspace_bytes
+        fell_back = False
         for step, run, accumulates in self._calls:
             try:
-                run(
+                fell_back |= run(
                     handle, alpha, 1.0 if accumulates else beta, x + step.x_offset_bytes, w,
                     y + step.y_offset_bytes, workspace, size,
                 )  # fmt: skip
@@ -159,6 +161,7 @@ class Launch:
                     f"{step.engine or f'algo {step.algo}'}"
                 )
                 raise
+        return fell_back
 
 
 def _prepared(

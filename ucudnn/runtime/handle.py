@@ -19,26 +19,21 @@ from ucudnn.core.argtypes import PolicyArgument, Size
 from ucudnn.core.checks import shown
 from ucudnn.core.device import device_facts
 from ucudnn.core.problem import KERNELS, ConvProblem, check_kernel
-from ucudnn.errors import (
-    CudaOutOfMemoryError,
-    ReplanWarning,
-    WorkspaceFallbackWarning,
-    warn_caller,
-)
+from ucudnn.errors import WorkspaceFallbackWarning, warn_caller
 from ucudnn.planner.cache import BenchmarkCache
 from ucudnn.planner.config import byte_count
-from ucudnn.planner.errors import InfeasibleError
 from ucudnn.planner.plan import KernelPlan, Plan
+from ucudnn.planner.policies import Policy
 from ucudnn.planner.tables import Candidate, Schedule
 from ucudnn.runtime import backend, executor
 from ucudnn.runtime.benchmark import Benchmarker, BenchmarkSettings
 from ucudnn.runtime.buffers import device_pointer
 from ucudnn.runtime.check import EquivalenceCheck, download
 from ucudnn.runtime.engine_calls import EngineRuns
-from ucudnn.runtime.engines_setting import EnginesSetting, engines_setting
+from ucudnn.runtime.engines_setting import engines_setting
 from ucudnn.runtime.options import HandleOptions, layer_option, scalar_option
-from ucudnn.runtime.planning import plan_kernels
-from ucudnn.runtime.slots import Slot, Slots
+from ucudnn.runtime.plan_book import PlanBook
+from ucudnn.runtime.slots import Slot
 from ucudnn.runtime.steps import ROLES
 
 logger = logging.getLogger(__name__)
@@ -113,7 +108,6 @@ class Handle:
             check=check, benchmark=benchmark, engines=engines,
             workspace_sharing=workspace_sharing,
         )  # fmt: skip
-        self.mode, self.limit, self.policy = options.mode, options.limit, options.policy
         self.deterministic = options.deterministic
         self.stream = options.stream
         self.check = EquivalenceCheck() if options.check else None
@@ -129,18 +123,40 @@ class Handle:
             options.benchmark, engines=self.engines.enabled, deterministic_only=self.deterministic
         )
         self.benchmarker = Benchmarker(self.cudnn, self.facts, self.cache, settings)
-        self.plan: Plan | None = None
-        self._slots = Slots()
-        self._ready: dict[tuple[str | None, str, str], _Ready] = {}  # (layer, kernel, problem key)
+        # Kernels compiled for their calls, by (layer, kernel, problem key): valid while the
+        # plan they came from is kept.
+        self._ready: dict[tuple[str | None, str, str], _Ready] = {}
         self._descriptors: dict[str, backend.ProblemDescriptors] = {}
         self._workspace = GrowingArena()
+        self._book = PlanBook(
+            self.benchmarker, self._workspace, mode=options.mode, limit=options.limit,
+            policy=options.policy, deterministic=self.deterministic,
+            on_new_plan=self._ready.clear,
+        )  # fmt: skip
         # Built execution plans, kept across re-plans.
         self._engine_runs = EngineRuns(self.engines.how_to_turn_off())
-        # Engine parts that fail at run time are left out when planning again.
-        self.benchmarker.excluded = self._engine_runs.failed
-        self._fallback_warned = False
         self._replaced_warned = False
         self._closed = False
+
+    @property
+    def mode(self) -> str:
+        """ "wr" (a limit per kernel) or "wd" (one budget for the network)."""
+        return self._book.mode
+
+    @property
+    def limit(self) -> int:
+        """The workspace limit per kernel (WR) or the budget (WD), in bytes."""
+        return self._book.limit
+
+    @property
+    def policy(self) -> Policy:
+        """The micro-batch sizes planned with."""
+        return self._book.policy
+
+    @property
+    def plan(self) -> Plan | None:
+        """The plan in use; None before the first kernel is planned."""
+        return self._book.plan
 
     # -- the three convolutions -------------------------------------------------------------
     # Tensors are raw device pointers (int), DeviceArrays, or arrays exporting
@@ -298,7 +314,7 @@ class Handle:
             InfeasibleError, SolverError, CudaError, CudnnError: planning fails, as for
                 `forward`.
         """
-        return self._kernel_plan(self._slot(problem, kernel, layer)).schedule
+        return self._book.kernel_plan(self._slot(problem, kernel, layer)).schedule
 
     def workspace_size(self, problem: ConvProblem, kernel: str, layer: str | None = None) -> int:
         """Workspace bytes the kernel's schedule uses (the handle owns and provides them).
@@ -342,17 +358,16 @@ class Handle:
             SolverError: in WD mode, the solver fails.
             CudaError, CudnnError: a CUDA or cuDNN call fails while measuring or building.
         """
-        self._plan_kernels()
-        assert self.plan is not None
-        for kernel_plan in self.plan.kernels:
+        plan = self._book.plan_missing()
+        for kernel_plan in plan.kernels:
             if any(part.engine for part in kernel_plan.schedule.parts):
-                slot = self._slots.of(kernel_plan.kernel_id)
+                slot = self._book.slots.of(kernel_plan.kernel_id)
                 launch = executor.Launch(
                     self.descriptors(slot.problem), slot.kernel, kernel_plan.schedule.parts,
                     kernel_plan.workspace_bytes, self._engine_runs,
                 )  # fmt: skip
                 launch.build_plans(self.cudnn)
-        return self.plan
+        return plan
 
     def replan(
         self,
@@ -374,17 +389,7 @@ class Handle:
         wrong = workspace_limit if self.mode == "wd" else total_workspace
         if wrong is not None:
             raise ValueError(f"this handle is in {self.mode.upper()} mode; pass {name}")
-        before, limit = self.plan, self.limit
-        if new is not None:
-            self.limit = byte_count(new, name)
-        try:
-            self._plan_kernels(everything=True)
-        except BaseException:
-            if self.plan is before:  # nothing was planned at the new limit: keep the old one
-                self.limit = limit
-            raise
-        assert self.plan is not None
-        return self.plan
+        return self._book.replan(self.limit if new is None else byte_count(new, name))
 
     def use_plan(self, plan: Plan) -> None:
         """Run `plan` from now on: one made offline (`Plan.from_json` of `ucudnn plan
@@ -408,37 +413,7 @@ class Handle:
                 algorithm that is not deterministic on a deterministic Handle, or runs engine
                 configurations on a Handle whose engines are off (`self.engines`).
         """
-        if not isinstance(plan, Plan):
-            raise TypeError(f"plan must be a Plan, got {shown(plan)}")
-        if plan.mode != self.mode:
-            raise ValueError(f"this handle is in {self.mode.upper()} mode; the plan is {plan.mode}")
-        if plan.workspace_bytes > self.limit:
-            what = "budget" if self.mode == "wd" else "limit"
-            raise ValueError(
-                f"the plan needs {plan.workspace_bytes} bytes of workspace, over the {what} "
-                f"{self.limit}"
-            )
-        seen = {slot.kernel_id: slot for slot in self._slots.all()}
-        for kernel_plan in plan.kernels:
-            slot = seen.get(kernel_plan.kernel_id)
-            if slot is None:
-                names = ", ".join(sorted({name for name, _ in seen})) or "none"
-                raise ValueError(
-                    f"the plan's {kernel_plan.place} is not one this handle has seen; register "
-                    f"it first (layers seen: {names})"
-                )
-            if kernel_plan.batch != slot.problem.batch:
-                raise ValueError(
-                    f"the plan's {kernel_plan.place} has batch {kernel_plan.batch}, its problem "
-                    f"{slot.problem.batch}"
-                )
-            if self.deterministic and not kernel_plan.schedule.deterministic:
-                raise ValueError(
-                    f"the plan's {kernel_plan.place} runs an algorithm that is not deterministic"
-                )
-            if not self.engines.enabled:
-                _check_runs_no_engines(kernel_plan, self.engines)
-        self._adopt(plan)
+        self._book.use(plan, self.engines)
 
     def release_workspace(self) -> None:
         """Free the workspace now (say, before a memory-hungry phase); the next call that
@@ -463,110 +438,7 @@ class Handle:
     def _slot(self, problem: ConvProblem, kernel: str, layer: str | None) -> Slot:
         check_kernel(kernel)
         _check_problem(problem)
-        return self._slots.get(problem, kernel, layer_option(layer))
-
-    def _kernel_plan(self, slot: Slot) -> KernelPlan:
-        if self.plan is None or slot.kernel_id not in self.plan:
-            if self.mode == "wd" and self.plan is not None:
-                warn_caller(
-                    f"kernel {slot.kernel} of {slot.name} appeared after the network was "
-                    "planned; planning the whole network again",
-                    ReplanWarning,
-                )
-            self._plan_kernels()
-        assert self.plan is not None
-        return self.plan[slot.kernel_id]
-
-    def _plan_kernels(self, everything: bool = False) -> None:
-        """Plan the kernels the plan lacks (all of them when `everything`), and keep the plan.
-
-        WR plans the new kernels alone and keeps every schedule made before; WD plans the whole
-        network again. A new kernel that cannot be planned is forgotten, so that it cannot
-        fail every later plan, and the others are planned without it; the error names it.
-        When no plan can be made the previous one stays.
-        """
-        failures: list[InfeasibleError] = []
-        forgotten: list[Slot] = []
-        while True:
-            new = self._slots.missing_from(self.plan)
-            if self.plan is not None and not new and not everything:
-                break
-            alone = self.mode == "wr" and self.plan is not None and not everything
-            try:
-                plan = self._planned(new if alone else self._slots.all(), self.limit)
-            except InfeasibleError as exc:
-                # The kernel at fault if it is new; else no plan has room for the new ones.
-                failed = [s for s in new if s.kernel_id == exc.kernel] or new
-                if not failed:
-                    raise
-                for slot in failed:
-                    self._slots.forget(slot)
-                failures.append(exc)
-                forgotten += failed
-                continue
-            if alone and self.plan is not None:
-                plan = dataclasses.replace(plan, kernels=self.plan.kernels + plan.kernels)
-            self._adopt(plan)
-            everything = False
-        if failures:
-            raise _forgotten(failures, forgotten)
-
-    def _replan_without_failures(self, slot: Slot) -> None:
-        """An engine part of `slot`'s kernel failed and ran a legacy algorithm instead (see
-        `engine_calls`): plan again without what failed, the kernel alone in WR, the network
-        in WD, so that later calls run the best of what works, as predicted. When nothing else
-        fits, the plan stays, and the fallback runs those parts."""
-        assert self.plan is not None
-        try:
-            if self.mode == "wd":
-                plan = self._planned(self._slots.all(), self.limit)
-            else:
-                (kernel_plan,) = self._planned([slot], self.limit).kernels
-                kernels = tuple(
-                    kernel_plan if k.kernel_id == slot.kernel_id else k for k in self.plan.kernels
-                )
-                plan = dataclasses.replace(self.plan, kernels=kernels)
-        except InfeasibleError as exc:
-            logger.info("kept the plan of %s after an engine failed: %s", slot.name, exc)
-            return
-        self._adopt(plan)
-
-    def _planned(self, slots: Sequence[Slot], limit: int) -> Plan:
-        return plan_kernels(
-            self.benchmarker, [slot.work for slot in slots], mode=self.mode, limit=limit,
-            policy=self.policy, deterministic=self.deterministic,
-        )  # fmt: skip
-
-    def _adopt(self, plan: Plan) -> None:
-        """Allocate `plan`'s workspace and keep the plan; when the device cannot give it, plan
-        the same kernels again within half the limit, and so on down to none."""
-        limit = self.limit
-        while True:
-            try:
-                self._workspace.ensure(plan.workspace_bytes)
-            except CudaOutOfMemoryError as exc:
-                if limit == 0:
-                    raise
-                limit = limit // 2 if limit > 1024 else 0
-                self._warn_fallback(plan.workspace_bytes, limit)
-                try:
-                    plan = self._planned([self._slots.of(k.kernel_id) for k in plan.kernels], limit)
-                except InfeasibleError as infeasible:
-                    exc.add_note(f"and no plan fits within less: {infeasible}")
-                    raise exc from None
-                continue
-            self.plan, self._ready = plan, {}
-            return
-
-    def _warn_fallback(self, wanted: int, limit: int) -> None:
-        logger.info("could not allocate %d bytes of workspace; planning within %d", wanted, limit)
-        if not self._fallback_warned:
-            warn_caller(
-                f"could not allocate {wanted} bytes of workspace; falling back to plans that "
-                f"need at most {limit} bytes (warned once per handle)",
-                WorkspaceFallbackWarning,
-            )
-            self._fallback_warned = True
+        return self._book.slots.get(problem, kernel, layer_option(layer))
 
     def _warn_replaced(self, replaced: list[str]) -> None:
         """Say which legacy parts of a plan could not run as planned (`Launch.check_workspaces`):
@@ -656,12 +528,11 @@ class Handle:
         workspace = arena.ptr + ready.offset
         output = ROLES[kernel][2]
         before = self._copy(pointers[output], problem.nbytes(output)) if self.check else None
-        failures = len(self._engine_runs.failed)
-        ready.launch(
+        fell_back = ready.launch(
             self.cudnn, pointers["x"], pointers["w"], pointers["y"], workspace, alpha, beta
         )
-        if len(self._engine_runs.failed) != failures:
-            self._replan_without_failures(ready.slot)
+        if fell_back:
+            self._book.replan_without(ready.slot, frozenset(self._engine_runs.failed))
         if self.check is not None and before is not None:
             self._check(self.check, ready, pointers, before, alpha, beta)
         if bias_ptr is not None:
@@ -671,10 +542,10 @@ class Handle:
         """The kernel's schedule ready to launch: planned if new, its plan's workspace
         allocated again if it was released, and compiled for the calls to come."""
         slot = self._slot(problem, kernel, layer)
-        kernel_plan = self._kernel_plan(slot)
+        kernel_plan = self._book.kernel_plan(slot)
         if self._workspace.arena is None:  # released since planning
             assert self.plan is not None
-            self._adopt(self.plan)
+            self._book.adopt(self.plan)
             kernel_plan = self.plan[slot.kernel_id]  # the same, unless memory was short
         launch = executor.Launch(
             self.descriptors(problem), kernel, kernel_plan.schedule.parts,
@@ -740,33 +611,6 @@ class Handle:
         finally:
             workspace.release()
             before.release()
-
-
-def _forgotten(failures: list[InfeasibleError], forgotten: list[Slot]) -> InfeasibleError:
-    """The first failure, noting the others and the kernels the Handle forgot for them."""
-    first = failures[0]
-    for exc in failures[1:]:
-        first.add_note(f"also: {exc}")
-    names = ", ".join(f"{slot.name}/{slot.kernel}" for slot in forgotten)
-    first.add_note(
-        f"the Handle forgot {names} and goes on with its other kernels; a later call of a "
-        "forgotten kernel plans it anew"
-    )
-    return first
-
-
-def _check_runs_no_engines(kernel_plan: KernelPlan, engines: EnginesSetting) -> None:
-    """Refuse a schedule with parts run by engine configurations, for a Handle whose engines
-    are off: off means that none runs, whoever made the plan."""
-    tags = [part.engine for part in kernel_plan.schedule.parts if part.engine]
-    if not tags:
-        return
-    remedy = "" if engines.reason else ", or make the Handle with engines=True"
-    raise ValueError(
-        f"the plan's {kernel_plan.place} runs the engine configuration {shown(tags[0])}, but "
-        f"this Handle's engines are {engines.describe()}: give it a plan of legacy algorithms "
-        f"only (made with engines off){remedy}"
-    )
 
 
 def _check_problem(problem: object) -> None:

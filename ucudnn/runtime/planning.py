@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from ucudnn.core.checks import shown
 from ucudnn.planner.plan import Plan, make_plan_wd, make_plan_wr
 from ucudnn.planner.policies import Policy
-from ucudnn.runtime.benchmark import Benchmarker
+from ucudnn.runtime.benchmark import Benchmarker, EngineParts
 from ucudnn.runtime.work import Work
 
 
@@ -19,9 +19,11 @@ def plan_kernels(
     limit: int,
     policy: Policy,
     deterministic: bool = False,
+    excluded: EngineParts = frozenset(),
 ) -> Plan:
-    """WR (`limit` per kernel) or WD (`limit` in total) plan for `work`, from measurements."""
-    tables = benchmarker.tables(work, policy)
+    """WR (`limit` per kernel) or WD (`limit` in total) plan for `work`, from measurements,
+    without the `excluded` engine parts (they failed at run time)."""
+    tables = benchmarker.tables(work, policy, excluded)
     facts = benchmarker.facts
     source = f"measured on {facts.describe()}"
     if mode == "wr":

@@ -58,7 +58,7 @@ class Bench:
     builders: concurrent.futures.ThreadPoolExecutor | None  # None: build on this thread
     wave: int = 1  # configurations built together: one per build thread
 
-    def time(self, launch: Callable[[], None], warmup: int, runs: int) -> list[float]:
+    def time(self, launch: Callable[[], object], warmup: int, runs: int) -> list[float]:
         return self.timer.times_ms(launch, warmup, runs)
 
 

@@ -24,7 +24,7 @@ class Timer:
         self.stream = stream
         self._events: list[_cuda.Event] = []
 
-    def times_ms(self, launch: Callable[[], None], warmup: int, repeats: int) -> list[float]:
+    def times_ms(self, launch: Callable[[], object], warmup: int, repeats: int) -> list[float]:
         """Elapsed milliseconds of each of `repeats` calls of `launch`, made right after
         `warmup` untimed ones."""
         while len(self._events) < repeats + 1:
@@ -39,5 +39,5 @@ class Timer:
         events[-1].synchronize()
         return [start.elapsed_ms(end) for start, end in itertools.pairwise(events)]
 
-    def median_ms(self, launch: Callable[[], None], warmup: int, repeats: int) -> float:
+    def median_ms(self, launch: Callable[[], object], warmup: int, repeats: int) -> float:
         return statistics.median(self.times_ms(launch, warmup, repeats))
