@@ -243,11 +243,12 @@ def test_without_engines_only_the_legacy_family_is_measured(tmp_path, why) -> No
 def test_cudnns_own_workspace_cap_names_another_search(tmp_path, monkeypatch) -> None:
     """CUDNN_CONV_WSCAP_DBG changes what cuDNN's heuristics offer: what was measured under it
     is kept apart from what was measured without."""
-    from ucudnn.runtime.benchmark import ENGINE_FAMILY, engine_family
+    from ucudnn.runtime.families import ENGINE_CONFIGURATIONS, ENGINE_FAMILY
 
-    assert engine_family({}) == ENGINE_FAMILY
-    assert engine_family({"CUDNN_CONV_WSCAP_DBG": " 4096 "}) == f"{ENGINE_FAMILY}/wscap=4096"
-    assert engine_family({"CUDNN_CONV_WSCAP_DBG": "4 GiB\n"}) == f"{ENGINE_FAMILY}/wscap=4_GiB"
+    source = ENGINE_CONFIGURATIONS.source
+    assert source({}) == ENGINE_FAMILY
+    assert source({"CUDNN_CONV_WSCAP_DBG": " 4096 "}) == f"{ENGINE_FAMILY}/wscap=4096"
+    assert source({"CUDNN_CONV_WSCAP_DBG": "4 GiB\n"}) == f"{ENGINE_FAMILY}/wscap=4_GiB"
     work = [Work("conv", PROBLEM, "forward")]
     with BenchmarkCache(tmp_path / "db.sqlite") as cache:
         _benchmarker(cache).tables(work, [4])

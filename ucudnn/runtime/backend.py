@@ -1,9 +1,10 @@
-"""The algorithm seam: everything that knows a candidate is a legacy cuDNN algorithm lives here.
+"""cuDNN's legacy convolution API: descriptors of a problem, and the find, workspace and run
+calls of its algorithms (`families.LegacyFamily` runs parts through it; the graph API's
+engine configurations are `graph`'s).
 
 The three kernels share one calling shape once their tensors are named by role: two inputs and
 one output among x, w and y (forward reads x, w and writes y; backward-data reads w, dy and
-writes dx; backward-filter reads x, dy and writes dw). A graph-API backend would replace this
-module, keeping the same methods.
+writes dx; backward-filter reads x, dy and writes dw).
 """
 
 from __future__ import annotations

@@ -17,7 +17,6 @@ import contextlib
 import dataclasses
 import logging
 import os
-import re
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Never, cast
@@ -37,8 +36,9 @@ from ucudnn.planner.config import byte_count
 from ucudnn.planner.errors import NoAlgorithmError
 from ucudnn.planner.policies import Policy, sizes_to_measure
 from ucudnn.planner.tables import Candidate, KernelTable, TimingTables
-from ucudnn.runtime import graph, steps
+from ucudnn.runtime import steps
 from ucudnn.runtime.engines_setting import engines_argument
+from ucudnn.runtime.families import families_source
 from ucudnn.runtime.progress import progress_bar
 from ucudnn.runtime.search_device import BETA1_UNCHECKED, Bench, SizeOnDevice, config_id
 from ucudnn.runtime.timing import Timer
@@ -52,11 +52,6 @@ logger = logging.getLogger(__name__)
 # rivals across sizes; a split size's set names the sizes done above it, and only confirmed
 # times are planned with.
 SEARCH_VERSION = "v2"
-# Every configuration the heuristics' modes (A, then FALLBACK) rank.
-ENGINE_FAMILY = "graph/" + "+".join(graph.HEURISTIC_MODES)
-# cuDNN reads this variable itself and leaves out configurations needing more workspace (MiB),
-# so what the heuristics offer depends on it: it is part of the search's name.
-WORKSPACE_CAP_VARIABLE = "CUDNN_CONV_WSCAP_DBG"
 MIN_ENGINES_CUDNN = 90200  # ENGINECFG_WORKSPACE_SIZE: a workspace known before building
 
 # Buffers are filled with one repeated byte (memset fills gigabytes faster than a copy). The
@@ -472,20 +467,11 @@ def measurement_source(
     "deterministic" where it kept nothing else, "beta1" for a split of backward filter (timed
     with beta 1, as its later parts run), and the sizes done `above` it where the search's
     choices depend on them."""
-    families = "legacy" + (f"+{engine_family(environ)}" if engines_on else "")
+    families = families_source(engines_on, environ)
     only = "/deterministic" if deterministic else ""
     beta1 = "/beta1" if kernel == "backward_filter" and split else ""
     after = f"/above={','.join(map(str, above))}" if above else ""
     return f"{search_name}/{SEARCH_VERSION}/{families}{only}{beta1}{after}"
-
-
-def engine_family(environ: Mapping[str, str] = os.environ) -> str:
-    """The engine family this process measures: ENGINE_FAMILY, with cuDNN's own workspace cap
-    when CUDNN_CONV_WSCAP_DBG sets one (the heuristics then offer less)."""
-    cap = environ.get(WORKSPACE_CAP_VARIABLE, "").strip()
-    if not cap:
-        return ENGINE_FAMILY
-    return f"{ENGINE_FAMILY}/wscap={re.sub(r'[^0-9A-Za-z._-]', '_', cap)[:32]}"
 
 
 def _status_counts(measured: Sequence[Measurement]) -> dict[str, int]:

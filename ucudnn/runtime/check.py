@@ -30,9 +30,14 @@ import logging
 
 import numpy as np
 
-from ucudnn._native import _cuda
+from ucudnn._native import _cuda, _cudnn
 from ucudnn.core.array import host_dtype
 from ucudnn.core.problem import ConvProblem
+from ucudnn.planner.plan import KernelPlan
+from ucudnn.planner.tables import Candidate
+from ucudnn.runtime import backend, executor
+from ucudnn.runtime.engine_calls import EngineRuns
+from ucudnn.runtime.families import family_of
 
 logger = logging.getLogger(__name__)
 
@@ -128,3 +133,43 @@ class EquivalenceCheck:
         )
         self.results.append(result)
         logger.log(logging.INFO if result.ok else logging.WARNING, "%s", result)
+
+
+def reference_part(kernel_plan: KernelPlan, problem: ConvProblem, engines_on: bool) -> Candidate:
+    """The undivided run a check compares with: the plan's baseline, else algorithm 0; also
+    algorithm 0 where the baseline is an engine configuration and engines are off."""
+    baseline = kernel_plan.baseline
+    if baseline is None or (baseline.engine and not engines_on):
+        return Candidate(problem.batch, 0, 0.0, 0, problem.math_type)
+    return baseline
+
+
+def copy_on_device(ptr: int, nbytes: int, stream: int) -> _cuda.DeviceBuffer:
+    """A copy of `nbytes` at `ptr`: an output as it was before a call overwrites it."""
+    copy = _cuda.DeviceBuffer(nbytes)
+    _cuda.memcpy_dtod(copy.ptr, ptr, nbytes, stream)
+    return copy
+
+
+def run_reference(
+    handle: _cudnn.Handle,
+    descs: backend.ProblemDescriptors,
+    kernel: str,
+    reference: Candidate,
+    pointers: dict[str, int],
+    alpha: float,
+    beta: float,
+    engine_runs: EngineRuns,
+) -> None:
+    """Run `reference` undivided on `pointers` (its output a copy of the old one), in a
+    workspace allocated for it, beside the Handle's limit (checking is for debugging)."""
+    need = family_of(reference).workspace(handle, descs, kernel, reference)
+    workspace = _cuda.DeviceBuffer(need)
+    try:
+        executor.execute(
+            handle, descs, kernel, [dataclasses.replace(reference, workspace_bytes=need)],
+            **pointers, workspace=workspace.ptr, workspace_bytes=need, alpha=alpha, beta=beta,
+            engine_runs=engine_runs,
+        )  # fmt: skip
+    finally:
+        workspace.release()

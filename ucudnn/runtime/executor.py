@@ -8,12 +8,11 @@ from collections.abc import Sequence
 from typing import NamedTuple
 
 from ucudnn._native import _cudnn
-from ucudnn.core.arena import CUDNN_ALIGNMENT
-from ucudnn.core.engines import parse_tag
 from ucudnn.errors import CudnnError, UcudnnError
 from ucudnn.planner.tables import Candidate
-from ucudnn.runtime import backend, graph
-from ucudnn.runtime.engine_calls import EngineRuns, legacy_fallback, prepared_engine_run
+from ucudnn.runtime import backend
+from ucudnn.runtime.engine_calls import EngineRuns, legacy_fallback
+from ucudnn.runtime.families import family_of
 from ucudnn.runtime.steps import Step, schedule_steps
 
 logger = logging.getLogger(__name__)
@@ -38,8 +37,8 @@ class Launch:
         workspace_bytes: int,
         engine_runs: EngineRuns | None = None,
     ) -> None:
-        """`engine_runs` keeps the plans of parts run by engine configurations (a Handle's,
-        shared by its launches); without it the launch keeps its own."""
+        """`engine_runs` keeps what the parts build to run (a Handle's, shared by its
+        launches); without it the launch keeps its own."""
         self.descs, self.kernel, self.workspace_bytes = descs, kernel, workspace_bytes
         steps = schedule_steps(descs.problem, kernel, parts)
         for step in steps:
@@ -48,24 +47,21 @@ class Launch:
                     f"{kernel} algo {step.algo} at micro-batch {step.micro_batch} needs "
                     f"{step.workspace_bytes} bytes of workspace but {workspace_bytes} were given"
                 )
-        if engine_runs is None and any(step.engine for step in steps):
-            engine_runs = EngineRuns()
-        self._engine_runs = engine_runs
+        self._engine_runs = engine_runs if engine_runs is not None else EngineRuns()
         self._calls = [
             _Call(
                 step,
-                _prepared(descs, kernel, step, engine_runs),
+                family_of(step).prepared_run(descs, kernel, step, self._engine_runs),
                 accumulates=kernel == "backward_filter" and index > 0,
             )
             for index, step in enumerate(steps)
         ]
 
     def check_workspaces(self, handle: _cudnn.Handle) -> list[str]:
-        """Ask cuDNN what workspace each legacy part really needs: a plan made elsewhere (say,
-        `Plan.from_json`) may state less than this device's cuDNN asks for. A part that needs
-        more than this launch's workspace, or whose algorithm cuDNN refuses for it, runs the
-        legacy algorithm with the least workspace within it instead, as a failed engine part
-        does (`engine_calls.legacy_fallback`). Returns what was replaced, said for people.
+        """Ask each part's family whether it runs within this launch's workspace on this
+        device (`Family.unfit`): a part that cannot runs the legacy algorithm with the least
+        workspace within it instead, as a failed engine part does
+        (`engine_calls.legacy_fallback`). Returns what was replaced, said for people.
 
         Raises:
             ValueError: no legacy algorithm runs such a part within the workspace.
@@ -73,8 +69,7 @@ class Launch:
         replaced = []
         problem = self.descs.problem
         for index, (step, _, accumulates) in enumerate(self._calls):
-            # An engine part is checked when its execution plan is built (`engine_calls`).
-            why = None if step.engine else self._unfit(handle, step)
+            why = family_of(step).unfit(handle, self.descs, self.kernel, step, self.workspace_bytes)
             if why is None:
                 continue
             where = f"{self.kernel} of {problem.describe()} at micro-batch {step.micro_batch}"
@@ -95,42 +90,16 @@ class Launch:
             )
         return replaced
 
-    def _unfit(self, handle: _cudnn.Handle, step: Step) -> str | None:
-        """Why a legacy part cannot run within this launch's workspace; None if it can."""
-        try:
-            need = backend.workspace_size(
-                handle, self.descs, self.kernel, step.micro_batch, step.algo, step.math_type
-            )
-        except CudnnError as exc:
-            return f"is refused by cuDNN ({exc.status_name})"
-        if need <= self.workspace_bytes:
-            return None
-        return (
-            f"needs {need} bytes of workspace, more than the {self.workspace_bytes} its plan "
-            "gives it"
-        )
-
     def build_plans(self, handle: _cudnn.Handle) -> None:
-        """Build the execution plans of the parts run by engine configurations now, for
-        tensors that start 256-byte aligned and alpha 1, beta 0 (beta 1 for the parts that add
-        to dW), so that the first call compiles nothing. A plan that fails to build is left to
-        the call, which runs a legacy algorithm in its place."""
-        if self._engine_runs is None:
-            return
-        aligned = CUDNN_ALIGNMENT  # what cudaMalloc and the frameworks' allocators give
+        """Build now what the parts would build at their first call with alpha 1 and beta 0
+        (beta 1 for the parts that add to dW), so that the first call compiles nothing. What
+        fails to build is left to the call, which runs a legacy algorithm in its place."""
         for step, _, accumulates in self._calls:
-            if not step.engine:
-                continue
-            alignments = (
-                graph.alignment(aligned + step.x_offset_bytes),
-                graph.alignment(aligned),
-                graph.alignment(aligned + step.y_offset_bytes),
-            )
+            beta = 1.0 if accumulates else 0.0
             try:
-                self._engine_runs.plan(
-                    handle, self.descs, self.kernel, step.micro_batch, parse_tag(step.engine),
-                    alignments, 1.0, 1.0 if accumulates else 0.0,
-                )  # fmt: skip
+                family_of(step).build_ahead(
+                    handle, self.descs, self.kernel, step, beta, self._engine_runs
+                )
             except CudnnError as exc:
                 logger.info("could not build the plan of %s ahead: %s", step.engine, exc)
 
@@ -162,16 +131,6 @@ class Launch:
                 )
                 raise
         return fell_back
-
-
-def _prepared(
-    descs: backend.ProblemDescriptors, kernel: str, step: Step, engine_runs: EngineRuns | None
-) -> backend.PreparedRun:
-    """The launch of one step: by its engine configuration, or by its legacy algorithm."""
-    if step.engine:
-        assert engine_runs is not None
-        return prepared_engine_run(descs, kernel, step.micro_batch, step.engine, engine_runs)
-    return backend.prepared_run(descs, kernel, step.micro_batch, step.algo, step.math_type)
 
 
 def execute(

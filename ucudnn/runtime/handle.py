@@ -28,7 +28,13 @@ from ucudnn.planner.tables import Candidate, Schedule
 from ucudnn.runtime import backend, executor
 from ucudnn.runtime.benchmark import Benchmarker, BenchmarkSettings
 from ucudnn.runtime.buffers import device_pointer
-from ucudnn.runtime.check import EquivalenceCheck, download
+from ucudnn.runtime.check import (
+    EquivalenceCheck,
+    copy_on_device,
+    download,
+    reference_part,
+    run_reference,
+)
 from ucudnn.runtime.engine_calls import EngineRuns
 from ucudnn.runtime.engines_setting import engines_setting
 from ucudnn.runtime.options import HandleOptions, layer_option, scalar_option
@@ -360,13 +366,12 @@ class Handle:
         """
         plan = self._book.plan_missing()
         for kernel_plan in plan.kernels:
-            if any(part.engine for part in kernel_plan.schedule.parts):
-                slot = self._book.slots.of(kernel_plan.kernel_id)
-                launch = executor.Launch(
-                    self.descriptors(slot.problem), slot.kernel, kernel_plan.schedule.parts,
-                    kernel_plan.workspace_bytes, self._engine_runs,
-                )  # fmt: skip
-                launch.build_plans(self.cudnn)
+            slot = self._book.slots.of(kernel_plan.kernel_id)
+            launch = executor.Launch(
+                self.descriptors(slot.problem), slot.kernel, kernel_plan.schedule.parts,
+                kernel_plan.workspace_bytes, self._engine_runs,
+            )  # fmt: skip
+            launch.build_plans(self.cudnn)
         return plan
 
     def replan(
@@ -527,7 +532,11 @@ class Handle:
             assert arena is not None  # allocated for the plan by _prepare
         workspace = arena.ptr + ready.offset
         output = ROLES[kernel][2]
-        before = self._copy(pointers[output], problem.nbytes(output)) if self.check else None
+        before = (
+            copy_on_device(pointers[output], problem.nbytes(output), self.stream)
+            if self.check
+            else None
+        )
         fell_back = ready.launch(
             self.cudnn, pointers["x"], pointers["w"], pointers["y"], workspace, alpha, beta
         )
@@ -556,19 +565,6 @@ class Handle:
         self._ready[(layer, kernel, problem.key())] = ready
         return ready
 
-    def _reference(self, kernel_plan: KernelPlan, problem: ConvProblem) -> Candidate:
-        """The undivided run a check compares with: the plan's baseline, else algorithm 0; also
-        algorithm 0 where the baseline is an engine configuration and engines are off."""
-        baseline = kernel_plan.baseline
-        if baseline is None or (baseline.engine and not self.engines.enabled):
-            return Candidate(problem.batch, 0, 0.0, 0, problem.math_type)
-        return baseline
-
-    def _copy(self, ptr: int, nbytes: int) -> _cuda.DeviceBuffer:
-        copy = _cuda.DeviceBuffer(nbytes)
-        _cuda.memcpy_dtod(copy.ptr, ptr, nbytes, self.stream)
-        return copy
-
     def _check(
         self,
         check: EquivalenceCheck,
@@ -578,38 +574,24 @@ class Handle:
         alpha: float,
         beta: float,
     ) -> None:
-        """Run the undivided convolution on a copy of the old output and compare (debugging:
-        its copy and workspace are allocated for the check, beside the handle's limit)."""
-        slot, kernel_plan, descs = ready.slot, ready.kernel_plan, ready.launch.descs
-        problem, kernel = slot.problem, slot.kernel
-        output = ROLES[kernel][2]
-        single = self._reference(kernel_plan, problem)
-        need = (
-            single.workspace_bytes
-            if single.engine
-            else backend.workspace_size(
-                self.cudnn, descs, kernel, problem.batch, single.algo, single.math_type
-            )
-        )
-        same_algorithm = all(part.slot() == single.slot() for part in kernel_plan.schedule.parts)
-        workspace = _cuda.DeviceBuffer(need)
+        """Run the undivided convolution on `before`, a copy of the old output, and compare."""
+        slot, kernel_plan = ready.slot, ready.kernel_plan
+        output = ROLES[slot.kernel][2]
+        reference = reference_part(kernel_plan, slot.problem, self.engines.enabled)
+        same_algorithm = all(part.slot() == reference.slot() for part in kernel_plan.schedule.parts)
         try:
-            executor.execute(
-                self.cudnn, descs, kernel,
-                [dataclasses.replace(single, workspace_bytes=need)],
-                **{**pointers, output: before.ptr},
-                workspace=workspace.ptr, workspace_bytes=need, alpha=alpha, beta=beta,
-                engine_runs=self._engine_runs,
+            run_reference(
+                self.cudnn, ready.launch.descs, slot.kernel, reference,
+                {**pointers, output: before.ptr}, alpha, beta, self._engine_runs,
             )  # fmt: skip
-            nbytes = problem.nbytes(output)
+            nbytes = slot.problem.nbytes(output)
             check.record(
-                slot.name, kernel, problem,
+                slot.name, slot.kernel, slot.problem,
                 download(pointers[output], nbytes, self.stream),
                 download(before.ptr, nbytes, self.stream),
                 same_algorithm,
             )  # fmt: skip
         finally:
-            workspace.release()
             before.release()
 
 
