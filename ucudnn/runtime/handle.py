@@ -11,7 +11,7 @@ import dataclasses
 import logging
 import os
 from collections.abc import Iterable, Sequence
-from typing import NamedTuple, SupportsIndex
+from typing import SupportsIndex
 
 from ucudnn._native import _cuda, _cudnn
 from ucudnn.core.arena import GrowingArena
@@ -19,10 +19,9 @@ from ucudnn.core.argtypes import PolicyArgument, Size
 from ucudnn.core.checks import shown
 from ucudnn.core.device import device_facts
 from ucudnn.core.problem import KERNELS, ConvProblem, check_kernel
-from ucudnn.errors import WorkspaceFallbackWarning, warn_caller
 from ucudnn.planner.cache import BenchmarkCache
 from ucudnn.planner.config import byte_count
-from ucudnn.planner.plan import KernelPlan, Plan
+from ucudnn.planner.plan import Plan
 from ucudnn.planner.policies import Policy
 from ucudnn.planner.tables import Candidate, Schedule
 from ucudnn.runtime import backend, executor
@@ -37,6 +36,7 @@ from ucudnn.runtime.check import (
 )
 from ucudnn.runtime.engine_calls import EngineRuns
 from ucudnn.runtime.engines_setting import engines_setting
+from ucudnn.runtime.launches import Launches, Ready
 from ucudnn.runtime.options import HandleOptions, layer_option, scalar_option
 from ucudnn.runtime.plan_book import PlanBook
 from ucudnn.runtime.slots import Slot
@@ -50,15 +50,6 @@ _ARGS = {
     "backward_data": ("w", "dy", "dx"),
     "backward_filter": ("x", "dy", "dw"),
 }
-
-
-class _Ready(NamedTuple):
-    """A planned kernel compiled for its calls (valid while the plan it came from is kept)."""
-
-    launch: executor.Launch
-    offset: int  # of its workspace in the handle's arena
-    slot: Slot
-    kernel_plan: KernelPlan
 
 
 class Handle:
@@ -129,19 +120,14 @@ class Handle:
             options.benchmark, engines=self.engines.enabled, deterministic_only=self.deterministic
         )
         self.benchmarker = Benchmarker(self.cudnn, self.facts, self.cache, settings)
-        # Kernels compiled for their calls, by (layer, kernel, problem key): valid while the
-        # plan they came from is kept.
-        self._ready: dict[tuple[str | None, str, str], _Ready] = {}
-        self._descriptors: dict[str, backend.ProblemDescriptors] = {}
+        self._engine_runs = EngineRuns(self.engines.how_to_turn_off())
+        self._launches = Launches(self.cudnn, self._engine_runs)
         self._workspace = GrowingArena()
         self._book = PlanBook(
             self.benchmarker, self._workspace, mode=options.mode, limit=options.limit,
             policy=options.policy, deterministic=self.deterministic,
-            on_new_plan=self._ready.clear,
+            on_new_plan=self._launches.clear,
         )  # fmt: skip
-        # Built execution plans, kept across re-plans.
-        self._engine_runs = EngineRuns(self.engines.how_to_turn_off())
-        self._replaced_warned = False
         self._closed = False
 
     @property
@@ -365,13 +351,7 @@ class Handle:
             CudaError, CudnnError: a CUDA or cuDNN call fails while measuring or building.
         """
         plan = self._book.plan_missing()
-        for kernel_plan in plan.kernels:
-            slot = self._book.slots.of(kernel_plan.kernel_id)
-            launch = executor.Launch(
-                self.descriptors(slot.problem), slot.kernel, kernel_plan.schedule.parts,
-                kernel_plan.workspace_bytes, self._engine_runs,
-            )  # fmt: skip
-            launch.build_plans(self.cudnn)
+        self._launches.build_ahead(plan, self._book.slots)
         return plan
 
     def replan(
@@ -445,26 +425,9 @@ class Handle:
         _check_problem(problem)
         return self._book.slots.get(problem, kernel, layer_option(layer))
 
-    def _warn_replaced(self, replaced: list[str]) -> None:
-        """Say which legacy parts of a plan could not run as planned (`Launch.check_workspaces`):
-        each in the log, the first as a warning."""
-        for what in replaced:
-            logger.info("%s", what)
-        if replaced and not self._replaced_warned:
-            warn_caller(
-                f"{replaced[0]}, with the same result (warned once per handle; the plan does "
-                "not match this device's cuDNN: replan() plans from this Handle's own "
-                "measurements)",
-                WorkspaceFallbackWarning,
-            )
-            self._replaced_warned = True
-
     def descriptors(self, problem: ConvProblem) -> backend.ProblemDescriptors:
         """The cuDNN descriptors of `problem`, made once per handle and reused."""
-        key = problem.key()
-        if key not in self._descriptors:
-            self._descriptors[key] = backend.ProblemDescriptors(problem)
-        return self._descriptors[key]
+        return self._launches.descriptors(problem)
 
     def _pointers(
         self, kernel: str, problem: ConvProblem, tensors: Sequence[object]
@@ -524,7 +487,7 @@ class Handle:
             return
         # Only names checked when their kernel was first prepared can be found here.
         known = layer is None or type(layer) is str
-        ready = self._ready.get((layer, kernel, problem.key())) if known else None
+        ready = self._launches.ready.get((layer, kernel, problem.key())) if known else None
         arena = self._workspace.arena
         if ready is None or arena is None:
             ready = self._prepare(kernel, problem, layer)
@@ -547,7 +510,7 @@ class Handle:
         if bias_ptr is not None:
             backend.add_bias(self.cudnn, ready.launch.descs, bias_ptr, pointers["y"])
 
-    def _prepare(self, kernel: str, problem: ConvProblem, layer: str | None) -> _Ready:
+    def _prepare(self, kernel: str, problem: ConvProblem, layer: str | None) -> Ready:
         """The kernel's schedule ready to launch: planned if new, its plan's workspace
         allocated again if it was released, and compiled for the calls to come."""
         slot = self._slot(problem, kernel, layer)
@@ -556,19 +519,12 @@ class Handle:
             assert self.plan is not None
             self._book.adopt(self.plan)
             kernel_plan = self.plan[slot.kernel_id]  # the same, unless memory was short
-        launch = executor.Launch(
-            self.descriptors(problem), kernel, kernel_plan.schedule.parts,
-            kernel_plan.workspace_bytes, self._engine_runs,
-        )  # fmt: skip
-        self._warn_replaced(launch.check_workspaces(self.cudnn))
-        ready = _Ready(launch, kernel_plan.offset or 0, slot, kernel_plan)
-        self._ready[(layer, kernel, problem.key())] = ready
-        return ready
+        return self._launches.compile((layer, kernel, problem.key()), slot, kernel_plan)
 
     def _check(
         self,
         check: EquivalenceCheck,
-        ready: _Ready,
+        ready: Ready,
         pointers: dict[str, int],
         before: _cuda.DeviceBuffer,
         alpha: float,
