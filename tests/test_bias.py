@@ -11,7 +11,7 @@ import pytest
 import ucudnn
 from tests import reference_conv as ref
 from tests.test_handle import _logical, _problem, _upload
-from ucudnn.core.array import host_dtype
+from ucudnn.core.dtypes import host_dtype
 from ucudnn.core.problem import ConvProblem
 from ucudnn.runtime.check import normalised_l2, tolerance
 

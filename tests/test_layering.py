@@ -123,3 +123,71 @@ def test_the_examples_use_only_public_modules() -> None:
         if name.split(".")[0] == "ucudnn" and any(p.startswith("_") for p in name.split(".")[1:])
     ]
     assert private == []
+
+
+def _package_imports() -> dict[str, set[str]]:
+    """Each module of the package -> the package's modules it imports, deferred imports
+    included; `from a import b` names a.b when b is a submodule, else a."""
+    root = Path(ucudnn.__file__).parent
+    paths = {}
+    for path in root.rglob("*.py"):
+        parts = path.relative_to(root.parent).with_suffix("").parts
+        paths[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    imports: dict[str, set[str]] = {}
+    for module, path in paths.items():
+        found = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom):
+                assert node.level == 0, f"{module}: relative import"
+                submodules = [f"{node.module}.{alias.name}" for alias in node.names]
+                known = [name for name in submodules if name in paths]
+                found.update(known if len(known) == len(submodules) else [*known, node.module])
+            elif isinstance(node, ast.Import):
+                found.update(alias.name for alias in node.names)
+        imports[module] = {name for name in found if name in paths and name != module}
+    return imports
+
+
+def _cycle(imports: dict[str, set[str]]) -> list[str]:
+    """One import cycle, as the modules along it; [] when there is none."""
+    state: dict[str, str] = {}  # "open" while on the path, "done" after
+    path: list[str] = []
+
+    def visit(module: str) -> list[str]:
+        state[module] = "open"
+        path.append(module)
+        for target in sorted(imports[module]):
+            if state.get(target) == "open":
+                return [*path[path.index(target) :], target]
+            if target not in state and (found := visit(target)):
+                return found
+        state[module] = "done"
+        path.pop()
+        return []
+
+    for module in sorted(imports):
+        if module not in state and (found := visit(module)):
+            return found
+    return []
+
+
+def test_the_package_imports_in_no_circle() -> None:
+    """Arrows point one way, deferred imports included: the simulator plugs in at the
+    `ucudnn._native` seam without any module it imports importing the seam back, and no
+    module needs an import inside a function to dodge a circle."""
+    imports = _package_imports()
+    assert "ucudnn.testing.simulator" in imports["ucudnn._native"]  # the seam is seen
+    assert _cycle(imports) == []
+
+
+def test_a_circle_is_found() -> None:
+    """The check above can fail: a made-up circle through the seam is reported along it."""
+    imports = {
+        "ucudnn._native": {"ucudnn.testing.simulator"},
+        "ucudnn.testing.simulator": {"ucudnn.core.array"},
+        "ucudnn.core.array": {"ucudnn._native"},
+        "ucudnn.core.checks": set(),
+    }
+    assert _cycle(imports) == [
+        "ucudnn._native", "ucudnn.testing.simulator", "ucudnn.core.array", "ucudnn._native"
+    ]  # fmt: skip

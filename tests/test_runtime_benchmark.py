@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ucudnn.core.array import host_dtype
+from ucudnn.core.dtypes import host_dtype
 from ucudnn.core.problem import ConvProblem
 from ucudnn.runtime.benchmark import FILL_BYTES, fill_byte
 

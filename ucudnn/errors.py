@@ -14,6 +14,7 @@ import warnings
 from typing import Self
 
 from ucudnn.core.checks import shown
+from ucudnn.core.facts import cuda_version_string
 
 
 class UcudnnError(Exception):
@@ -149,9 +150,6 @@ _FIXED_REASONS = {
 
 
 def _old_driver_reason(driver_version: int, runtime_version: int) -> str:
-    # Imported here: ucudnn.core.device imports this module.
-    from ucudnn.core.facts import cuda_version_string
-
     driver, runtime = cuda_version_string(driver_version), cuda_version_string(runtime_version)
     fix = f"install an NVIDIA driver for CUDA {runtime_version // 1000} or newer"
     driver_major = driver_version // 1000

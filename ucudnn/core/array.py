@@ -19,23 +19,10 @@ import operator
 from collections.abc import Sequence
 from typing import Any
 
-import ml_dtypes
 import numpy as np
 
 from ucudnn.core.checks import shown
-
-# Element types: name -> (itemsize, __cuda_array_interface__ typestr). bfloat16 has no typestr.
-_ELEMENTS: dict[str, tuple[int, str | None]] = {
-    "float16": (2, "<f2"),
-    "bfloat16": (2, None),
-    "float32": (4, "<f4"),
-    "float64": (8, "<f8"),
-    "int8": (1, "|i1"),
-    "uint8": (1, "|u1"),
-    "int32": (4, "<i4"),
-    "int64": (8, "<i8"),
-}
-DTYPES = tuple(_ELEMENTS)
+from ucudnn.core.dtypes import DTYPES, ELEMENTS, check_dtype, host_dtype, itemsize
 
 # DLPack (type code, bits) -> dtype name; codes are kDLInt 0, kDLUInt 1, kDLFloat 2, kDLBfloat 4.
 _DLPACK_DTYPES = {
@@ -52,28 +39,12 @@ _DLPACK_CUDA_DEVICES = (2, 13)  # kDLCUDA, kDLCUDAManaged
 _DLPACK_CPU = 1
 
 
-def itemsize(dtype: str) -> int:
-    """Bytes per element of a dtype name; ValueError for unknown names."""
-    return _ELEMENTS[_check_dtype(dtype)][0]
-
-
-def host_dtype(dtype: str) -> np.dtype:
-    """The numpy dtype that holds this dtype on the host (`ml_dtypes.bfloat16` for bfloat16)."""
-    return np.dtype(ml_dtypes.bfloat16 if _check_dtype(dtype) == "bfloat16" else dtype)
-
-
-def _check_dtype(dtype: object) -> str:
-    if not isinstance(dtype, str) or dtype not in _ELEMENTS:
-        raise ValueError(f"unsupported dtype {shown(dtype)}; expected one of {', '.join(DTYPES)}")
-    return dtype
-
-
 def _dtype_of(array: np.ndarray, dtype: str | None) -> str:
     """The DeviceArray dtype name for a host array, checking an explicit `dtype` against it."""
     name = array.dtype.name  # "bfloat16" for ml_dtypes arrays, whose kind is 'V'
     if dtype is None:
-        return _check_dtype(name)
-    _check_dtype(dtype)
+        return check_dtype(name)
+    check_dtype(dtype)
     if dtype == "bfloat16" and name == "uint16":
         return dtype  # bit patterns, asked for by name: copied as they are
     if name != dtype:
@@ -139,8 +110,8 @@ class DeviceArray:
         readonly: bool = False,
         stream: int = 0,
     ) -> None:
-        self.dtype = _check_dtype(dtype)
-        size = _ELEMENTS[self.dtype][0]
+        self.dtype = check_dtype(dtype)
+        size = ELEMENTS[self.dtype][0]
         self.shape = _int_tuple(shape, "shape")
         if any(extent < 0 for extent in self.shape):
             raise ValueError(f"shape must not have negative extents, got {self.shape}")
@@ -172,7 +143,7 @@ class DeviceArray:
 
     @property
     def itemsize(self) -> int:
-        return _ELEMENTS[self.dtype][0]
+        return ELEMENTS[self.dtype][0]
 
     @property
     def ndim(self) -> int:
@@ -290,7 +261,7 @@ class DeviceArray:
 
     @property
     def __cuda_array_interface__(self) -> dict[str, Any]:
-        typestr = _ELEMENTS[self.dtype][1]
+        typestr = ELEMENTS[self.dtype][1]
         if typestr is None:
             raise TypeError(f"{self.dtype} has no __cuda_array_interface__ typestr")
         return {
@@ -349,7 +320,7 @@ class DeviceArray:
             capsule = obj.__dlpack__(stream=producer_stream)
         tensor = _dlpack.DLPackTensor(capsule)
         dtype = _dtype_from_dlpack(tensor.dtype_code, tensor.dtype_bits, tensor.dtype_lanes)
-        size = _ELEMENTS[dtype][0]
+        size = ELEMENTS[dtype][0]
         strides = None if tensor.strides is None else tuple(s * size for s in tensor.strides)
         return cls(
             tensor.ptr,
@@ -416,7 +387,7 @@ def _dtype_from_typestr(typestr: object) -> str:
         raise ValueError(f"__cuda_array_interface__ typestr {typestr!r} is not valid") from None
     if parsed.byteorder == ">":
         raise ValueError(f"big-endian data ({typestr!r}) is not supported")
-    for name, (_, known) in _ELEMENTS.items():
+    for name, (_, known) in ELEMENTS.items():
         if known is not None and np.dtype(known) == parsed:
             return name
     raise ValueError(

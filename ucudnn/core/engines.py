@@ -15,6 +15,10 @@ from collections.abc import Iterable
 from ucudnn.core.checks import integer, shown
 from ucudnn.core.problem import DTYPES, MATH_TYPES, MAX_DIM
 
+# The first cuDNN whose engine configurations say their workspace before a plan is built
+# (ENGINECFG_WORKSPACE_SIZE), which measuring them needs.
+MIN_ENGINES_CUDNN = 90200
+
 # Our own note beside cuDNN's: the configuration does not build with beta = 1, so it cannot
 # run the backward-filter parts after the first (they accumulate), only undivided.
 BETA1_UNSUPPORTED = "BETA1_UNSUPPORTED"

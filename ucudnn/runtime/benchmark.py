@@ -52,7 +52,6 @@ logger = logging.getLogger(__name__)
 # rivals across sizes; a split size's set names the sizes done above it, and only confirmed
 # times are planned with.
 SEARCH_VERSION = "v2"
-MIN_ENGINES_CUDNN = 90200  # ENGINECFG_WORKSPACE_SIZE: a workspace known before building
 
 # Buffers are filled with one repeated byte (memset fills gigabytes faster than a copy). The
 # value only has to be harmless: a normal number whose products are normal in the type cuDNN
@@ -224,7 +223,7 @@ class Benchmarker:
     def engines_on(self) -> bool:
         """Whether engine configurations are measured: asked for, and cuDNN says their
         workspace before building (>= 9.2)."""
-        return bool(self.settings.engines) and self.facts.cudnn_version >= MIN_ENGINES_CUDNN
+        return bool(self.settings.engines) and self.facts.cudnn_version >= engines.MIN_ENGINES_CUDNN
 
     def tables(
         self, work: Sequence[Work], policy: Policy, excluded: EngineParts = frozenset()

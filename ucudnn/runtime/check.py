@@ -31,7 +31,7 @@ import logging
 import numpy as np
 
 from ucudnn._native import _cuda, _cudnn
-from ucudnn.core.array import host_dtype
+from ucudnn.core.dtypes import host_dtype
 from ucudnn.core.problem import ConvProblem
 from ucudnn.planner.plan import KernelPlan
 from ucudnn.planner.tables import Candidate

@@ -12,6 +12,7 @@ import functools
 import logging
 from typing import NamedTuple
 
+from ucudnn.core.engines import MIN_ENGINES_CUDNN
 from ucudnn.core.problem import ConvProblem
 from ucudnn.errors import UcudnnError
 
@@ -44,7 +45,6 @@ def _probe() -> EngineAvailability:
         from ucudnn.core.device import device_facts
         from ucudnn.core.facts import cudnn_version_string
         from ucudnn.runtime import graph
-        from ucudnn.runtime.benchmark import MIN_ENGINES_CUDNN
     except ImportError as exc:
         return EngineAvailability(False, f"native modules did not import: {exc}")
     try:

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from ucudnn.core.array import host_dtype
+from ucudnn.core.dtypes import host_dtype
 from ucudnn.testing.simulator.convert import cuda_error, cudnn_error
 from ucudnn.testing.simulator.descriptors import (
     ITEMSIZE,
