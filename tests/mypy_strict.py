@@ -1,6 +1,6 @@
 """mypy --strict, with the project's settings (pyproject.toml), on code outside the package:
-the documented calls in tests/typing and the README's examples. mypy is a developer tool (CI
-installs it), so the tests that use it skip, saying so, where it is missing."""
+the documented calls in tests/typing and the examples of the README and docs/*.md. mypy is a
+developer tool (CI installs it), so the tests that use it skip, saying so, where it is missing."""
 
 from __future__ import annotations
 

@@ -267,7 +267,7 @@ def test_wd_splits_conv2_within_the_default_total(database: Path) -> None:
 def test_micro_batched_training_tracks_undivided(
     database: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    # The default batch and limit, as the README runs it, over half the compared iterations.
+    # The default batch and limit, as docs/handle.md runs it, over half the compared iterations.
     status = tiny_train.main(["--compare", "--iterations", "15", "--log-every", "0"])
     out = capsys.readouterr().out
     assert status == 0, out

@@ -100,7 +100,7 @@ def test_a_reader_that_goes_away_ends_the_command_quietly() -> None:
 
 def test_wd_plans_with_highs_when_the_cbc_package_is_removed() -> None:
     # python-mip requires cbcbox (about 600 MB installed) although WD solves with HiGHS; the
-    # README says it may be uninstalled. Here it is made unimportable, as if it were.
+    # docs/installing.md says it may be uninstalled. Here it is made unimportable, as if it were.
     code = """
 import sys
 sys.modules["cbcbox"] = None

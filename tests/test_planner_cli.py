@@ -89,7 +89,7 @@ def test_options_from_the_environment(timings, capsys, monkeypatch) -> None:
     monkeypatch.setenv("UCUDNN_DEFAULT_WORKSPACE_LIMIT", "1KiB")
     monkeypatch.setenv("UCUDNN_TOTAL_WORKSPACE_SIZE", "128MiB")
     monkeypatch.setenv("UCUDNN_BATCH_SIZE_POLICY", "undivided")
-    # UCUDNN_TOTAL_WORKSPACE_SIZE turns WD on, as the README says; --mode wr still wins.
+    # UCUDNN_TOTAL_WORKSPACE_SIZE turns WD on, as docs/configuration.md says; --mode wr still wins.
     assert plan("--timings", timings, "--json") == 0
     data = json.loads(capsys.readouterr().out)
     assert (data["mode"], data["limit_bytes"], data["totals"]["time_ms"]) == ("wd", 128 * MiB, 16.0)

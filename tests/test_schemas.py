@@ -1,5 +1,5 @@
 """The --json formats' schemas: one per format, every field described, the validator strict,
-and the README naming each format with its version."""
+and the command-line page (docs/cli.md) naming each format with its version."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import pytest
 from ucudnn.faces.schemas import SCHEMAS, VERSIONS, SchemaError, header, json_schema, validate
 from ucudnn.planner import plan, tables
 
-README = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+CLI_PAGE = (Path(__file__).resolve().parent.parent / "docs" / "cli.md").read_text()
 
 
 def test_each_format_is_named_and_versioned_once() -> None:
@@ -148,19 +148,19 @@ def test_policy_is_nothing_else(policy: object) -> None:
         validate({**plan_document(), "policy": policy})
 
 
-def readme_section(title: str) -> str:
-    match = re.search(rf"^### {re.escape(title)}\n(.*?)(?=^#)", README, flags=re.M | re.S)
+def cli_page_section(title: str) -> str:
+    match = re.search(rf"^#+ {re.escape(title)}\n(.*?)(?=^#|\Z)", CLI_PAGE, flags=re.M | re.S)
     assert match, title
     return match.group(1)
 
 
-def test_the_readme_names_every_format_with_its_version() -> None:
-    section = readme_section("Machine-readable output")
+def test_the_cli_page_names_every_format_with_its_version() -> None:
+    section = cli_page_section("Machine-readable output")
     rows = dict(re.findall(r"^\| `(ucudnn-[a-z]+)` \| (\d+) \|", section, flags=re.M))
     assert {name: int(version) for name, version in rows.items()} == VERSIONS
     assert "`ucudnn.faces.schemas`" in section
 
 
-def test_the_readme_command_table_mentions_json_and_explain() -> None:
-    section = readme_section("Command line")
+def test_the_cli_page_command_table_mentions_json_and_explain() -> None:
+    section = cli_page_section("Command line")
     assert "--json" in section and "--explain" in section
