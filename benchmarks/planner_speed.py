@@ -141,7 +141,7 @@ def report(name: str, tables: TimingTables, repeat: int, solver: str, kind: str)
 
 def report_tune(graph: LayerGraph, tables: TimingTables, repeat: int, solver: str) -> None:
     def run() -> TuneResult:
-        # No headroom: the README's figures plan the whole 16 GiB, so that runs compare.
+        # No headroom: docs/planner-speed.md plans the whole 16 GiB, so that runs compare.
         return tune(graph, tables, TUNE_MEMORY, batches=TUNE_BATCHES, solver=solver, overhead="0")
 
     tune_s, result = median_s(run, repeat)
