@@ -37,10 +37,12 @@ from ucudnn.planner.errors import NoAlgorithmError
 from ucudnn.planner.policies import Policy, sizes_to_measure
 from ucudnn.planner.tables import Candidate, KernelTable, TimingTables
 from ucudnn.runtime import steps
+from ucudnn.runtime.engines_at_size import BETA1_UNCHECKED
 from ucudnn.runtime.engines_setting import engines_argument
 from ucudnn.runtime.families import families_source
 from ucudnn.runtime.progress import progress_bar
-from ucudnn.runtime.search_device import BETA1_UNCHECKED, Bench, SizeOnDevice, config_id
+from ucudnn.runtime.search_device import SizeOnDevice, config_id
+from ucudnn.runtime.size_bench import Bench
 from ucudnn.runtime.timing import Timer
 from ucudnn.runtime.work import Work
 
