@@ -12,7 +12,7 @@ import dataclasses
 import os
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -56,6 +56,7 @@ from ucudnn.planner.policies import policy_text
 from ucudnn.planner.units import format_size
 
 if TYPE_CHECKING:
+    from ucudnn.faces.formats import InfoDocument, NetworkGiven, NumpyCheck, RunDocument
     from ucudnn.planner.graph import LayerGraph
     from ucudnn.planner.plan import Plan
     from ucudnn.planner.policies import Policy
@@ -195,7 +196,7 @@ def _progress(args: argparse.Namespace) -> bool:
     return not args.quiet and sys.stderr.isatty() and sys.stdout.isatty()
 
 
-def _network_fields(args: argparse.Namespace) -> dict[str, object]:
+def _network_fields(args: argparse.Namespace) -> NetworkGiven:
     """The network arguments as documents give them."""
     return {
         "network": args.network,
@@ -205,7 +206,7 @@ def _network_fields(args: argparse.Namespace) -> dict[str, object]:
     }
 
 
-def _emit(document: dict[str, object]) -> None:
+def _emit(document: Mapping[str, object]) -> None:
     """Print a --json document: the one thing on stdout."""
     print(document_text(document))
 
@@ -257,7 +258,7 @@ def info(args: argparse.Namespace) -> int:
     return 0
 
 
-def _info_document(database: Path, engines: EnginesSetting) -> dict[str, object]:
+def _info_document(database: Path, engines: EnginesSetting) -> InfoDocument:
     from ucudnn.core import device
     from ucudnn.planner.cache import inspect_cache
 
@@ -443,7 +444,7 @@ def run(args: argparse.Namespace) -> int:
     return status
 
 
-def _run_network(args: argparse.Namespace) -> tuple[int, dict[str, object] | None]:
+def _run_network(args: argparse.Namespace) -> tuple[int, RunDocument | None]:
     """Measure plan and baseline of the network on the GPU, and compare them with undivided
     runs (--check): print what it finds as it goes, or with --json return it as a ucudnn-run
     document instead. The exit status is 1 when a comparison fails."""
@@ -568,9 +569,7 @@ def _model_tables_for(graph: LayerGraph, policy: Policy = "powerOfTwo") -> Timin
     return model_tables(((n, graph.problem(n), graph.kernels(n)) for n in graph.layers()), policy)
 
 
-def _demo_gpu(
-    args: argparse.Namespace, limit: int
-) -> tuple[int, dict[str, object], dict[str, object] | None]:
+def _demo_gpu(args: argparse.Namespace, limit: int) -> tuple[int, NumpyCheck, RunDocument | None]:
     """A checked numpy convolution, then the network run and checked: (exit status, the
     convolution's document part, the run's document with --json)."""
     import numpy as np
