@@ -1,4 +1,4 @@
-"""The fields of every `ucudnn COMMAND --json` document, declared once: a TypedDict per object.
+"""The fields of the commands' `--json` documents, declared once: a TypedDict per object.
 
 Each field is `Annotated` with what it means, and with `ucudnn.faces.field_notes` where its
 type alone does not say enough. `ucudnn.faces.schemas` generates the published JSON Schemas
