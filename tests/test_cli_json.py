@@ -12,6 +12,7 @@ import pytest
 
 import ucudnn
 from tests.conftest import gpu_available
+from tests.schema_validator import validate
 from ucudnn.core.device import Device
 from ucudnn.core.facts import DeviceFacts
 from ucudnn.core.problem import ConvProblem
@@ -25,7 +26,6 @@ from ucudnn.faces.outputs import (
     run_document,
 )
 from ucudnn.faces.report import timing_report
-from ucudnn.faces.schemas import validate
 from ucudnn.planner.cache import BenchmarkCache, CacheReport, CacheStats, Measurement
 from ucudnn.planner.networks import builtin_network
 from ucudnn.planner.plan import Plan, make_plan_wd, make_plan_wr

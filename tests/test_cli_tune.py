@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import gpu_available
+from tests.schema_validator import validate
 from ucudnn.faces.cli import main
 from ucudnn.faces.commands import MODEL_NOTE
-from ucudnn.faces.schemas import validate
 from ucudnn.planner.errors import InfeasibleError
 from ucudnn.planner.graph import LayerGraph
 from ucudnn.planner.memory import FrameworkOverhead

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.schema_validator import validate
 from ucudnn.faces.cli import main
 from ucudnn.faces.outputs import run_document
-from ucudnn.faces.schemas import validate
 from ucudnn.planner.documents import document_text
 from ucudnn.planner.networks import builtin_network
 from ucudnn.planner.plan import make_plan_wr

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
+from tests.schema_validator import SchemaError, validate
 from ucudnn.core.checks import boolean
 from ucudnn.faces.cli import main
-from ucudnn.faces.schemas import SchemaError, header, validate
 from ucudnn.planner.config import Config, file_path
 from ucudnn.planner.errors import InfeasibleError
 from ucudnn.planner.networks import builtin_network, load_network
@@ -16,6 +16,7 @@ from ucudnn.planner.policies import policy_text
 from ucudnn.planner.tables import Candidate, KernelTable, TimingTables
 
 SIZES = tuple(range(1, 5000))
+PLOT = {"format": "ucudnn-plot", "version": 1}
 LIST = ",".join(map(str, SIZES))  # 23888 characters
 
 
@@ -63,8 +64,8 @@ def test_python_errors_quote_long_values_cut_short(monkeypatch) -> None:
         lambda: file_path(long + "\0", "database"),
         lambda: file_path([long], "database"),
         lambda: Config(batch_size_policy=10**5000),
-        lambda: validate({**header("ucudnn-plot"), "layer": 1, "files": [long * 2]}),
-        lambda: validate({**header("ucudnn-plot"), "layer": "c", "files": [], long: 1}),
+        lambda: validate({**PLOT, "layer": 1, "files": [long * 2]}),
+        lambda: validate({**PLOT, "layer": "c", "files": [], long: 1}),
     ):
         with pytest.raises((TypeError, ValueError, SchemaError)) as caught:
             call()

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from ucudnn.faces.schemas import validate
+from tests.schema_validator import validate
 from ucudnn.planner.explain import explain_plan
 from ucudnn.planner.networks import builtin_network
 from ucudnn.planner.pareto import desirable_set

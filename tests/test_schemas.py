@@ -1,5 +1,6 @@
-"""The --json formats' schemas: one per format, every field described, the validator strict,
-and the command-line page (docs/cli.md) naming each format with its version."""
+"""The --json formats' schemas: one per format, generated from its declaration, every field
+described, the validator strict, and the command-line page (docs/cli.md) naming each format
+with its version."""
 
 from __future__ import annotations
 
@@ -7,10 +8,13 @@ import copy
 import json
 import re
 from pathlib import Path
+from typing import Annotated, NotRequired, TypedDict
 
 import pytest
 
-from ucudnn.faces.schemas import SCHEMAS, VERSIONS, SchemaError, header, json_schema, validate
+from tests.schema_validator import SchemaError, validate
+from ucudnn.faces.field_notes import SIGNED, Minimum, NullMeans, OneOf
+from ucudnn.faces.schemas import SCHEMAS, VERSIONS, json_schema, schema_of
 from ucudnn.planner import plan, tables
 
 CLI_PAGE = (Path(__file__).resolve().parent.parent / "docs" / "cli.md").read_text()
@@ -24,10 +28,74 @@ def test_each_format_is_named_and_versioned_once() -> None:
     for name, schema in SCHEMAS.items():
         assert schema["properties"]["format"]["const"] == name
         assert schema["properties"]["version"]["const"] == VERSIONS[name]
-        assert header(name) == {"format": name, "version": VERSIONS[name]}
     # The readers' versions are the schemas' versions.
     assert VERSIONS[plan.JSON_FORMAT] == plan.JSON_VERSION == 3
     assert VERSIONS[tables.JSON_FORMAT] == tables.JSON_VERSION == 1
+
+
+class Toy(TypedDict):
+    """a toy document"""
+
+    count: Annotated[int, "how many"]
+    share: Annotated[float, "a fraction", SIGNED]
+    sizes: Annotated[list[Annotated[int, "samples", Minimum(1)]], "the sizes"]
+    kind: Annotated[str, "which", OneOf(("a", "b"))]
+    note: Annotated[str | None, "a note", NullMeans("none given")]
+    part: Annotated[Part | None, NullMeans("no part")]
+    later: NotRequired[Annotated[bool, "added later"]]
+
+
+class Part(TypedDict):
+    """a part of it"""
+
+    name: Annotated[str, "its name"]
+
+
+def test_a_declaration_becomes_its_schema() -> None:
+    """Numbers are at least 0 unless they say otherwise, a field that may be null says what
+    null means, an object without a description of its own is described by its docstring."""
+    part = {
+        "type": "object",
+        "properties": {"name": {"description": "its name", "type": "string"}},
+        "required": ["name"],
+        "additionalProperties": False,
+    }
+    assert schema_of(Toy) == {
+        "description": "a toy document",
+        "type": "object",
+        "properties": {
+            "count": {"description": "how many", "type": "integer", "minimum": 0},
+            "share": {"description": "a fraction", "type": "number"},
+            "sizes": {
+                "description": "the sizes",
+                "type": "array",
+                "items": {"description": "samples", "type": "integer", "minimum": 1},
+            },
+            "kind": {"description": "which", "type": "string", "enum": ["a", "b"]},
+            "note": {
+                "description": "a note; null: none given",
+                "anyOf": [{"type": "string"}, {"type": "null"}],
+            },
+            "part": {
+                "description": "a part of it; null: no part",
+                "anyOf": [part, {"type": "null"}],
+            },
+            "later": {"description": "added later", "type": "boolean"},
+        },
+        "required": ["count", "share", "sizes", "kind", "note", "part"],
+        "additionalProperties": False,
+    }
+
+
+class Unexplained(TypedDict):
+    """null without its meaning"""
+
+    time_ms: Annotated[float | None, "a time, milliseconds"]
+
+
+def test_a_field_that_may_be_null_must_say_what_null_means() -> None:
+    with pytest.raises(TypeError, match="only where, NullMeans says why"):
+        schema_of(Unexplained)
 
 
 def subschemas(schema: dict, path: str = "$"):

@@ -1,4 +1,5 @@
-"""What each `ucudnn` subcommand does; `cli.py` only parses arguments.
+"""What each `ucudnn` subcommand does; `cli.py` only parses arguments, and `options.py` reads
+the values the commands take from them.
 
 Every command returns its exit status: 0 done, 1 could not (no GPU, nothing fits, a device or
 cuDNN failure), 2 bad input or a solver failure; `cli.main` adds 130 for Ctrl-C and 143
@@ -12,15 +13,23 @@ import dataclasses
 import os
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ucudnn.core.checks import parse_float, parse_int, shown
-from ucudnn.core.problem import MAX_DIM
+from ucudnn.core.checks import shown
 from ucudnn.errors import UcudnnError
 from ucudnn.faces import messages
 from ucudnn.faces.info import info_text, unusable_reason
+from ucudnn.faces.options import (
+    batch_list,
+    database_or_default,
+    database_path,
+    engines_choice,
+    engines_in_effect,
+    network_given,
+    read_numbers,
+)
 from ucudnn.faces.outputs import (
     bench_document,
     demo_document,
@@ -30,7 +39,6 @@ from ucudnn.faces.outputs import (
     run_document,
     tune_document,
 )
-from ucudnn.planner.choices import TIME_LIMIT_RANGE_S
 from ucudnn.planner.cli import (
     PlanOptions,
     check_rows,
@@ -44,8 +52,6 @@ from ucudnn.planner.cli import (
 from ucudnn.planner.config import (
     MAX_BYTES,
     Config,
-    database_from_env,
-    default_database,
     engines_from_env,
     parse_size,
 )
@@ -56,6 +62,7 @@ from ucudnn.planner.policies import policy_text
 from ucudnn.planner.units import format_size
 
 if TYPE_CHECKING:
+    from ucudnn.faces.formats import InfoDocument, NumpyCheck, RunDocument
     from ucudnn.planner.graph import LayerGraph
     from ucudnn.planner.plan import Plan
     from ucudnn.planner.policies import Policy
@@ -67,7 +74,6 @@ if TYPE_CHECKING:
 Command = Callable[[argparse.Namespace], int]
 
 MODEL_NOTE = "MODEL timings (built-in cost model, NOT measurements)"
-MAX_REPEATS = 10_000  # timed runs per kernel
 
 
 class CommandError(Exception):
@@ -83,7 +89,7 @@ def _command(func: Command) -> Command:
 
     def wrapper(args: argparse.Namespace) -> int:
         try:
-            _read_numbers(args)
+            read_numbers(args)
             return func(args)
         except CommandError as exc:
             show_error(args.command, str(exc))
@@ -119,33 +125,7 @@ def show_error(command: str, message: str) -> None:
     print(f"{messages.line_prefix(command)}: error: {message}", file=sys.stderr)
 
 
-# -- shared argument handling -------------------------------------------------------------
-def _batch(text: str, name: str) -> int:
-    """A batch size as cuDNN takes one: 1 to 2**31 - 1."""
-    try:
-        return parse_int(text, name, 1, MAX_DIM)
-    except ValueError as exc:
-        raise ValueError(f"{exc} (cuDNN's dimensions are 32-bit)") from None
-
-
-# The numeric options, read from their text here rather than by argparse (type=int), which
-# quotes a bad value whole, refuses one past 4300 digits in Python's words, and exits before
-# the command's one-line message.
-_NUMBER_OPTIONS: dict[str, Callable[[str], object]] = {
-    "batch": lambda text: _batch(text, "--batch"),
-    "repeats": lambda text: parse_int(text, "--repeats", 1, MAX_REPEATS),
-    "time_limit": lambda text: parse_float(text, "--time-limit", *TIME_LIMIT_RANGE_S),
-}
-
-
-def _read_numbers(args: argparse.Namespace) -> None:
-    """The numeric options given, in place of their text (defaults are numbers already)."""
-    for dest, read in _NUMBER_OPTIONS.items():
-        text = getattr(args, dest, None)
-        if isinstance(text, str):
-            setattr(args, dest, read(text))
-
-
+# -- what the commands share --------------------------------------------------------------
 def _network(args: argparse.Namespace) -> LayerGraph:
     return load_network(args.network, args.batch, args.dtype, args.layout)
 
@@ -156,26 +136,6 @@ def _require_gpu() -> None:
         raise CommandError(f"this command needs a GPU: {reason}", status=1)
 
 
-def _engines(args: argparse.Namespace) -> bool | None:
-    """--engines on/off; None (unset, or a command without it) leaves it to UCUDNN_ENGINES,
-    else to the default."""
-    choice: str | None = getattr(args, "engines", None)
-    return None if choice is None else choice == "on"
-
-
-def _engines_in_effect(args: argparse.Namespace) -> EnginesSetting:
-    """Whether the command measures engine configurations, and why: --engines, else
-    UCUDNN_ENGINES (a bad value counts as unset here: `info` reports it, the others refuse
-    it), else the default, which asks the device."""
-    from ucudnn.runtime.engines_setting import EnginesRequest, engines_setting
-
-    try:
-        environment = engines_from_env()
-    except ValueError:
-        environment = None
-    return engines_setting(EnginesRequest.of(_engines(args), environment))
-
-
 def _benchmark_settings(args: argparse.Namespace) -> BenchmarkSettings:
     """How the command measures: --engines (unset: as a Handle decides), --search, for
     deterministic plans where --deterministic asks for them, and a progress bar for a person
@@ -183,7 +143,7 @@ def _benchmark_settings(args: argparse.Namespace) -> BenchmarkSettings:
     from ucudnn.runtime.benchmark import BenchmarkSettings
 
     return BenchmarkSettings(
-        progress=_progress(args), engines=_engines(args), search=args.search,
+        progress=_progress(args), engines=engines_choice(args), search=args.search,
         deterministic_only=getattr(args, "deterministic", False),
     )  # fmt: skip
 
@@ -195,23 +155,9 @@ def _progress(args: argparse.Namespace) -> bool:
     return not args.quiet and sys.stderr.isatty() and sys.stdout.isatty()
 
 
-def _network_fields(args: argparse.Namespace) -> dict[str, object]:
-    """The network arguments as documents give them."""
-    return {
-        "network": args.network,
-        "batch": args.batch,
-        "dtype": args.dtype,
-        "layout": args.layout,
-    }
-
-
-def _emit(document: dict[str, object]) -> None:
+def _emit(document: Mapping[str, object]) -> None:
     """Print a --json document: the one thing on stdout."""
     print(document_text(document))
-
-
-def _database(args: argparse.Namespace, config: Config) -> Path:
-    return Path(args.database) if args.database else config.database
 
 
 def _configuration_problems() -> list[str]:
@@ -230,14 +176,6 @@ def _configuration_problems() -> list[str]:
     return problems
 
 
-def _database_or_default() -> Path:
-    """UCUDNN_DATABASE, or the default when it cannot be read (reported as a warning above)."""
-    try:
-        return database_from_env()
-    except ValueError:
-        return default_database()
-
-
 # -- commands ------------------------------------------------------------------------------
 @_command
 def info(args: argparse.Namespace) -> int:
@@ -245,8 +183,8 @@ def info(args: argparse.Namespace) -> int:
     it only reads: it creates, migrates or recovers nothing."""
     from ucudnn.planner.cache import inspect_cache
 
-    path = Path(args.database) if args.database else _database_or_default()
-    engines = _engines_in_effect(args)
+    path = Path(args.database) if args.database else database_or_default()
+    engines = engines_in_effect(args)
     if args.json:
         _emit(_info_document(path, engines))
         return 0
@@ -257,7 +195,7 @@ def info(args: argparse.Namespace) -> int:
     return 0
 
 
-def _info_document(database: Path, engines: EnginesSetting) -> dict[str, object]:
+def _info_document(database: Path, engines: EnginesSetting) -> InfoDocument:
     from ucudnn.core import device
     from ucudnn.planner.cache import inspect_cache
 
@@ -273,7 +211,7 @@ def bench(args: argparse.Namespace) -> int:
     config = Config.from_env()
     graph, policy = _network(args), policy_from_args(args, config)
     _require_gpu()
-    with open_benchmarker(_database(args, config), _benchmark_settings(args)) as benchmarker:
+    with open_benchmarker(database_path(args, config), _benchmark_settings(args)) as benchmarker:
         start = time.perf_counter()
         tables = benchmarker.tables(work_from_graph(graph), policy)
         elapsed = time.perf_counter() - start
@@ -283,7 +221,7 @@ def bench(args: argparse.Namespace) -> int:
         tables.device = facts  # the CSV records where it was measured
         tables.write_csv(args.export)
     if args.json:
-        network = _network_fields(args)
+        network = network_given(args)
         _emit(bench_document(network, policy, kernels, counts, elapsed, args.export, facts, tables))
         return 0
     print(
@@ -331,7 +269,7 @@ def _timings_file(args: argparse.Namespace) -> tuple[TimingTables, str]:
     if tables.device is not None:
         source += f", measured on {tables.device.describe()}"
     check_rows(tables, source)
-    if EnginesRequest.of(_engines(args), engines_from_env()).asked is False:
+    if EnginesRequest.of(engines_choice(args), engines_from_env()).asked is False:
         tables, source = legacy_only(tables), f"{source}, legacy algorithms only (engines off)"
     return tables, source
 
@@ -348,7 +286,7 @@ def tune(args: argparse.Namespace) -> int:
         _check_plotting()
     memory = parse_size(args.memory, "--memory")
     overhead = parse_overhead(args.framework_overhead, "--framework-overhead")
-    batches = None if args.batches is None else _batch_list(args.batches)
+    batches = None if args.batches is None else batch_list(args.batches)
     policy = policy_from_args(args, config)
     graph = _network(args)
     if args.timings is not None:
@@ -372,7 +310,7 @@ def tune(args: argparse.Namespace) -> int:
     )  # fmt: skip
     plot = plots.write_tune_plot(result, args.plot) if args.plot else None
     if args.json:
-        _emit(tune_document(_network_fields(args), result, plot))
+        _emit(tune_document(network_given(args), result, plot))
         return 0
     assert result.best.plan is not None  # the best point fits
     print(result.report())
@@ -381,18 +319,6 @@ def tune(args: argparse.Namespace) -> int:
     if plot is not None:
         print(f"plot written to {plot}")
     return 0
-
-
-def _batch_list(text: str) -> list[int]:
-    """--batches: a comma-separated list of batch sizes."""
-    if not text.strip():
-        raise ValueError("--batches is empty; expected a list of batch sizes such as 32,64,96")
-    try:
-        return [_batch(part, "batch") for part in text.split(",")]
-    except ValueError as exc:
-        raise ValueError(
-            f"--batches={shown(text)} is not a list of batch sizes such as 32,64,96: {exc}"
-        ) from None
 
 
 def _check_plotting() -> None:
@@ -427,7 +353,7 @@ def _measured_tables(
     from ucudnn.runtime.session import open_benchmarker
     from ucudnn.runtime.work import work_from_graph
 
-    database = _database(args, Config.from_env())
+    database = database_path(args, Config.from_env())
     with open_benchmarker(database, _benchmark_settings(args)) as benchmarker:
         tables = benchmarker.tables(work_from_graph(graph), policy)
         tables.device = benchmarker.facts
@@ -443,7 +369,7 @@ def run(args: argparse.Namespace) -> int:
     return status
 
 
-def _run_network(args: argparse.Namespace) -> tuple[int, dict[str, object] | None]:
+def _run_network(args: argparse.Namespace) -> tuple[int, RunDocument | None]:
     """Measure plan and baseline of the network on the GPU, and compare them with undivided
     runs (--check): print what it finds as it goes, or with --json return it as a ucudnn-run
     document instead. The exit status is 1 when a comparison fails."""
@@ -462,7 +388,7 @@ def _run_network(args: argparse.Namespace) -> tuple[int, dict[str, object] | Non
         workspace_limit=limit if mode == "wr" else None,
         total_workspace=None if mode == "wr" else limit,
         policy=policy_from_args(args, config),
-        database=_database(args, config),
+        database=database_path(args, config),
         benchmark=_benchmark_settings(args),
     ) as handle:
         timings = measure_plan(handle, work, repeats=args.repeats, progress=_progress(args))
@@ -484,7 +410,7 @@ def _run_network(args: argparse.Namespace) -> tuple[int, dict[str, object] | Non
     if not args.json:
         return status, None
     assert plan is not None  # measure_plan planned the work
-    return status, run_document(_network_fields(args), args.repeats, timings, checks, plan)
+    return status, run_document(network_given(args), args.repeats, timings, checks, plan)
 
 
 @_command
@@ -513,7 +439,7 @@ def demo(args: argparse.Namespace) -> int:
 
     limit = parse_size(args.workspace_limit, "--workspace-limit")
     graph = load_network(args.network, args.batch)  # bad arguments first, before any output
-    engines = _engines_in_effect(args)
+    engines = engines_in_effect(args)
     if not args.json:
         print(info_text(engines))
         print()
@@ -521,7 +447,7 @@ def demo(args: argparse.Namespace) -> int:
     if not reason:
         status, numpy_check, run_part = _demo_gpu(args, limit)
         if args.json:
-            info_part = _info_document(_database_or_default(), engines)
+            info_part = _info_document(database_or_default(), engines)
             _emit(
                 demo_document(args.network, args.batch, limit, info_part,
                               numpy_check=numpy_check, run=run_part)
@@ -537,7 +463,7 @@ def demo(args: argparse.Namespace) -> int:
     budget = min(limit * len(graph.kernel_ids()), MAX_BYTES)
     wd = _with_baselines_of(make_plan_wd(tables, budget, timings_source=MODEL_NOTE), wr)
     if args.json:
-        info_part = _info_document(_database_or_default(), engines)
+        info_part = _info_document(database_or_default(), engines)
         _emit(demo_document(args.network, args.batch, limit, info_part, model_plans=(wr, wd)))
         return 0
     print(
@@ -568,9 +494,7 @@ def _model_tables_for(graph: LayerGraph, policy: Policy = "powerOfTwo") -> Timin
     return model_tables(((n, graph.problem(n), graph.kernels(n)) for n in graph.layers()), policy)
 
 
-def _demo_gpu(
-    args: argparse.Namespace, limit: int
-) -> tuple[int, dict[str, object], dict[str, object] | None]:
+def _demo_gpu(args: argparse.Namespace, limit: int) -> tuple[int, NumpyCheck, RunDocument | None]:
     """A checked numpy convolution, then the network run and checked: (exit status, the
     convolution's document part, the run's document with --json)."""
     import numpy as np
@@ -581,7 +505,7 @@ def _demo_gpu(
     rng = np.random.default_rng(0)
     x = rng.standard_normal((64, 16, 32, 32), dtype=np.float32)
     w = rng.standard_normal((32, 16, 3, 3), dtype=np.float32)
-    engines = _engines(args)
+    engines = engines_choice(args)
     y = ucudnn.conv_forward(x, w, padding=1, workspace_limit=limit, engines=engines)
     undivided = ucudnn.conv_forward(
         x, w, padding=1, workspace_limit=limit, policy="undivided", engines=engines

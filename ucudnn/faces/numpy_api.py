@@ -573,5 +573,5 @@ def _default_handle(
     engines: bool | None = None,
 ) -> Handle:
     """The WR handle of this configuration, reused so plans and workspaces persist across calls
-    (one shared workspace buffer: see the README's "One buffer or slices")."""
+    (one shared workspace buffer: see docs/handle.md, "One buffer or slices")."""
     return _HANDLES.get(workspace_limit, policy, database, engines)

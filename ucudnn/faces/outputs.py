@@ -1,7 +1,8 @@
 """The JSON documents `ucudnn COMMAND --json` prints, built from what the command found.
 
-`ucudnn.faces.schemas` describes their fields. The builders take plain results and touch no
-device, so they are tested on a CPU with real data objects; the commands print them.
+Each builder returns its document's type, whose fields `ucudnn.faces.formats` declares. The
+builders take plain results and touch no device, so they are tested on a CPU with real data
+objects; the commands print them.
 """
 
 from __future__ import annotations
@@ -9,18 +10,19 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import ucudnn
 from ucudnn.core.build import distribution
+from ucudnn.faces import formats, plan_formats
 from ucudnn.faces.info import unusable_reason
 from ucudnn.faces.report import timing_totals
-from ucudnn.faces.schemas import header
 
 if TYPE_CHECKING:  # none is needed at run time; the runtime's would load native modules
     from ucudnn.core.device import InfoReport
     from ucudnn.core.facts import DeviceFacts
     from ucudnn.planner.cache import CacheReport
+    from ucudnn.planner.memory import StepMemory
     from ucudnn.planner.plan import Plan
     from ucudnn.planner.policies import Policy
     from ucudnn.planner.tables import TimingTables
@@ -29,22 +31,34 @@ if TYPE_CHECKING:  # none is needed at run time; the runtime's would load native
     from ucudnn.runtime.engines_setting import EnginesSetting
     from ucudnn.runtime.measure import KernelTiming
 
-Document = dict[str, object]
 
-
-def policy_value(policy: Policy) -> object:
+def policy_value(policy: Policy) -> str | list[int]:
     """A policy as documents hold it: its name, or its sizes as a list."""
     return policy if isinstance(policy, str) else list(policy)
 
 
+# The parts the planner and the core write themselves (`to_dict`), declared in formats too.
+def _plan(plan: Plan) -> plan_formats.PlanDocument:
+    return cast("plan_formats.PlanDocument", plan.to_dict())
+
+
+def _device(facts: DeviceFacts) -> plan_formats.DeviceFacts:
+    return cast("plan_formats.DeviceFacts", facts.to_dict())
+
+
+def _memory(step: StepMemory) -> formats.StepMemory:
+    return cast("formats.StepMemory", step.to_dict())
+
+
 def info_document(
     report: InfoReport, problems: Sequence[str], cache: CacheReport, engines: EnginesSetting
-) -> Document:
+) -> formats.InfoDocument:
     """ucudnn-info: what `device.info()` reports, the bad settings, the cache as found, and
     the engines' setting in effect."""
     stats = cache.stats
     return {
-        **header("ucudnn-info"),
+        "format": "ucudnn-info",
+        "version": 1,
         "ucudnn_version": ucudnn.__version__,
         "distribution": distribution(),
         "native_loaded": report["native"],
@@ -54,8 +68,11 @@ def info_document(
         "cuda_driver_version": report.get("cuda_driver"),
         "libraries": [
             {
-                field: library[field]
-                for field in ("name", "soname", "path", "found_by", "distribution")
+                "name": library["name"],
+                "soname": library["soname"],
+                "path": library["path"],
+                "found_by": library["found_by"],
+                "distribution": library["distribution"],
             }
             for library in report.get("libraries", [])
         ],
@@ -90,7 +107,7 @@ def info_document(
 
 
 def bench_document(
-    network: Mapping[str, object],
+    network: formats.NetworkGiven,
     policy: Policy,
     kernels: int,
     counts: Mapping[str, int],
@@ -98,11 +115,11 @@ def bench_document(
     export_path: str | None,
     facts: DeviceFacts,
     tables: TimingTables,
-) -> Document:
-    """ucudnn-bench: what was measured for `network` (its fields as `network_fields` gives
-    them), and the timings themselves."""
+) -> formats.BenchDocument:
+    """ucudnn-bench: what was measured for `network`, and the timings themselves."""
     return {
-        **header("ucudnn-bench"),
+        "format": "ucudnn-bench",
+        "version": 1,
         **network,
         "policy": policy_value(policy),
         "kernels": kernels,
@@ -110,23 +127,24 @@ def bench_document(
         "problem_sizes_cached": counts["cached"],
         "elapsed_s": elapsed_s,
         "export_path": export_path,
-        "device": facts.to_dict(),
+        "device": _device(facts),
         "timings": json.loads(tables.to_json()),  # the ucudnn-timings document, as written
     }
 
 
 def run_document(
-    network: Mapping[str, object],
+    network: formats.NetworkGiven,
     repeats: int,
     timings: Sequence[KernelTiming],
     checks: Sequence[CheckResult] | None,
     plan: Plan,
-) -> Document:
+) -> formats.RunDocument:
     """ucudnn-run: each kernel's predicted and measured times, the comparisons with undivided
     runs when there were any (`checks`), and the plan that ran."""
     totals = timing_totals(timings)
     return {
-        **header("ucudnn-run"),
+        "format": "ucudnn-run",
+        "version": 1,
         **network,
         "mode": plan.mode,
         "limit_bytes": plan.limit_bytes,
@@ -152,11 +170,11 @@ def run_document(
             "prediction_error": totals.prediction_error,
         },
         "check": None if checks is None else _check_part(checks),
-        "plan": plan.to_dict(),
+        "plan": _plan(plan),
     }
 
 
-def _check_part(checks: Sequence[CheckResult]) -> Document:
+def _check_part(checks: Sequence[CheckResult]) -> formats.Comparison:
     return {
         "passed": all(c.ok for c in checks),
         "results": [
@@ -172,10 +190,11 @@ def _check_part(checks: Sequence[CheckResult]) -> Document:
     }
 
 
-def plot_document(layer: str, paths: Sequence[Path]) -> Document:
+def plot_document(layer: str, paths: Sequence[Path]) -> formats.PlotDocument:
     """ucudnn-plot: the files written, each named by what it shows (its file name's stem)."""
     return {
-        **header("ucudnn-plot"),
+        "format": "ucudnn-plot",
+        "version": 1,
         "layer": layer,
         "files": [{"kind": path.stem, "path": str(path)} for path in paths],
     }
@@ -183,7 +202,7 @@ def plot_document(layer: str, paths: Sequence[Path]) -> Document:
 
 def numpy_check_part(
     x_shape: Sequence[int], w_shape: Sequence[int], y_shape: Sequence[int], distance: float
-) -> Document:
+) -> formats.NumpyCheck:
     """The demo's numpy convolution: its shapes, and how far micro-batching moved the result."""
     return {
         "x_shape": list(x_shape),
@@ -197,15 +216,17 @@ def demo_document(
     network: str,
     batch: int,
     workspace_limit_bytes: int,
-    info: Document,
+    info: formats.InfoDocument,
     *,
-    numpy_check: Document | None = None,
-    run: Document | None = None,
-    model_plans: Sequence[Plan] | None = None,
-) -> Document:
-    """ucudnn-demo: on a GPU the numpy check and the run, without one the model's plans."""
+    numpy_check: formats.NumpyCheck | None = None,
+    run: formats.RunDocument | None = None,
+    model_plans: tuple[Plan, Plan] | None = None,
+) -> formats.DemoDocument:
+    """ucudnn-demo: on a GPU the numpy check and the run, without one the model's plans (wr,
+    wd)."""
     return {
-        **header("ucudnn-demo"),
+        "format": "ucudnn-demo",
+        "version": 1,
         "network": network,
         "batch": batch,
         "workspace_limit_bytes": workspace_limit_bytes,
@@ -215,20 +236,25 @@ def demo_document(
         "run": run,
         "model_plans": None
         if model_plans is None
-        else {plan.mode: plan.to_dict() for plan in model_plans},
+        else {"wr": _plan(model_plans[0]), "wd": _plan(model_plans[1])},
     }
 
 
-def tune_document(network: Mapping[str, object], result: TuneResult, plot: Path | None) -> Document:
+def tune_document(
+    network: formats.NetworkGiven, result: TuneResult, plot: Path | None
+) -> formats.TuneDocument:
     """ucudnn-tune: the chosen batch and its plan, the memory model and the whole curve."""
     best, model = result.best, result.model
     assert best.plan is not None  # the best point fits
     return {
-        **header("ucudnn-tune"),
-        **{field: network[field] for field in ("network", "dtype", "layout")},
+        "format": "ucudnn-tune",
+        "version": 1,
+        "network": network["network"],
+        "dtype": network["dtype"],
+        "layout": network["layout"],
         "batch": best.batch,
         "samples_per_s": best.samples_per_s,
-        "time_ms": best.time_ms,
+        "time_ms": best.plan.time_ms,
         "memory_bytes": result.memory_bytes,
         "table_batch": result.table_batch,
         "timings_source": result.timings_source,
@@ -240,18 +266,18 @@ def tune_document(network: Mapping[str, object], result: TuneResult, plot: Path 
             "overhead_per_sample_fraction": float(model.overhead.per_sample),
         },
         "curve": [_tune_point(point) for point in result.points],
-        "plan": best.plan.to_dict(),
+        "plan": _plan(best.plan),
         "plot_path": None if plot is None else str(plot),
     }
 
 
-def _tune_point(point: TunePoint) -> Document:
+def _tune_point(point: TunePoint) -> formats.TunePoint:
     return {
         "batch": point.batch,
         "status": point.status,
         "measured_undivided": point.measured,
         "time_ms": point.time_ms,
         "samples_per_s": point.samples_per_s,
-        "memory": None if point.step is None else point.step.to_dict(),
-        "minimum_memory": point.minimum.to_dict(),
+        "memory": None if point.step is None else _memory(point.step),
+        "minimum_memory": _memory(point.minimum),
     }
