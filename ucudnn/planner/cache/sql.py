@@ -1,6 +1,6 @@
 """The cache's SQL, as functions of an open connection: the schema and its migrations, the
 queries that find, replace and count measurement sets, and what SQLite's errors mean. Nothing
-here knows about paths, locks or other processes (files.py does), so all of it runs on
+here knows about locks, recovery or other processes (files.py does), so all of it runs on
 ":memory:"."""
 
 from __future__ import annotations
@@ -123,7 +123,7 @@ class CorruptError(sqlite3.DatabaseError):
 
 
 class SchemaError(sqlite3.DatabaseError):
-    """Our file, at a schema version this process may not or cannot bring to SCHEMA_VERSION."""
+    """Our file, at a schema version this process may not or cannot bring to its own."""
 
 
 def is_corrupt(exc: sqlite3.Error) -> bool:
