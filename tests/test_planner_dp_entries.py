@@ -6,8 +6,9 @@ from __future__ import annotations
 
 from hypothesis import given, settings, strategies as st
 
+from ucudnn.planner.candidate import Row
 from ucudnn.planner.dp import StepBudget, _GeneralDP
-from ucudnn.planner.tables import Candidate, Row
+from ucudnn.planner.tables import Candidate
 
 # Few distinct times (multiples of 1/8, summed exactly) and workspaces: ties are the rule.
 TIMES = st.integers(1, 12).map(lambda eighths: eighths / 8)

@@ -46,20 +46,20 @@ from typing import NamedTuple
 
 from ucudnn.core.checks import integer
 from ucudnn.core.problem import MAX_DIM
-from ucudnn.planner.config import byte_count
-from ucudnn.planner.policies import Policy, allowed_sizes
-from ucudnn.planner.tables import (
+from ucudnn.planner.candidate import (
     ROW_DETERMINISTIC,
     ROW_SIZE,
     ROW_TIME,
     ROW_WORKSPACE,
     Candidate,
-    KernelTable,
     Row,
-    Schedule,
     row_speed_key,
     row_workspace_speed_key,
 )
+from ucudnn.planner.config import byte_count
+from ucudnn.planner.kernel_table import KernelTable
+from ucudnn.planner.policies import Policy, allowed_sizes
+from ucudnn.planner.schedule import Schedule
 
 # The general program's inner loop runs at most this often per budget (a few seconds).
 MAX_DP_STEPS = 20_000_000

@@ -26,6 +26,7 @@ from ucudnn.core.checks import integer, shown
 from ucudnn.core.facts import DeviceFacts
 from ucudnn.core.problem import check_kernel
 from ucudnn.errors import SlowPlanWarning
+from ucudnn.planner.candidate import Candidate
 from ucudnn.planner.choices import DEFAULT_TIME_LIMIT_S
 from ucudnn.planner.collector import collector_paused
 from ucudnn.planner.config import MAX_BYTES, byte_count, micro_batch_policy
@@ -33,22 +34,15 @@ from ucudnn.planner.documents import line_of, read_document
 from ucudnn.planner.dp import fastest_by_size, solved_in_closed_form
 from ucudnn.planner.errors import InfeasibleError, SolverError
 from ucudnn.planner.files import FieldError, field_errors, located_error
+from ucudnn.planner.kernel_table import ContentKey, KernelId, KernelTable
 from ucudnn.planner.pareto import DesirableSets, desirable_set
 from ucudnn.planner.partial_fronts import plan_on_partial_fronts
 from ucudnn.planner.policies import DEFAULT_POLICY, Policy, policy_text
-from ucudnn.planner.tables import (
-    Candidate,
-    ContentKey,
-    KernelId,
-    KernelTable,
-    Schedule,
-    TimingTables,
-    check_batch,
-    flag,
-    layer_name,
-)
+from ucudnn.planner.schedule import Schedule
+from ucudnn.planner.tables import TimingTables
 from ucudnn.planner.textable import render_table
 from ucudnn.planner.units import format_size
+from ucudnn.planner.values import check_batch, flag, layer_name
 from ucudnn.planner.wd import WDSolution, aligned, check_solver, plan_wd
 from ucudnn.planner.wr import fastest_and_undivided, kernel_infeasible
 

@@ -44,8 +44,9 @@ from ucudnn.planner.background import Background
 from ucudnn.planner.choices import DEFAULT_TIME_LIMIT_S, SOLVERS
 from ucudnn.planner.config import byte_count
 from ucudnn.planner.errors import InfeasibleError, SolverError
+from ucudnn.planner.kernel_table import KernelId
 from ucudnn.planner.pareto import pareto_front
-from ucudnn.planner.tables import KernelId, Schedule
+from ucudnn.planner.schedule import Schedule
 from ucudnn.planner.units import bytes_text
 
 if TYPE_CHECKING:
