@@ -50,12 +50,11 @@ if TYPE_CHECKING:  # the lazily loaded names, for type checkers and IDEs
         smallest_workspace as smallest_workspace,
     )
     from ucudnn.planner.plan import (
-        KernelPlan as KernelPlan,
-        Plan as Plan,
         baseline as baseline,
         make_plan_wd as make_plan_wd,
         make_plan_wr as make_plan_wr,
     )
+    from ucudnn.planner.plan_types import KernelPlan as KernelPlan, Plan as Plan
     from ucudnn.planner.policies import (
         DEFAULT_POLICY as DEFAULT_POLICY,
         sizes_for_policy as sizes_for_policy,
@@ -74,7 +73,8 @@ _EXPORTS = {
     "LayerGraph": ".graph",
     "builtin_network": ".networks",
     **dict.fromkeys(["desirable_set", "pareto_front", "smallest_workspace"], ".pareto"),
-    **dict.fromkeys(["KernelPlan", "Plan", "baseline", "make_plan_wd", "make_plan_wr"], ".plan"),
+    **dict.fromkeys(["KernelPlan", "Plan"], ".plan_types"),
+    **dict.fromkeys(["baseline", "make_plan_wd", "make_plan_wr"], ".plan"),
     **dict.fromkeys(["DEFAULT_POLICY", "sizes_for_policy"], ".policies"),
     "Candidate": ".candidate",
     "KernelTable": ".kernel_table",

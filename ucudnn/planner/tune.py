@@ -41,7 +41,8 @@ from ucudnn.planner.memory import (
     training_memory,
 )
 from ucudnn.planner.pareto import DesirableSets
-from ucudnn.planner.plan import Plan, make_plan_wd
+from ucudnn.planner.plan import make_plan_wd
+from ucudnn.planner.plan_types import Plan
 from ucudnn.planner.policies import DEFAULT_POLICY, Policy, allowed_sizes
 from ucudnn.planner.tables import TimingTables
 from ucudnn.planner.textable import render_table
