@@ -40,7 +40,8 @@ from ucudnn.planner.kernel_table import ContentKey, KernelId, KernelTable
 from ucudnn.planner.pareto import DesirableSets
 from ucudnn.planner.schedule import Schedule
 from ucudnn.planner.tables import TimingTables
-from ucudnn.planner.wd import WDSolution, possible_options, relaxed_choices
+from ucudnn.planner.wd import WDSolution
+from ucudnn.planner.wd.bounds import possible_options, relaxed_choices
 
 Sets = dict[KernelId, list[Schedule]]
 
