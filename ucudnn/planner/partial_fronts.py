@@ -35,7 +35,8 @@ from ucudnn.planner.candidate import (
     Row,
     row_workspace_speed_key,
 )
-from ucudnn.planner.dp import SplitDP, records_by_size, solved_in_closed_form
+from ucudnn.planner.dp import SplitDP, solved_in_closed_form
+from ucudnn.planner.eligible import records_by_size
 from ucudnn.planner.kernel_table import ContentKey, KernelId, KernelTable
 from ucudnn.planner.pareto import DesirableSets
 from ucudnn.planner.schedule import Schedule

@@ -20,7 +20,8 @@ from ucudnn.planner.candidate import Candidate
 from ucudnn.planner.choices import DEFAULT_TIME_LIMIT_S
 from ucudnn.planner.collector import collector_paused
 from ucudnn.planner.config import byte_count, micro_batch_policy
-from ucudnn.planner.dp import fastest_by_size, solved_in_closed_form
+from ucudnn.planner.dp import solved_in_closed_form
+from ucudnn.planner.eligible import fastest_by_size
 from ucudnn.planner.errors import InfeasibleError, SolverError
 from ucudnn.planner.kernel_table import ContentKey, KernelId, KernelTable
 from ucudnn.planner.pareto import DesirableSets, desirable_set
