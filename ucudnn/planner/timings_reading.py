@@ -108,8 +108,9 @@ def _tables_from_numbered_rows(
     source: str,
     where: Callable[[int, Mapping[str, object]], tuple[str, ...]],
 ) -> TimingTables:
-    """Tables from numbered rows; `where` turns a number and row into the places that
-    locate it in `source` ("line 3"), when an error needs them."""
+    """Tables from numbered rows, equal ones sharing their rows (`share_equal_rows`); `where`
+    turns a number and row into the places that locate it in `source` ("line 3"), when an
+    error needs them."""
     tables = tables_type()
     first_seen: dict[KernelId, tuple[int, Mapping[str, object]]] = {}
     for n, row in records:
@@ -225,8 +226,9 @@ def _tables_from_columns(
 ) -> TimingTables:
     """The tables of `count` rows given column by column as text, checked as `_parse_row`
     checks each row, but each distinct cell text once, the checks across columns once per
-    distinct combination and a size's rows once per distinct list of them; a TypeError or
-    ValueError, unlocated, for anything `_parse_row` refuses."""
+    distinct combination and a size's rows once per distinct list of them, equal tables sharing
+    their rows (`share_equal_rows`); a TypeError or ValueError, unlocated, for anything
+    `_parse_row` refuses."""
     values = {column: _column_values(column, columns.get(column), count) for column in COLUMNS}
     kernels = values["kernel"]
     for kernel, algo, engine in set(zip(kernels, values["algo"], values["engine"], strict=True)):
