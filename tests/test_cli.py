@@ -244,7 +244,7 @@ def test_a_time_limit_stops_the_solver_with_a_plan_that_says_so(
     (at batch 1 the undivided runs are all the options), and each alone needs tens of
     seconds; the generous bound on the wall time separates one shared limit from two.
     The exact search, which settles them at once, is kept out."""
-    monkeypatch.setattr("ucudnn.planner.wd.DP_WORK_LIMIT", 0)
+    monkeypatch.setattr("ucudnn.planner.wd.search.DP_WORK_LIMIT", 0)
     budget = hard_wd_timings(tmp_path / "hard.csv")
     argv = ["plan", "--timings", str(tmp_path / "hard.csv"), "--mode", "wd"]
     argv += ["--total-workspace", str(budget), "--time-limit", "4", "--json"]

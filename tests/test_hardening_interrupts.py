@@ -112,7 +112,7 @@ def test_a_signal_during_the_solver_ends_the_command_at_once(
     budget = hard_wd_timings(tmp_path / "hard.csv")
     # The exact search settles these timings in a moment: without it, HiGHS takes them.
     ilp_only = (
-        "import sys, ucudnn.planner.wd as wd; wd.DP_WORK_LIMIT = 0; "
+        "import sys, ucudnn.planner.wd.search as search; search.DP_WORK_LIMIT = 0; "
         "from ucudnn.faces.cli import main; sys.exit(main(sys.argv[1:]))"
     )
     argv = [sys.executable, "-c", ilp_only, "plan", "-q"]

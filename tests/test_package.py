@@ -104,8 +104,8 @@ def test_wd_plans_with_highs_when_the_cbc_package_is_removed() -> None:
     code = """
 import sys
 sys.modules["cbcbox"] = None
-import ucudnn.planner.wd
-ucudnn.planner.wd.DP_WORK_LIMIT = 0  # the ILP decides, not WD's exact search
+import ucudnn.planner.wd.search
+ucudnn.planner.wd.search.DP_WORK_LIMIT = 0  # the ILP decides, not WD's exact search
 from ucudnn.faces.cli import main
 status = main(["plan", "resnet50", "--model", "--mode", "wd", "--total-workspace", "8MiB"])
 print(status, "mip.highs" in sys.modules, "mip.cbc" in sys.modules, file=sys.stderr)

@@ -10,8 +10,8 @@ import pytest
 
 from ucudnn.core.problem import ConvProblem
 from ucudnn.planner import pareto, tune as tune_module
-from ucudnn.planner.dp import StepBudget
 from ucudnn.planner.explain import explain_plan
+from ucudnn.planner.general_dp import StepBudget
 from ucudnn.planner.graph import FreeNames, LayerGraph
 from ucudnn.planner.pareto import DesirableSets, desirable_set
 from ucudnn.planner.plan import make_plan_wd

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 from hypothesis import given, settings, strategies as st
 
-from ucudnn.planner.dp import StepBudget, _GeneralDP
-from ucudnn.planner.tables import Candidate, Row
+from ucudnn.planner.candidate import Row
+from ucudnn.planner.general_dp import GeneralDP, StepBudget
+from ucudnn.planner.tables import Candidate
 
 # Few distinct times (multiples of 1/8, summed exactly) and workspaces: ties are the rule.
 TIMES = st.integers(1, 12).map(lambda eighths: eighths / 8)
@@ -31,7 +32,7 @@ def update_rounds(draw: st.DrawFn) -> tuple[int, list[dict[int, Row | None]]]:
     return batch, rounds
 
 
-def entries(dp: _GeneralDP) -> list[tuple[float, int, int]]:
+def entries(dp: GeneralDP) -> list[tuple[float, int, int]]:
     return list(zip(dp._time, dp._workspace, dp._order, strict=True))
 
 
@@ -41,7 +42,7 @@ def test_updated_entries_are_those_of_a_solve_from_scratch(
     rounds: tuple[int, list[dict[int, Row | None]]],
 ) -> None:
     batch, changes = rounds
-    kept = _GeneralDP(batch)
+    kept = GeneralDP(batch)
     looked_at: dict[int, Row] = {}
     for change in changes:
         kept.solve(change, StepBudget())
@@ -50,6 +51,6 @@ def test_updated_entries_are_those_of_a_solve_from_scratch(
                 looked_at.pop(s, None)
             else:
                 looked_at[s] = c
-        fresh = _GeneralDP(batch)
+        fresh = GeneralDP(batch)
         fresh.solve(dict(looked_at), StepBudget())
         assert entries(kept) == entries(fresh)

@@ -9,7 +9,8 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from tests.planner_oracles import reference_front, reference_schedule
-from ucudnn.planner.dp import MAX_DP_STEPS, StepBudget, eligible_rows
+from ucudnn.planner.eligible import eligible_rows
+from ucudnn.planner.general_dp import MAX_DP_STEPS, StepBudget
 from ucudnn.planner.networks import builtin_network
 from ucudnn.planner.pareto import DesirableSets, desirable_set
 from ucudnn.planner.plan import make_plan_wd

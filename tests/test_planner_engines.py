@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from ucudnn.core.engines import parse_tag
-from ucudnn.planner.dp import StepBudget, size_records
+from ucudnn.planner.eligible import size_records
+from ucudnn.planner.general_dp import StepBudget
 from ucudnn.planner.networks import builtin_network
 from ucudnn.planner.pareto import FrontWalk, desirable_set
 from ucudnn.planner.plan import make_plan_wd, make_plan_wr

@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from ucudnn.planner.dp import eligible_rows, fastest_by_size, size_records
+from ucudnn.planner.eligible import eligible_rows, fastest_by_size, size_records
 from ucudnn.planner.tables import Candidate, KernelTable
 
 

@@ -10,8 +10,9 @@ from hypothesis import given, settings, strategies as st
 
 from tests.planner_oracles import best_wd, clip_policy, kernel_tables, policies
 from ucudnn.planner import partial_fronts
-from ucudnn.planner.dp import SplitDP, _Way
+from ucudnn.planner.dp import SplitDP
 from ucudnn.planner.errors import InfeasibleError
+from ucudnn.planner.general_dp import Way
 from ucudnn.planner.networks import builtin_network
 from ucudnn.planner.pareto import DesirableSets, desirable_set
 from ucudnn.planner.plan import make_plan_wd
@@ -74,7 +75,7 @@ def test_a_gap_whose_stand_in_is_picked_is_cut_until_the_optimum_is_real() -> No
 class CountedDP(SplitDP):
     solves = 0
 
-    def fastest(self, below: float = math.inf) -> _Way | None:
+    def fastest(self, below: float = math.inf) -> Way | None:
         CountedDP.solves += 1
         return super().fastest(below)
 

@@ -9,15 +9,8 @@ import math
 import numpy as np
 import pytest
 
-from ucudnn.planner.tables import (
-    ROW_DETERMINISTIC,
-    ROW_WORKSPACE,
-    Candidate,
-    KernelTable,
-    Schedule,
-    TimingTables,
-    row_speed_key,
-)
+from ucudnn.planner.candidate import ROW_DETERMINISTIC, ROW_WORKSPACE, row_speed_key
+from ucudnn.planner.tables import Candidate, KernelTable, Schedule, TimingTables
 
 HEADER = "layer,kernel,batch,micro_batch,algo,time_ms,workspace_bytes"
 GOOD = [

@@ -14,13 +14,13 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from tests.planner_oracles import best_wd, kernel_tables, repeated_kernels
-from ucudnn.planner import wd
 from ucudnn.planner.errors import InfeasibleError, SolverError
 from ucudnn.planner.networks import builtin_network
 from ucudnn.planner.pareto import desirable_set
 from ucudnn.planner.synthetic import model_tables
 from ucudnn.planner.tables import Candidate, Schedule
-from ucudnn.planner.wd import CBC_PACKAGE, HIGHS_PACKAGE, aligned, plan_wd
+from ucudnn.planner.wd import aligned, plan_wd, search
+from ucudnn.planner.wd.solver import CBC_PACKAGE, HIGHS_PACKAGE
 from ucudnn.planner.wr import plan_wr
 
 MiB = 1 << 20
@@ -146,7 +146,7 @@ def knapsack_the_greedy_gets_wrong() -> dict:
 @pytest.fixture
 def ilp_only(monkeypatch: pytest.MonkeyPatch) -> None:
     """The exact search gives up at once, as on a problem too large for it: the ILP decides."""
-    monkeypatch.setattr(wd, "DP_WORK_LIMIT", 0)
+    monkeypatch.setattr(search, "DP_WORK_LIMIT", 0)
 
 
 def test_what_the_bounds_cannot_settle_the_exact_search_does() -> None:
@@ -224,9 +224,9 @@ def test_without_highs_cbc_solves_and_says_so(tmp_path) -> None:
     probe = (
         "import warnings\n"
         "from tests.test_planner_wd import knapsack_the_greedy_gets_wrong\n"
-        "from ucudnn.planner import wd\n"
+        "from ucudnn.planner.wd import search\n"
         "from ucudnn.planner.wd import plan_wd\n"
-        "wd.DP_WORK_LIMIT = 0  # the ILP decides\n"
+        "search.DP_WORK_LIMIT = 0  # the ILP decides\n"
         "with warnings.catch_warnings(record=True) as caught:\n"
         "    warnings.simplefilter('always')\n"
         "    solution = plan_wd(knapsack_the_greedy_gets_wrong(), 4 * 256)\n"
@@ -307,8 +307,8 @@ def test_plan_with_cbc_missing_says_so_in_one_line() -> None:
     code = (
         "import sys\n"
         "sys.modules['cbcbox'] = None\n"
-        "import ucudnn.planner.wd\n"
-        "ucudnn.planner.wd.DP_WORK_LIMIT = 0  # the ILP decides\n"
+        "import ucudnn.planner.wd.search\n"
+        "ucudnn.planner.wd.search.DP_WORK_LIMIT = 0  # the ILP decides\n"
         "from ucudnn.faces.cli import main\n"
         "sys.exit(main(['plan', 'resnet50', '--model', '--mode', 'wd', '--total-workspace',"
         " '8MiB', '--solver', 'cbc', '-q']))\n"

@@ -12,7 +12,8 @@ from tests.planner_oracles import best_wd, repeated_kernels
 from ucudnn.planner import wd
 from ucudnn.planner.errors import InfeasibleError
 from ucudnn.planner.tables import Candidate, Schedule
-from ucudnn.planner.wd import aligned, plan_wd
+from ucudnn.planner.wd import aligned, plan_wd, search
+from ucudnn.planner.wd.groups import Group, group_kernels
 
 
 def single(time_ms: float, workspace: int) -> Schedule:
@@ -34,7 +35,7 @@ def no_ilp(monkeypatch: pytest.MonkeyPatch) -> None:
     def refuse(*args: object) -> tuple[str, str]:
         raise AssertionError("the ILP solver was reached")
 
-    monkeypatch.setattr(wd, "_solve", refuse)
+    monkeypatch.setattr(wd, "settle_by_ilp", refuse)
 
 
 @settings(max_examples=300, deadline=None)
@@ -88,7 +89,7 @@ def test_the_exact_search_is_exact_with_real_times(lists, share: float) -> None:
     st.lists(st.tuples(tied_lists, st.integers(1, 3)), min_size=1, max_size=3),
     st.floats(0.0, 0.05),
     st.one_of(st.just(math.inf), st.floats(0.0, 30.0)),
-    st.sampled_from([1, 2, wd._MOST_PIECES]),
+    st.sampled_from([1, 2, search._MOST_PIECES]),
 )
 def test_what_the_later_groups_add_is_never_overstated(
     lists, multiplier: float, slack: float, pieces: int
@@ -98,13 +99,13 @@ def test_what_the_later_groups_add_is_never_overstated(
     bound is known only up to a slack, it is infinite only where that least exceeds the slack.
     So it is with fewer pieces kept than the groups have steps."""
     sets = repeated_kernels(lists)
-    groups = wd._groups(sets, 256)
+    groups = group_kernels(sets, 256)
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(wd, "_MOST_PIECES", pieces)
-        bounds = wd._rest_bounds(groups, multiplier, slack)
+        patch.setattr(search, "_MOST_PIECES", pieces)
+        bounds = search._rest_bounds(groups, multiplier, slack)
     assert len(bounds) == len(groups) + 1
 
-    def least_added(rest: list[wd._Group], room: int) -> float:
+    def least_added(rest: list[Group], room: int) -> float:
         """The least reduced cost plus priced unused units over the kernels of `rest`: kernel
         by kernel, the least reduced cost of each total of units (every choice is a path)."""
         least = {0: 0.0}
@@ -130,8 +131,8 @@ def test_what_the_later_groups_add_is_never_overstated(
 def test_what_the_later_groups_add_grows_with_the_units_off_the_lp_path() -> None:
     # One kernel: 10 ms in no workspace, or 2 ms in 4 units. At a unit price of 1 ms the LP
     # takes the step (it saves 2 ms a unit): 4 units, priced 6 ms.
-    bound = wd._rest_bounds(
-        wd._groups({("c", "forward"): [single(10, 0), single(2, 1024)]}, 256), 1, math.inf
+    bound = search._rest_bounds(
+        group_kernels({("c", "forward"): [single(10, 0), single(2, 1024)]}, 256), 1, math.inf
     )
     assert (bound[0].low, bound[0].high) == (4, 4)
     assert bound[0].least(4) == 0
@@ -148,10 +149,10 @@ def test_what_the_later_groups_add_gives_back_the_cheapest_units_first() -> None
         ("a", "forward"): [single(10, 0), single(4, 4 * 256)],
         ("b", "forward"): [single(10, 0), single(4, 2 * 256)],
     }
-    bound = wd._rest_bounds(wd._groups(sets, 256), 1, math.inf)[0]
+    bound = search._rest_bounds(group_kernels(sets, 256), 1, math.inf)[0]
     assert [bound.least(room) for room in (6, 5, 2, 1, 0)] == [0, 0.5, 2, 4, 6]
     # Known up to a slack of 3 ms: the step that crosses it is kept, and then none.
-    cut = wd._rest_bounds(wd._groups(sets, 256), 1, 3.0)[0]
+    cut = search._rest_bounds(group_kernels(sets, 256), 1, 3.0)[0]
     assert [cut.least(room) for room in (2, 1, 0)] == [2, 4, 6]
     assert bound.least(-1) == cut.least(-1) == math.inf  # less than nothing: no solution
 
@@ -162,10 +163,10 @@ def test_a_bound_cut_to_fewer_pieces_goes_on_at_the_rate_of_what_it_dropped(
     # The two steps of the test above, with one piece kept: giving back units costs 0.5 ms
     # each along a's step, then 2 ms each, the rate of b's step, which is dropped; as far as
     # the bound knows, it goes on at 2 ms a unit, where no more units are there to give back.
-    monkeypatch.setattr(wd, "_MOST_PIECES", 1)
+    monkeypatch.setattr(search, "_MOST_PIECES", 1)
     sets = {
         ("a", "forward"): [single(10, 0), single(4, 4 * 256)],
         ("b", "forward"): [single(10, 0), single(4, 2 * 256)],
     }
-    bound = wd._rest_bounds(wd._groups(sets, 256), 1, math.inf)[0]
+    bound = search._rest_bounds(group_kernels(sets, 256), 1, math.inf)[0]
     assert [bound.least(room) for room in (6, 2, 0, -4)] == [0, 2, 6, 14]

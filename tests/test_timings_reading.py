@@ -15,9 +15,10 @@ import pytest
 
 from ucudnn.core.algorithms import LEGACY_ALGORITHMS
 from ucudnn.core.problem import Kernel
-from ucudnn.planner import tables as tables_module
+from ucudnn.planner import timings_reading
 from ucudnn.planner.plan import Plan, make_plan_wr
-from ucudnn.planner.tables import MAX_ENGINE_TAG_LENGTH, Candidate, KernelTable, TimingTables
+from ucudnn.planner.tables import Candidate, KernelTable, TimingTables
+from ucudnn.planner.values import MAX_ENGINE_TAG_LENGTH
 
 HEADER = "layer,kernel,batch,micro_batch,algo,time_ms,workspace_bytes,engine"
 
@@ -157,14 +158,14 @@ def test_each_distinct_cell_text_is_checked_once(monkeypatch: pytest.MonkeyPatch
     are checked, not its every cell (the engine table has 13,567 distinct texts in 621,650
     cells)."""
     checked: list[tuple[str, str]] = []
-    original = tables_module._text_cell
+    original = timings_reading._text_cell
 
     def counting(column: str, text: str) -> object:
         checked.append((column, text))
         return original(column, text)
 
-    monkeypatch.setattr(tables_module, "_text_cell", counting)
-    monkeypatch.setattr(tables_module, "_repeated_text_cell", counting)
+    monkeypatch.setattr(timings_reading, "_text_cell", counting)
+    monkeypatch.setattr(timings_reading, "_repeated_text_cell", counting)
     TimingTables.read_csv(ENGINE_TABLE)
     assert len(checked) == len(set(checked)) < 20_000
 
@@ -184,17 +185,17 @@ def test_a_number_column_reads_as_its_cells_do_one_by_one(column: str) -> None:
     by_rules: dict[str, object] = {}
     for text in NUMBER_TEXTS:
         try:
-            by_rules[text] = tables_module._text_cell(column, text)
+            by_rules[text] = timings_reading._text_cell(column, text)
         except (TypeError, ValueError):
             continue
     good = list(by_rules)
-    values = tables_module._column_values(column, [*good, *good], 2 * len(good))
+    values = timings_reading._column_values(column, [*good, *good], 2 * len(good))
     # The same type and value (repr tells 1 from 1.0, and -0.0 from 0.0).
     assert list(map(repr, values)) == [repr(by_rules[text]) for text in good] * 2
     for text in NUMBER_TEXTS:
         if text not in by_rules:
             with pytest.raises((TypeError, ValueError)):
-                tables_module._column_values(column, [*good, text], len(good) + 1)
+                timings_reading._column_values(column, [*good, text], len(good) + 1)
 
 
 @pytest.mark.parametrize(

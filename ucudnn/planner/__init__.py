@@ -21,6 +21,7 @@ if TYPE_CHECKING:  # the lazily loaded names, for type checkers and IDEs
         BenchmarkCache as BenchmarkCache,
         inspect_cache as inspect_cache,
     )
+    from ucudnn.planner.candidate import Candidate as Candidate
     from ucudnn.planner.config import (
         Config as Config,
         parse_policy as parse_policy,
@@ -36,6 +37,7 @@ if TYPE_CHECKING:  # the lazily loaded names, for type checkers and IDEs
         explain_plan as explain_plan,
     )
     from ucudnn.planner.graph import LayerGraph as LayerGraph
+    from ucudnn.planner.kernel_table import KernelTable as KernelTable
     from ucudnn.planner.memory import (
         FrameworkOverhead as FrameworkOverhead,
         TrainingMemory as TrainingMemory,
@@ -48,22 +50,17 @@ if TYPE_CHECKING:  # the lazily loaded names, for type checkers and IDEs
         smallest_workspace as smallest_workspace,
     )
     from ucudnn.planner.plan import (
-        KernelPlan as KernelPlan,
-        Plan as Plan,
         baseline as baseline,
         make_plan_wd as make_plan_wd,
         make_plan_wr as make_plan_wr,
     )
+    from ucudnn.planner.plan_types import KernelPlan as KernelPlan, Plan as Plan
     from ucudnn.planner.policies import (
         DEFAULT_POLICY as DEFAULT_POLICY,
         sizes_for_policy as sizes_for_policy,
     )
-    from ucudnn.planner.tables import (
-        Candidate as Candidate,
-        KernelTable as KernelTable,
-        Schedule as Schedule,
-        TimingTables as TimingTables,
-    )
+    from ucudnn.planner.schedule import Schedule as Schedule
+    from ucudnn.planner.tables import TimingTables as TimingTables
     from ucudnn.planner.tune import TuneResult as TuneResult
     from ucudnn.planner.wd import WDSolution as WDSolution, plan_wd as plan_wd
     from ucudnn.planner.wr import plan_wr as plan_wr
@@ -76,9 +73,13 @@ _EXPORTS = {
     "LayerGraph": ".graph",
     "builtin_network": ".networks",
     **dict.fromkeys(["desirable_set", "pareto_front", "smallest_workspace"], ".pareto"),
-    **dict.fromkeys(["KernelPlan", "Plan", "baseline", "make_plan_wd", "make_plan_wr"], ".plan"),
+    **dict.fromkeys(["KernelPlan", "Plan"], ".plan_types"),
+    **dict.fromkeys(["baseline", "make_plan_wd", "make_plan_wr"], ".plan"),
     **dict.fromkeys(["DEFAULT_POLICY", "sizes_for_policy"], ".policies"),
-    **dict.fromkeys(["Candidate", "KernelTable", "Schedule", "TimingTables"], ".tables"),
+    "Candidate": ".candidate",
+    "KernelTable": ".kernel_table",
+    "Schedule": ".schedule",
+    "TimingTables": ".tables",
     **dict.fromkeys(["FrameworkOverhead", "TrainingMemory", "training_memory"], ".memory"),
     "TuneResult": ".tune",
     **dict.fromkeys(["WDSolution", "plan_wd"], ".wd"),

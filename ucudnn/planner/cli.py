@@ -14,9 +14,11 @@ import dataclasses
 from ucudnn.planner.config import Config, parse_policy, parse_size
 from ucudnn.planner.documents import document_text
 from ucudnn.planner.explain import explain_plan
-from ucudnn.planner.plan import Plan, make_plan_wd, make_plan_wr
+from ucudnn.planner.kernel_table import KernelTable
+from ucudnn.planner.plan import make_plan_wd, make_plan_wr
+from ucudnn.planner.plan_types import Plan
 from ucudnn.planner.policies import Policy
-from ucudnn.planner.tables import KernelTable, TimingTables
+from ucudnn.planner.tables import TimingTables
 
 
 def policy_from_args(args: argparse.Namespace, config: Config) -> Policy:

@@ -17,9 +17,11 @@ from __future__ import annotations
 import dataclasses
 import math
 
+from ucudnn.planner.kernel_table import KernelId
 from ucudnn.planner.pareto import DesirableSets
-from ucudnn.planner.plan import KernelPlan, Plan, schedule_numbers
-from ucudnn.planner.tables import KernelId, Schedule, TimingTables
+from ucudnn.planner.plan_types import KernelPlan, Plan, schedule_numbers
+from ucudnn.planner.schedule import Schedule
+from ucudnn.planner.tables import TimingTables
 from ucudnn.planner.textable import render_table
 from ucudnn.planner.units import format_size
 from ucudnn.planner.wd import aligned

@@ -14,7 +14,7 @@ from ucudnn.core.checks import shown
 from ucudnn.core.problem import KERNELS, ConvProblem, check_kernel
 from ucudnn.planner.files import Source
 from ucudnn.planner.layerlist import Layer, read_layer_list
-from ucudnn.planner.tables import layer_name
+from ucudnn.planner.values import layer_name
 
 if TYPE_CHECKING:
     import networkx

@@ -28,7 +28,8 @@ from ucudnn.core.checks import integer, shown
 from ucudnn.core.padding import PADDING_WORDS, word_padding
 from ucudnn.core.problem import MAX_DIM, TEXT_FIELDS, ConvProblem, packed_strides
 from ucudnn.planner.files import CsvRecords, Source, atomic_write, field_errors, located_error
-from ucudnn.planner.tables import check_batch, integer_text, layer_name
+from ucudnn.planner.timings_reading import integer_text
+from ucudnn.planner.values import check_batch, layer_name
 
 # Spatial axes in the column order of the shared files (2D lists W first, 3D lists D first).
 _AXES = {2: ("w", "h"), 3: ("d", "h", "w")}

@@ -21,18 +21,14 @@ import operator
 from collections.abc import Callable, Iterable, Iterator
 from typing import TypeVar
 
+from ucudnn.planner.candidate import ROW_SIZE, ROW_WORKSPACE, Candidate, Row
 from ucudnn.planner.config import micro_batch_policy
-from ucudnn.planner.dp import SplitDP, StepBudget, least_workspace_by_size, size_records
+from ucudnn.planner.dp import SplitDP
+from ucudnn.planner.eligible import least_workspace_by_size, size_records
+from ucudnn.planner.general_dp import StepBudget
+from ucudnn.planner.kernel_table import ContentKey, KernelTable
 from ucudnn.planner.policies import DEFAULT_POLICY, Policy, policy_text
-from ucudnn.planner.tables import (
-    ROW_SIZE,
-    ROW_WORKSPACE,
-    Candidate,
-    ContentKey,
-    KernelTable,
-    Row,
-    Schedule,
-)
+from ucudnn.planner.schedule import Schedule
 
 T = TypeVar("T")
 

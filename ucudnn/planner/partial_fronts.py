@@ -27,22 +27,22 @@ import itertools
 import math
 from collections.abc import Callable, Mapping, Sequence
 
-from ucudnn.planner.dp import SplitDP, records_by_size, solved_in_closed_form
-from ucudnn.planner.pareto import DesirableSets
-from ucudnn.planner.tables import (
+from ucudnn.planner.candidate import (
     ROW_SIZE,
     ROW_TIME,
     ROW_WORKSPACE,
     Candidate,
-    ContentKey,
-    KernelId,
-    KernelTable,
     Row,
-    Schedule,
-    TimingTables,
     row_workspace_speed_key,
 )
-from ucudnn.planner.wd import WDSolution, possible_options, relaxed_choices
+from ucudnn.planner.dp import SplitDP, solved_in_closed_form
+from ucudnn.planner.eligible import records_by_size
+from ucudnn.planner.kernel_table import ContentKey, KernelId, KernelTable
+from ucudnn.planner.pareto import DesirableSets
+from ucudnn.planner.schedule import Schedule
+from ucudnn.planner.tables import TimingTables
+from ucudnn.planner.wd import WDSolution
+from ucudnn.planner.wd.bounds import possible_options, relaxed_choices
 
 Sets = dict[KernelId, list[Schedule]]
 

@@ -35,17 +35,13 @@ from collections.abc import Iterable
 from ucudnn.core.argtypes import PolicyArgument
 from ucudnn.core.checks import integer
 from ucudnn.core.problem import MAX_DIM, ConvProblem, check_kernel
+from ucudnn.planner.candidate import Candidate, Row
 from ucudnn.planner.collector import collector_paused
 from ucudnn.planner.config import micro_batch_policy
+from ucudnn.planner.kernel_table import KernelTable
 from ucudnn.planner.policies import DEFAULT_POLICY, sizes_to_measure
-from ucudnn.planner.tables import (
-    MAX_TIME_MS,
-    MAX_WORKSPACE_BYTES,
-    Candidate,
-    KernelTable,
-    Row,
-    TimingTables,
-)
+from ucudnn.planner.tables import TimingTables
+from ucudnn.planner.values import MAX_TIME_MS, MAX_WORKSPACE_BYTES
 
 PEAK_TFLOPS = 15.0
 BANDWIDTH_GBS = 900.0

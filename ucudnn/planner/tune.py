@@ -25,11 +25,13 @@ from typing import SupportsIndex
 from ucudnn.core.arena import CUDNN_ALIGNMENT
 from ucudnn.core.argtypes import PolicyArgument, Size
 from ucudnn.core.checks import integer
+from ucudnn.planner.candidate import ROW_WORKSPACE
 from ucudnn.planner.choices import DEFAULT_TIME_LIMIT_S
 from ucudnn.planner.collector import collector_paused
 from ucudnn.planner.config import byte_count, micro_batch_policy
 from ucudnn.planner.errors import InfeasibleError
 from ucudnn.planner.graph import LayerGraph
+from ucudnn.planner.kernel_table import ContentKey, KernelId, KernelTable
 from ucudnn.planner.memory import (
     DEFAULT_OVERHEAD,
     FrameworkOverhead,
@@ -39,18 +41,13 @@ from ucudnn.planner.memory import (
     training_memory,
 )
 from ucudnn.planner.pareto import DesirableSets
-from ucudnn.planner.plan import Plan, make_plan_wd
+from ucudnn.planner.plan import make_plan_wd
+from ucudnn.planner.plan_types import Plan
 from ucudnn.planner.policies import DEFAULT_POLICY, Policy, allowed_sizes
-from ucudnn.planner.tables import (
-    ROW_WORKSPACE,
-    ContentKey,
-    KernelId,
-    KernelTable,
-    TimingTables,
-    check_batch,
-)
+from ucudnn.planner.tables import TimingTables
 from ucudnn.planner.textable import render_table
 from ucudnn.planner.units import bytes_text, format_size
+from ucudnn.planner.values import check_batch
 from ucudnn.planner.wd import aligned
 
 # Each batch size tried is a WD plan of the whole network: a tune plans at most this many.

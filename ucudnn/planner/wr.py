@@ -5,12 +5,15 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ucudnn.core.argtypes import PolicyArgument, Size
+from ucudnn.planner.candidate import Candidate, Row
 from ucudnn.planner.config import byte_count, micro_batch_policy
-from ucudnn.planner.dp import SplitDP, fastest_by_size
+from ucudnn.planner.dp import SplitDP
+from ucudnn.planner.eligible import fastest_by_size
 from ucudnn.planner.errors import InfeasibleError
+from ucudnn.planner.kernel_table import KernelTable
 from ucudnn.planner.pareto import smallest_workspace
 from ucudnn.planner.policies import DEFAULT_POLICY, Policy, policy_text
-from ucudnn.planner.tables import Candidate, KernelTable, Row, Schedule
+from ucudnn.planner.schedule import Schedule
 from ucudnn.planner.units import bytes_text
 
 
