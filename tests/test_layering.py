@@ -136,7 +136,7 @@ def _package_imports() -> dict[str, set[str]]:
     imports: dict[str, set[str]] = {}
     for module, path in paths.items():
         found = set()
-        for node in ast.walk(ast.parse(path.read_text())):
+        for node in _run_time_nodes(ast.parse(path.read_text())):
             if isinstance(node, ast.ImportFrom):
                 assert node.level == 0, f"{module}: relative import"
                 submodules = [f"{node.module}.{alias.name}" for alias in node.names]
@@ -146,6 +146,24 @@ def _package_imports() -> dict[str, set[str]]:
                 found.update(alias.name for alias in node.names)
         imports[module] = {name for name in found if name in paths and name != module}
     return imports
+
+
+def _run_time_nodes(tree: ast.AST) -> list[ast.AST]:
+    """Every node of `tree` but those under `if TYPE_CHECKING:`, which never run."""
+    nodes: list[ast.AST] = []
+    pending = [tree]
+    while pending:
+        node = pending.pop()
+        nodes.append(node)
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.If) and ast.unparse(child.test) in _TYPE_CHECKING:
+                pending += child.orelse
+            else:
+                pending.append(child)
+    return nodes
+
+
+_TYPE_CHECKING = ("TYPE_CHECKING", "typing.TYPE_CHECKING")
 
 
 def _cycle(imports: dict[str, set[str]]) -> list[str]:
@@ -191,3 +209,18 @@ def test_a_circle_is_found() -> None:
     assert _cycle(imports) == [
         "ucudnn._native", "ucudnn.testing.simulator", "ucudnn.core.array", "ucudnn._native"
     ]  # fmt: skip
+
+
+def test_imports_for_type_checking_alone_are_not_run() -> None:
+    tree = ast.parse(
+        "from typing import TYPE_CHECKING\n"
+        "if TYPE_CHECKING:\n    import ucudnn.planner.tables\nelse:\n    import ucudnn.errors\n"
+        "def f():\n    import ucudnn.core.checks\n"
+    )
+    imported = {
+        alias.name
+        for node in _run_time_nodes(tree)
+        if isinstance(node, ast.Import)
+        for alias in node.names
+    }
+    assert imported == {"ucudnn.errors", "ucudnn.core.checks"}

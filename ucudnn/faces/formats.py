@@ -26,7 +26,7 @@ from ucudnn.faces.plan_formats import (
     TimingsDocument,
 )
 from ucudnn.planner.choices import DEFAULT_OVERHEAD_TEXT
-from ucudnn.planner.plan import MODES
+from ucudnn.planner.plan_types import MODES
 from ucudnn.runtime.engines_setting import SOURCES as ENGINES_SOURCES
 
 # The network a command loads, as it was given: its document repeats it (NetworkGiven).

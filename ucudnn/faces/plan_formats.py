@@ -11,7 +11,7 @@ from ucudnn.faces.field_notes import SIGNED, Minimum, NullMeans, OneOf
 from ucudnn.planner.choices import SOLVERS
 from ucudnn.planner.config import POLICY_NAMES
 from ucudnn.planner.explain import REASONS
-from ucudnn.planner.plan import MODES
+from ucudnn.planner.plan_types import MODES
 
 # -- fields several objects share ---------------------------------------------------------
 # What null means of a ratio besides: planner.documents.document_text writes infinity so.
