@@ -128,6 +128,7 @@ def _descriptors(
     kernel: str, a_desc: object, b_desc: object, out_desc: object, conv_desc: object
 ) -> Descriptors:
     """The call's descriptors by tensor, each checked to be of its operand's type."""
+    not_none(conv_desc, "conv_desc", ConvolutionDescriptor)  # a typed argument there
     lookup(ALGORITHMS, kernel, "kernel")  # refuses an unknown kernel as the binding does
     known = cast(Kernel, kernel)
     by_tensor: dict[str, Any] = {}
@@ -140,7 +141,6 @@ def _descriptors(
                 f"got {type(desc).__name__}"
             )
         by_tensor[tensor] = desc
-    not_none(conv_desc, "conv_desc", ConvolutionDescriptor)
     conv = cast(ConvolutionDescriptor, conv_desc)
     return Descriptors(known, by_tensor["x"], by_tensor["w"], by_tensor["y"], conv)
 
