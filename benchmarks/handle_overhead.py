@@ -29,13 +29,13 @@ from pathlib import Path
 os.environ.setdefault("UCUDNN_DEVICE", "sim")
 
 # Imported after choosing the device.
-from ucudnn._native import _cuda
+from ucudnn._native import _cuda, _cudnn
 from ucudnn.core.array import DeviceArray
 from ucudnn.core.device import device_facts
 from ucudnn.core.problem import ConvProblem
 from ucudnn.planner.plan import make_plan_wr
 from ucudnn.planner.tables import KernelTable, Schedule, TimingTables
-from ucudnn.runtime import backend, executor, graph
+from ucudnn.runtime import executor, graph
 from ucudnn.runtime.engine_calls import EngineRuns
 from ucudnn.runtime.handle import Handle
 from ucudnn.runtime.work import Work
@@ -51,14 +51,14 @@ def _no_launch(*args: object) -> None:
 @contextlib.contextmanager
 def launches_stubbed() -> Iterator[None]:
     """cuDNN's convolution calls do nothing while inside (calls compiled inside keep that)."""
-    saved = dict(backend._RUN)  # the one table every legacy launch takes its cuDNN call from
+    saved = _cudnn.convolution  # the one call every legacy launch takes when it is prepared
     saved_run_plan = graph.run_plan  # and every engine part's, looked up at each call
-    backend._RUN.update(dict.fromkeys(saved, _no_launch))
+    _cudnn.convolution = _no_launch
     graph.run_plan = _no_launch
     try:
         yield
     finally:
-        backend._RUN.update(saved)
+        _cudnn.convolution = saved
         graph.run_plan = saved_run_plan
 
 

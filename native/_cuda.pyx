@@ -18,64 +18,19 @@ from libc.stdint cimport uintptr_t
 
 from convert cimport to_address, to_int, to_size
 
-from cuda_runtime cimport (
-    cudaDeviceGetPCIBusId,
-    cudaDeviceProp,
-    cudaDeviceSynchronize,
-    cudaDriverGetVersion,
-    cudaError_t,
-    cudaErrorNotReady,
-    cudaEvent_t,
-    cudaEventCreateWithFlags,
-    cudaEventDefault,
-    cudaEventDestroy,
-    cudaEventDisableTiming,
-    cudaEventElapsedTime,
-    cudaEventQuery,
-    cudaEventRecord,
-    cudaEventSynchronize,
-    cudaFree,
-    cudaGetDevice,
-    cudaGetDeviceCount,
-    cudaGetDeviceProperties,
-    cudaGetErrorName,
-    cudaGetErrorString,
-    cudaGetLastError,
-    cudaMalloc,
-    cudaMemcpyAsync,
-    cudaMemcpyDeviceToDevice,
-    cudaMemcpyDeviceToHost,
-    cudaMemcpyHostToDevice,
-    cudaMemcpyKind,
-    cudaMemGetInfo,
-    cudaMemoryTypeDevice,
-    cudaMemoryTypeManaged,
-    cudaMemsetAsync,
-    cudaPointerAttributes,
-    cudaPointerGetAttributes,
-    cudaRuntimeGetVersion,
-    cudaSetDevice,
-    cudaStream_t,
-    cudaStreamCreateWithFlags,
-    cudaStreamDefault,
-    cudaStreamDestroy,
-    cudaStreamNonBlocking,
-    cudaStreamSynchronize,
-    cudaStreamWaitEvent,
-    cudaSuccess,
-)
+cimport cuda_runtime as rt
 
 from ucudnn.errors import NoDeviceError, cuda_error_class, no_device_error
 
 
 # --- status checking -------------------------------------------------------------------------
 
-cdef object _error(cudaError_t err, str call):
+cdef object _error(rt.cudaError_t err, str call):
     # The runtime also records non-sticky errors as the thread's last error; clear it so a
     # later, unrelated call does not report this one again.
-    cudaGetLastError()
+    rt.cudaGetLastError()
     code = <int>err
-    name, description = cudaGetErrorName(err).decode(), cudaGetErrorString(err).decode()
+    name, description = rt.cudaGetErrorName(err).decode(), rt.cudaGetErrorString(err).decode()
     error_class = cuda_error_class(code)
     if error_class is NoDeviceError:
         # The versions tell "no driver", "a driver too old" and "no device" apart.
@@ -89,31 +44,26 @@ cdef object _error(cudaError_t err, str call):
 cdef int _unchecked_driver_version() noexcept:
     # Unchecked: called while building an error. 0 when no driver can be loaded.
     cdef int version = 0
-    cudaDriverGetVersion(&version)
+    rt.cudaDriverGetVersion(&version)
     return version
 
 
 cdef int _unchecked_runtime_version() noexcept:
     cdef int version = 0
-    cudaRuntimeGetVersion(&version)
+    rt.cudaRuntimeGetVersion(&version)
     return version
 
 
-cdef inline int check(cudaError_t err, str call) except -1:
-    if err != cudaSuccess:
+cdef inline int check(rt.cudaError_t err, str call) except -1:
+    if err != rt.cudaSuccess:
         raise _error(err, call)
     return 0
 
 
-def error_name(int code):
-    """The runtime's name for a cudaError_t code, e.g. 35 -> 'cudaErrorInsufficientDriver'."""
-    return cudaGetErrorName(<cudaError_t>code).decode()
-
-
 # --- argument conversion ---------------------------------------------------------------------
 
-cdef inline cudaStream_t _stream(object stream) except? NULL:
-    return <cudaStream_t>to_address(stream, "stream")
+cdef inline rt.cudaStream_t _stream(object stream) except? NULL:
+    return <rt.cudaStream_t>to_address(stream, "stream")
 
 
 cdef int _host_buffer(object obj, Py_buffer* view, bint writable, str what) except -1:
@@ -135,7 +85,7 @@ def runtime_version():
         CudaError: the runtime could not report its version.
     """
     cdef int version = 0
-    check(cudaRuntimeGetVersion(&version), "cudaRuntimeGetVersion")
+    check(rt.cudaRuntimeGetVersion(&version), "cudaRuntimeGetVersion")
     return version
 
 
@@ -146,7 +96,7 @@ def driver_version():
         CudaError: the runtime could not ask the driver.
     """
     cdef int version = 0
-    check(cudaDriverGetVersion(&version), "cudaDriverGetVersion")
+    check(rt.cudaDriverGetVersion(&version), "cudaDriverGetVersion")
     return version
 
 
@@ -158,9 +108,9 @@ def device_count():
             device is visible (its message says which).
     """
     cdef int count = 0
-    cdef cudaError_t err
+    cdef rt.cudaError_t err
     with nogil:
-        err = cudaGetDeviceCount(&count)
+        err = rt.cudaGetDeviceCount(&count)
     check(err, "cudaGetDeviceCount")
     return count
 
@@ -173,7 +123,7 @@ def get_device():
             device is visible (its message says which).
     """
     cdef int device = 0
-    check(cudaGetDevice(&device), "cudaGetDevice")
+    check(rt.cudaGetDevice(&device), "cudaGetDevice")
     return device
 
 
@@ -185,9 +135,9 @@ def set_device(int device):
             device is visible (its message says which).
         CudaError: `device` is not a visible device's ordinal (cudaErrorInvalidDevice).
     """
-    cdef cudaError_t err
+    cdef rt.cudaError_t err
     with nogil:
-        err = cudaSetDevice(device)
+        err = rt.cudaSetDevice(device)
     check(err, "cudaSetDevice")
 
 
@@ -199,10 +149,10 @@ def device_properties(int device):
             device is visible (its message says which).
         CudaError: `device` is not a visible device's ordinal (cudaErrorInvalidDevice).
     """
-    cdef cudaDeviceProp prop
+    cdef rt.cudaDeviceProp prop
     cdef char bus_id[64]
-    check(cudaGetDeviceProperties(&prop, device), "cudaGetDeviceProperties")
-    check(cudaDeviceGetPCIBusId(bus_id, sizeof(bus_id), device), "cudaDeviceGetPCIBusId")
+    check(rt.cudaGetDeviceProperties(&prop, device), "cudaGetDeviceProperties")
+    check(rt.cudaDeviceGetPCIBusId(bus_id, sizeof(bus_id), device), "cudaDeviceGetPCIBusId")
     return {
         "name": prop.name.decode(errors="replace"),
         "major": prop.major,
@@ -223,9 +173,9 @@ def mem_get_info():
             device is visible (its message says which).
     """
     cdef size_t free_bytes = 0, total_bytes = 0
-    cdef cudaError_t err
+    cdef rt.cudaError_t err
     with nogil:
-        err = cudaMemGetInfo(&free_bytes, &total_bytes)
+        err = rt.cudaMemGetInfo(&free_bytes, &total_bytes)
     check(err, "cudaMemGetInfo")
     return free_bytes, total_bytes
 
@@ -238,9 +188,9 @@ def device_synchronize():
             device is visible (its message says which).
         CudaError: work enqueued earlier failed (asynchronous errors surface here).
     """
-    cdef cudaError_t err
+    cdef rt.cudaError_t err
     with nogil:
-        err = cudaDeviceSynchronize()
+        err = rt.cudaDeviceSynchronize()
     check(err, "cudaDeviceSynchronize")
 
 
@@ -248,12 +198,12 @@ def device_synchronize():
 
 cdef void* _malloc(size_t nbytes) except? NULL:
     cdef void* ptr = NULL
-    cdef cudaError_t err
+    cdef rt.cudaError_t err
     if nbytes == 0:
         return NULL
     with nogil:
-        err = cudaMalloc(&ptr, nbytes)
-    if err != cudaSuccess:
+        err = rt.cudaMalloc(&ptr, nbytes)
+    if err != rt.cudaSuccess:
         exc = _error(err, "cudaMalloc")
         exc.add_note(f"requested {nbytes} bytes")
         raise exc
@@ -261,19 +211,14 @@ cdef void* _malloc(size_t nbytes) except? NULL:
 
 
 cdef int _free(void* ptr) except -1:
-    cdef cudaError_t err
+    cdef rt.cudaError_t err
     with nogil:
-        err = cudaFree(ptr)
+        err = rt.cudaFree(ptr)
     return check(err, "cudaFree")
 
 
-def malloc(nbytes):
-    """cudaMalloc on the current device; returns the address (0 for 0 bytes)."""
-    return <uintptr_t>_malloc(to_size(nbytes, "nbytes"))
-
-
 def free(ptr):
-    """cudaFree; 0 is a no-op that, like malloc(0), needs no device."""
+    """cudaFree; 0 is a no-op that needs no device."""
     cdef void* p = <void*>to_address(ptr, "ptr")
     if p != NULL:
         _free(p)
@@ -306,7 +251,7 @@ cdef class DeviceBuffer:
         # Exceptions cannot leave __dealloc__; release() is the way to see a failed free.
         if self._ptr != NULL:
             with nogil:
-                cudaFree(self._ptr)
+                rt.cudaFree(self._ptr)
 
     @property
     def ptr(self):
@@ -333,11 +278,11 @@ cdef class DeviceBuffer:
         return f"DeviceBuffer(ptr={self.ptr:#x}, nbytes={self._nbytes}, device={self._device})"
 
 
-cdef int _copy(uintptr_t dst, const void* src, size_t nbytes, cudaMemcpyKind kind,
-               cudaStream_t stream) except -1:
-    cdef cudaError_t err
+cdef int _copy(uintptr_t dst, const void* src, size_t nbytes, rt.cudaMemcpyKind kind,
+               rt.cudaStream_t stream) except -1:
+    cdef rt.cudaError_t err
     with nogil:
-        err = cudaMemcpyAsync(<void*>dst, src, nbytes, kind, stream)
+        err = rt.cudaMemcpyAsync(<void*>dst, src, nbytes, kind, stream)
     return check(err, "cudaMemcpyAsync")
 
 
@@ -356,13 +301,13 @@ def memcpy_htod(dst, src, nbytes, stream=0):
     """
     cdef uintptr_t d = to_address(dst, "dst")
     cdef size_t n = to_size(nbytes, "nbytes")
-    cdef cudaStream_t s = _stream(stream)
+    cdef rt.cudaStream_t s = _stream(stream)
     cdef Py_buffer view
     _host_buffer(src, &view, False, "src")
     try:
         if n > <size_t>view.len:
             raise ValueError(f"nbytes={n} exceeds the {view.len} bytes of the host buffer")
-        _copy(d, view.buf, n, cudaMemcpyHostToDevice, s)
+        _copy(d, view.buf, n, rt.cudaMemcpyHostToDevice, s)
     finally:
         PyBuffer_Release(&view)
 
@@ -381,13 +326,13 @@ def memcpy_dtoh(dst, src, nbytes, stream=0):
     """
     cdef uintptr_t s_ptr = to_address(src, "src")
     cdef size_t n = to_size(nbytes, "nbytes")
-    cdef cudaStream_t s = _stream(stream)
+    cdef rt.cudaStream_t s = _stream(stream)
     cdef Py_buffer view
     _host_buffer(dst, &view, True, "dst")
     try:
         if n > <size_t>view.len:
             raise ValueError(f"nbytes={n} exceeds the {view.len} bytes of the host buffer")
-        _copy(<uintptr_t>view.buf, <const void*>s_ptr, n, cudaMemcpyDeviceToHost, s)
+        _copy(<uintptr_t>view.buf, <const void*>s_ptr, n, rt.cudaMemcpyDeviceToHost, s)
     finally:
         PyBuffer_Release(&view)
 
@@ -402,7 +347,7 @@ def memcpy_dtod(dst, src, nbytes, stream=0):
         CudaError: an address is not device memory of that extent, or the stream is invalid.
     """
     _copy(to_address(dst, "dst"), <const void*>to_address(src, "src"), to_size(nbytes, "nbytes"),
-          cudaMemcpyDeviceToDevice, _stream(stream))
+          rt.cudaMemcpyDeviceToDevice, _stream(stream))
 
 
 def memset(ptr, value, nbytes, stream=0):
@@ -416,24 +361,24 @@ def memset(ptr, value, nbytes, stream=0):
     """
     cdef void* p = <void*>to_address(ptr, "ptr")
     cdef size_t n = to_size(nbytes, "nbytes")
-    cdef cudaStream_t s = _stream(stream)
+    cdef rt.cudaStream_t s = _stream(stream)
     cdef int byte
-    cdef cudaError_t err
+    cdef rt.cudaError_t err
     value = to_int(value, "value")
     if not 0 <= value <= 255:
         raise ValueError(f"value must be a byte (0..255), got {value}")
     byte = value
     with nogil:
-        err = cudaMemsetAsync(p, byte, n, s)
+        err = rt.cudaMemsetAsync(p, byte, n, s)
     check(err, "cudaMemsetAsync")
 
 
 def pointer_device(ptr):
     """Device ordinal that owns address ptr, or None for host or unknown memory."""
-    cdef cudaPointerAttributes attributes
-    check(cudaPointerGetAttributes(&attributes, <const void*>to_address(ptr, "ptr")),
+    cdef rt.cudaPointerAttributes attributes
+    check(rt.cudaPointerGetAttributes(&attributes, <const void*>to_address(ptr, "ptr")),
           "cudaPointerGetAttributes")
-    if attributes.type == cudaMemoryTypeDevice or attributes.type == cudaMemoryTypeManaged:
+    if attributes.type == rt.cudaMemoryTypeDevice or attributes.type == rt.cudaMemoryTypeManaged:
         return attributes.device
     return None
 
@@ -447,10 +392,10 @@ def stream_synchronize(stream):
         TypeError, ValueError: stream is not a non-negative int.
         CudaError: the stream is invalid, or work enqueued on it failed.
     """
-    cdef cudaStream_t s = _stream(stream)
-    cdef cudaError_t err
+    cdef rt.cudaStream_t s = _stream(stream)
+    cdef rt.cudaError_t err
     with nogil:
-        err = cudaStreamSynchronize(s)
+        err = rt.cudaStreamSynchronize(s)
     check(err, "cudaStreamSynchronize")
 
 
@@ -464,20 +409,20 @@ cdef class Stream:
             device is visible (its message says which).
     """
 
-    cdef cudaStream_t _stream
+    cdef rt.cudaStream_t _stream
 
     def __cinit__(self, bint non_blocking=True):
-        cdef unsigned int flags = cudaStreamNonBlocking if non_blocking else cudaStreamDefault
-        cdef cudaError_t err
+        cdef unsigned int flags = rt.cudaStreamNonBlocking if non_blocking else rt.cudaStreamDefault
+        cdef rt.cudaError_t err
         with nogil:
-            err = cudaStreamCreateWithFlags(&self._stream, flags)
+            err = rt.cudaStreamCreateWithFlags(&self._stream, flags)
         check(err, "cudaStreamCreateWithFlags")
 
     def __dealloc__(self):
         if self._stream != NULL:
-            cudaStreamDestroy(self._stream)
+            rt.cudaStreamDestroy(self._stream)
 
-    cdef cudaStream_t _live(self) except NULL:
+    cdef rt.cudaStream_t _live(self) except NULL:
         if self._stream == NULL:
             raise ValueError("the stream was destroyed")
         return self._stream
@@ -488,18 +433,18 @@ cdef class Stream:
         return <uintptr_t>self._live()
 
     def synchronize(self):
-        cdef cudaStream_t s = self._live()
-        cdef cudaError_t err
+        cdef rt.cudaStream_t s = self._live()
+        cdef rt.cudaError_t err
         with nogil:
-            err = cudaStreamSynchronize(s)
+            err = rt.cudaStreamSynchronize(s)
         check(err, "cudaStreamSynchronize")
 
     def destroy(self):
         """Destroy the stream now; pending work still completes. Later calls do nothing."""
-        cdef cudaStream_t s = self._stream
+        cdef rt.cudaStream_t s = self._stream
         self._stream = NULL
         if s != NULL:
-            check(cudaStreamDestroy(s), "cudaStreamDestroy")
+            check(rt.cudaStreamDestroy(s), "cudaStreamDestroy")
 
 
 cdef class Event:
@@ -513,17 +458,17 @@ cdef class Event:
             device is visible (its message says which).
     """
 
-    cdef cudaEvent_t _event
+    cdef rt.cudaEvent_t _event
 
     def __cinit__(self, bint timing=True):
-        cdef unsigned int flags = cudaEventDefault if timing else cudaEventDisableTiming
-        check(cudaEventCreateWithFlags(&self._event, flags), "cudaEventCreateWithFlags")
+        cdef unsigned int flags = rt.cudaEventDefault if timing else rt.cudaEventDisableTiming
+        check(rt.cudaEventCreateWithFlags(&self._event, flags), "cudaEventCreateWithFlags")
 
     def __dealloc__(self):
         if self._event != NULL:
-            cudaEventDestroy(self._event)
+            rt.cudaEventDestroy(self._event)
 
-    cdef cudaEvent_t _live(self) except NULL:
+    cdef rt.cudaEvent_t _live(self) except NULL:
         if self._event == NULL:
             raise ValueError("the event was destroyed")
         return self._event
@@ -533,20 +478,20 @@ cdef class Event:
         return <uintptr_t>self._live()
 
     def record(self, stream=0):
-        check(cudaEventRecord(self._live(), _stream(stream)), "cudaEventRecord")
+        check(rt.cudaEventRecord(self._live(), _stream(stream)), "cudaEventRecord")
 
     def synchronize(self):
-        cdef cudaEvent_t e = self._live()
-        cdef cudaError_t err
+        cdef rt.cudaEvent_t e = self._live()
+        cdef rt.cudaError_t err
         with nogil:
-            err = cudaEventSynchronize(e)
+            err = rt.cudaEventSynchronize(e)
         check(err, "cudaEventSynchronize")
 
     def query(self):
         """True when the work before the last record has completed."""
-        cdef cudaError_t err = cudaEventQuery(self._live())
-        if err == cudaErrorNotReady:
-            cudaGetLastError()  # not an error: clear it as _error would
+        cdef rt.cudaError_t err = rt.cudaEventQuery(self._live())
+        if err == rt.cudaErrorNotReady:
+            rt.cudaGetLastError()  # not an error: clear it as _error would
             return False
         check(err, "cudaEventQuery")
         return True
@@ -554,15 +499,15 @@ cdef class Event:
     def elapsed_ms(self, Event end not None):
         """Milliseconds from this event's record to end's record (both must have completed)."""
         cdef float ms = 0
-        check(cudaEventElapsedTime(&ms, self._live(), end._live()), "cudaEventElapsedTime")
+        check(rt.cudaEventElapsedTime(&ms, self._live(), end._live()), "cudaEventElapsedTime")
         return ms
 
     def destroy(self):
         """Destroy the event now; later calls do nothing."""
-        cdef cudaEvent_t e = self._event
+        cdef rt.cudaEvent_t e = self._event
         self._event = NULL
         if e != NULL:
-            check(cudaEventDestroy(e), "cudaEventDestroy")
+            check(rt.cudaEventDestroy(e), "cudaEventDestroy")
 
 
 def stream_wait_event(stream, Event event not None):
@@ -570,4 +515,4 @@ def stream_wait_event(stream, Event event not None):
 
     The host does not wait.
     """
-    check(cudaStreamWaitEvent(_stream(stream), event._live(), 0), "cudaStreamWaitEvent")
+    check(rt.cudaStreamWaitEvent(_stream(stream), event._live(), 0), "cudaStreamWaitEvent")

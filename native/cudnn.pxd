@@ -1,7 +1,9 @@
 # The parts of cuDNN 9 (cudnn_graph.h, cudnn_ops.h, cudnn_cnn.h) that ucudnn uses: handles,
 # errors, tensor/filter/convolution descriptors, the legacy convolution API, the few
 # operations a small framework needs (bias, activation, pooling, softmax), and the backend
-# (graph) API's descriptors for convolution graphs, engines and execution plans.
+# (graph) API's descriptors for convolution graphs, engines and execution plans. An enum's
+# members are named only where code uses one: the values the name tables give travel as ints
+# (ucudnn.core.cudnn_names), held to these headers by _cudnn_names.pxi.
 
 from libc.stdint cimport int64_t
 
@@ -18,42 +20,22 @@ cdef extern from "cudnn.h" nogil:
         CUDNN_STATUS_SUCCESS
 
     ctypedef enum cudnnDataType_t:
-        CUDNN_DATA_FLOAT
         CUDNN_DATA_DOUBLE
-        CUDNN_DATA_HALF
-        CUDNN_DATA_INT8
-        CUDNN_DATA_INT32
-        CUDNN_DATA_UINT8
-        CUDNN_DATA_BFLOAT16
-        CUDNN_DATA_INT64
-        CUDNN_DATA_BOOLEAN
-        CUDNN_DATA_FP8_E4M3
-        CUDNN_DATA_FP8_E5M2
 
     ctypedef enum cudnnMathType_t:
-        CUDNN_DEFAULT_MATH
-        CUDNN_TENSOR_OP_MATH
-        CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION
-        CUDNN_FMA_MATH
+        pass
 
     ctypedef enum cudnnNanPropagation_t:
         CUDNN_NOT_PROPAGATE_NAN
-        CUDNN_PROPAGATE_NAN
 
     ctypedef enum cudnnTensorFormat_t:
-        CUDNN_TENSOR_NCHW
-        CUDNN_TENSOR_NHWC
+        pass
 
     ctypedef enum cudnnConvolutionMode_t:
-        CUDNN_CONVOLUTION
-        CUDNN_CROSS_CORRELATION
+        pass
 
     ctypedef enum cudnnActivationMode_t:
-        CUDNN_ACTIVATION_SIGMOID
-        CUDNN_ACTIVATION_RELU
-        CUDNN_ACTIVATION_TANH
-        CUDNN_ACTIVATION_CLIPPED_RELU
-        CUDNN_ACTIVATION_ELU
+        pass
 
     size_t cudnnGetVersion()
     size_t cudnnGetCudartVersion()
@@ -71,22 +53,15 @@ cdef extern from "cudnn.h" nogil:
     ctypedef void* cudnnPoolingDescriptor_t
 
     ctypedef enum cudnnPoolingMode_t:
-        CUDNN_POOLING_MAX
-        CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING
-        CUDNN_POOLING_AVERAGE_COUNT_EXCLUDE_PADDING
-        CUDNN_POOLING_MAX_DETERMINISTIC
+        pass
 
     ctypedef enum cudnnSoftmaxAlgorithm_t:
-        CUDNN_SOFTMAX_FAST
-        CUDNN_SOFTMAX_ACCURATE
-        CUDNN_SOFTMAX_LOG
+        pass
 
     ctypedef enum cudnnSoftmaxMode_t:
-        CUDNN_SOFTMAX_MODE_INSTANCE
-        CUDNN_SOFTMAX_MODE_CHANNEL
+        pass
 
     ctypedef enum cudnnDeterminism_t:
-        CUDNN_NON_DETERMINISTIC
         CUDNN_DETERMINISTIC
 
     ctypedef enum cudnnConvolutionFwdAlgo_t:
@@ -245,11 +220,6 @@ cdef extern from "cudnn.h" nogil:
 
     # forward
     cudnnStatus_t cudnnGetConvolutionForwardAlgorithmMaxCount(cudnnHandle_t handle, int* count)
-    cudnnStatus_t cudnnGetConvolutionForwardAlgorithm_v7(
-        cudnnHandle_t handle, const cudnnTensorDescriptor_t srcDesc,
-        const cudnnFilterDescriptor_t filterDesc, const cudnnConvolutionDescriptor_t convDesc,
-        const cudnnTensorDescriptor_t destDesc, const int requestedAlgoCount,
-        int* returnedAlgoCount, cudnnConvolutionFwdAlgoPerf_t* perfResults)
     cudnnStatus_t cudnnFindConvolutionForwardAlgorithmEx(
         cudnnHandle_t handle, const cudnnTensorDescriptor_t xDesc, const void* x,
         const cudnnFilterDescriptor_t wDesc, const void* w,
@@ -272,11 +242,6 @@ cdef extern from "cudnn.h" nogil:
     # backward data
     cudnnStatus_t cudnnGetConvolutionBackwardDataAlgorithmMaxCount(cudnnHandle_t handle,
                                                                    int* count)
-    cudnnStatus_t cudnnGetConvolutionBackwardDataAlgorithm_v7(
-        cudnnHandle_t handle, const cudnnFilterDescriptor_t filterDesc,
-        const cudnnTensorDescriptor_t diffDesc, const cudnnConvolutionDescriptor_t convDesc,
-        const cudnnTensorDescriptor_t gradDesc, const int requestedAlgoCount,
-        int* returnedAlgoCount, cudnnConvolutionBwdDataAlgoPerf_t* perfResults)
     cudnnStatus_t cudnnFindConvolutionBackwardDataAlgorithmEx(
         cudnnHandle_t handle, const cudnnFilterDescriptor_t wDesc, const void* w,
         const cudnnTensorDescriptor_t dyDesc, const void* dy,
@@ -299,11 +264,6 @@ cdef extern from "cudnn.h" nogil:
     # backward filter
     cudnnStatus_t cudnnGetConvolutionBackwardFilterAlgorithmMaxCount(cudnnHandle_t handle,
                                                                      int* count)
-    cudnnStatus_t cudnnGetConvolutionBackwardFilterAlgorithm_v7(
-        cudnnHandle_t handle, const cudnnTensorDescriptor_t srcDesc,
-        const cudnnTensorDescriptor_t diffDesc, const cudnnConvolutionDescriptor_t convDesc,
-        const cudnnFilterDescriptor_t gradDesc, const int requestedAlgoCount,
-        int* returnedAlgoCount, cudnnConvolutionBwdFilterAlgoPerf_t* perfResults)
     cudnnStatus_t cudnnFindConvolutionBackwardFilterAlgorithmEx(
         cudnnHandle_t handle, const cudnnTensorDescriptor_t xDesc, const void* x,
         const cudnnTensorDescriptor_t dyDesc, const void* y,
@@ -332,127 +292,24 @@ cdef extern from "cudnn.h" nogil:
     ctypedef void* cudnnBackendDescriptor_t
 
     ctypedef enum cudnnBackendDescriptorType_t:
-        CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR
-        CUDNN_BACKEND_ENGINE_DESCRIPTOR
-        CUDNN_BACKEND_ENGINECFG_DESCRIPTOR
-        CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR
-        CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR
-        CUDNN_BACKEND_KNOB_CHOICE_DESCRIPTOR
-        CUDNN_BACKEND_KNOB_INFO_DESCRIPTOR
-        CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR
-        CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_FILTER_DESCRIPTOR
-        CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_DATA_DESCRIPTOR
-        CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR
         CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR
-        CUDNN_BACKEND_TENSOR_DESCRIPTOR
 
     ctypedef enum cudnnBackendAttributeName_t:
-        CUDNN_ATTR_CONVOLUTION_COMP_TYPE
-        CUDNN_ATTR_CONVOLUTION_CONV_MODE
-        CUDNN_ATTR_CONVOLUTION_DILATIONS
-        CUDNN_ATTR_CONVOLUTION_FILTER_STRIDES
-        CUDNN_ATTR_CONVOLUTION_POST_PADDINGS
-        CUDNN_ATTR_CONVOLUTION_PRE_PADDINGS
-        CUDNN_ATTR_CONVOLUTION_SPATIAL_DIMS
-        CUDNN_ATTR_ENGINEHEUR_MODE
-        CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH
-        CUDNN_ATTR_ENGINEHEUR_RESULTS
-        CUDNN_ATTR_ENGINEHEUR_SM_COUNT_TARGET
-        CUDNN_ATTR_ENGINECFG_ENGINE
-        CUDNN_ATTR_ENGINECFG_KNOB_CHOICES
-        CUDNN_ATTR_EXECUTION_PLAN_HANDLE
-        CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG
-        CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE
-        CUDNN_ATTR_EXECUTION_PLAN_JSON_REPRESENTATION
-        CUDNN_ATTR_KNOB_CHOICE_KNOB_TYPE
-        CUDNN_ATTR_KNOB_CHOICE_KNOB_VALUE
-        CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA
-        CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA
-        CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC
-        CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W
-        CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X
-        CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y
-        CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_ALPHA
-        CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_BETA
-        CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_CONV_DESC
-        CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_W
-        CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DX
-        CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DY
-        CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_ALPHA
-        CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_BETA
-        CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_CONV_DESC
-        CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DW
-        CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_X
-        CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DY
-        CUDNN_ATTR_OPERATIONGRAPH_HANDLE
-        CUDNN_ATTR_OPERATIONGRAPH_OPS
-        CUDNN_ATTR_OPERATIONGRAPH_ENGINE_GLOBAL_COUNT
-        CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT
-        CUDNN_ATTR_TENSOR_DATA_TYPE
-        CUDNN_ATTR_TENSOR_DIMENSIONS
-        CUDNN_ATTR_TENSOR_STRIDES
-        CUDNN_ATTR_TENSOR_VECTOR_COUNT
-        CUDNN_ATTR_TENSOR_VECTORIZED_DIMENSION
-        CUDNN_ATTR_TENSOR_UNIQUE_ID
-        CUDNN_ATTR_TENSOR_IS_VIRTUAL
-        CUDNN_ATTR_TENSOR_IS_BY_VALUE
         CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS
         CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS
         CUDNN_ATTR_VARIANT_PACK_WORKSPACE
-        CUDNN_ATTR_KNOB_INFO_TYPE
-        CUDNN_ATTR_KNOB_INFO_MAXIMUM_VALUE
-        CUDNN_ATTR_KNOB_INFO_MINIMUM_VALUE
-        CUDNN_ATTR_KNOB_INFO_STRIDE
-        CUDNN_ATTR_ENGINE_OPERATION_GRAPH
-        CUDNN_ATTR_ENGINE_GLOBAL_INDEX
-        CUDNN_ATTR_ENGINE_KNOB_INFO
-        CUDNN_ATTR_ENGINE_NUMERICAL_NOTE
-        CUDNN_ATTR_ENGINE_BEHAVIOR_NOTE
-        CUDNN_ATTR_ENGINE_SM_COUNT_TARGET
 
     ctypedef enum cudnnBackendAttributeType_t:
         CUDNN_TYPE_HANDLE
-        CUDNN_TYPE_DATA_TYPE
         CUDNN_TYPE_BOOLEAN
         CUDNN_TYPE_INT64
         CUDNN_TYPE_FLOAT
         CUDNN_TYPE_DOUBLE
         CUDNN_TYPE_VOID_PTR
-        CUDNN_TYPE_CONVOLUTION_MODE
-        CUDNN_TYPE_HEUR_MODE
         CUDNN_TYPE_KNOB_TYPE
-        CUDNN_TYPE_NUMERICAL_NOTE
         CUDNN_TYPE_BACKEND_DESCRIPTOR
-        CUDNN_TYPE_BEHAVIOR_NOTE
         CUDNN_TYPE_INT32
         CUDNN_TYPE_CHAR
-
-    ctypedef enum cudnnBackendHeurMode_t:
-        CUDNN_HEUR_MODE_INSTANT
-        CUDNN_HEUR_MODE_B
-        CUDNN_HEUR_MODE_FALLBACK
-        CUDNN_HEUR_MODE_A
-
-    # Knob types travel as plain ints (engine tags print them), so no member is named here.
-    ctypedef enum cudnnBackendKnobType_t:
-        pass
-
-    ctypedef enum cudnnBackendNumericalNote_t:
-        CUDNN_NUMERICAL_NOTE_TENSOR_CORE
-        CUDNN_NUMERICAL_NOTE_DOWN_CONVERT_INPUTS
-        CUDNN_NUMERICAL_NOTE_REDUCED_PRECISION_REDUCTION
-        CUDNN_NUMERICAL_NOTE_FFT
-        CUDNN_NUMERICAL_NOTE_NONDETERMINISTIC
-        CUDNN_NUMERICAL_NOTE_WINOGRAD
-        CUDNN_NUMERICAL_NOTE_WINOGRAD_TILE_4x4
-        CUDNN_NUMERICAL_NOTE_WINOGRAD_TILE_6x6
-        CUDNN_NUMERICAL_NOTE_WINOGRAD_TILE_13x13
-        CUDNN_NUMERICAL_NOTE_STRICT_NAN_PROP
-
-    ctypedef enum cudnnBackendBehaviorNote_t:
-        CUDNN_BEHAVIOR_NOTE_RUNTIME_COMPILATION
-        CUDNN_BEHAVIOR_NOTE_REQUIRES_FILTER_INT8x32_REORDER
-        CUDNN_BEHAVIOR_NOTE_REQUIRES_BIAS_INT8x32_REORDER
 
     cudnnStatus_t cudnnBackendCreateDescriptor(cudnnBackendDescriptorType_t descriptorType,
                                                cudnnBackendDescriptor_t* descriptor)
@@ -470,58 +327,3 @@ cdef extern from "cudnn.h" nogil:
     cudnnStatus_t cudnnBackendExecute(cudnnHandle_t handle,
                                       cudnnBackendDescriptor_t executionPlan,
                                       cudnnBackendDescriptor_t variantPack)
-
-
-# Enum values cuDNN added after 9.1, the oldest version this package builds against: each is
-# -1 where the headers predate it, so that the module still compiles there (and the name
-# tables in _cudnn.pyx leave it out).
-cdef extern from *:
-    """
-    #include "cudnn.h"
-    #if CUDNN_VERSION >= 90200
-    #define UCUDNN_ATTR_ENGINECFG_WORKSPACE_SIZE CUDNN_ATTR_ENGINECFG_WORKSPACE_SIZE
-    #define UCUDNN_ATTR_ENGINECFG_SHARED_MEMORY_USED CUDNN_ATTR_ENGINECFG_SHARED_MEMORY_USED
-    #else
-    #define UCUDNN_ATTR_ENGINECFG_WORKSPACE_SIZE -1
-    #define UCUDNN_ATTR_ENGINECFG_SHARED_MEMORY_USED -1
-    #endif
-    #if CUDNN_VERSION >= 90500
-    #define UCUDNN_BEHAVIOR_NOTE_SUPPORTS_CUDA_GRAPH_NATIVE_API \
-        CUDNN_BEHAVIOR_NOTE_SUPPORTS_CUDA_GRAPH_NATIVE_API
-    #else
-    #define UCUDNN_BEHAVIOR_NOTE_SUPPORTS_CUDA_GRAPH_NATIVE_API -1
-    #endif
-    #if CUDNN_VERSION >= 90800
-    #define UCUDNN_BACKEND_DEVICEPROP_DESCRIPTOR CUDNN_BACKEND_DEVICEPROP_DESCRIPTOR
-    #define UCUDNN_ATTR_DEVICEPROP_DEVICE_ID CUDNN_ATTR_DEVICEPROP_DEVICE_ID
-    #define UCUDNN_ATTR_DEVICEPROP_HANDLE CUDNN_ATTR_DEVICEPROP_HANDLE
-    #define UCUDNN_ATTR_DEVICEPROP_JSON_REPRESENTATION CUDNN_ATTR_DEVICEPROP_JSON_REPRESENTATION
-    #define UCUDNN_ATTR_ENGINEHEUR_DEVICEPROP CUDNN_ATTR_ENGINEHEUR_DEVICEPROP
-    #define UCUDNN_ATTR_ENGINE_DEVICEPROP CUDNN_ATTR_ENGINE_DEVICEPROP
-    #define UCUDNN_ATTR_EXECUTION_PLAN_DEVICEPROP CUDNN_ATTR_EXECUTION_PLAN_DEVICEPROP
-    #else
-    #define UCUDNN_BACKEND_DEVICEPROP_DESCRIPTOR -1
-    #define UCUDNN_ATTR_DEVICEPROP_DEVICE_ID -1
-    #define UCUDNN_ATTR_DEVICEPROP_HANDLE -1
-    #define UCUDNN_ATTR_DEVICEPROP_JSON_REPRESENTATION -1
-    #define UCUDNN_ATTR_ENGINEHEUR_DEVICEPROP -1
-    #define UCUDNN_ATTR_ENGINE_DEVICEPROP -1
-    #define UCUDNN_ATTR_EXECUTION_PLAN_DEVICEPROP -1
-    #endif
-    #if CUDNN_VERSION >= 91500
-    #define UCUDNN_BEHAVIOR_NOTE_CUBLASLT_DEPENDENCY CUDNN_BEHAVIOR_NOTE_CUBLASLT_DEPENDENCY
-    #else
-    #define UCUDNN_BEHAVIOR_NOTE_CUBLASLT_DEPENDENCY -1
-    #endif
-    """
-    enum: UCUDNN_ATTR_ENGINECFG_WORKSPACE_SIZE  # 9.2
-    enum: UCUDNN_ATTR_ENGINECFG_SHARED_MEMORY_USED  # 9.2
-    enum: UCUDNN_BEHAVIOR_NOTE_SUPPORTS_CUDA_GRAPH_NATIVE_API  # 9.5
-    enum: UCUDNN_BACKEND_DEVICEPROP_DESCRIPTOR  # 9.8, and the DEVICEPROP attributes below
-    enum: UCUDNN_ATTR_DEVICEPROP_DEVICE_ID
-    enum: UCUDNN_ATTR_DEVICEPROP_HANDLE
-    enum: UCUDNN_ATTR_DEVICEPROP_JSON_REPRESENTATION
-    enum: UCUDNN_ATTR_ENGINEHEUR_DEVICEPROP
-    enum: UCUDNN_ATTR_ENGINE_DEVICEPROP
-    enum: UCUDNN_ATTR_EXECUTION_PLAN_DEVICEPROP
-    enum: UCUDNN_BEHAVIOR_NOTE_CUBLASLT_DEPENDENCY  # 9.15

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import itertools
 import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
 
 from tests import reference_conv
 from ucudnn import errors
-from ucudnn._native import _cudnn
+from ucudnn._native import SIMULATED, _cudnn
 from ucudnn.core.array import DeviceArray, host_dtype
 from ucudnn.core.problem import ConvProblem
 
@@ -40,6 +42,21 @@ def test_error_classes_agree_with_cudnn_status_names(word: str, cls: type) -> No
         name = _cudnn.status_name(status)
         named = word in name or (word == "BAD_PARAM" and name == "CUDNN_STATUS_INVALID_VALUE")
         assert named == (errors.cudnn_error_class(status) is cls), (status, name)
+
+
+@pytest.mark.skipif(SIMULATED, reason="imports the real binding")
+@pytest.mark.parametrize(
+    ("change", "refusal"),
+    [
+        ("HEADER_VALUES['CUDNN_DATA_HALF'] = 5", "CUDNN_DATA_HALF = 2, not 5"),
+        ("HEADER_VALUES['CUDNN_DATA_FP4'] = 14", "name different cuDNN values: CUDNN_DATA_FP4"),
+    ],
+)
+def test_name_tables_that_differ_from_the_headers_are_refused(change: str, refusal: str) -> None:
+    code = f"from ucudnn.core import cudnn_names\ncudnn_names.{change}\nimport ucudnn.cudnn"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode != 0
+    assert "ImportError" in done.stderr and refusal in done.stderr, done.stderr[-2000:]
 
 
 # --- descriptors -----------------------------------------------------------------------------
@@ -300,7 +317,7 @@ def _rounded(values: np.ndarray, dtype: str) -> np.ndarray:
 @pytest.mark.parametrize("kernel", ["forward", "backward_data", "backward_filter"])
 @pytest.mark.parametrize("case", _CASES, ids=lambda c: f"{c[0]}-{c[1]}-g{c[7]}")
 def test_convolutions_match_the_reference(kernel: str, case: tuple) -> None:
-    """Get, Find, workspace size and execution with alpha/beta, against the reference."""
+    """Find, workspace size and execution with alpha/beta, against the reference."""
     from ucudnn._native import _cuda
 
     dtype, layout, x_dims, w_dims, padding, stride, dilation, groups = case
@@ -339,33 +356,52 @@ def test_convolutions_match_the_reference(kernel: str, case: tuple) -> None:
 
     handle = _cudnn.Handle()
     workspace = _cuda.DeviceBuffer(64 << 20)
-    count = getattr(_cudnn, f"{kernel}_algorithm_max_count")(handle)
+    count = _cudnn.algorithm_max_count(handle, kernel)
     assert count >= 1
-    get = getattr(_cudnn, f"get_{kernel}_algorithm_v7")
-    ranked = get(handle, a_desc, b_desc, conv, out_desc, count)
-    assert ranked and all(0 <= p.algo < len(_cudnn.ALGORITHMS[kernel]) for p in ranked)
-    find = getattr(_cudnn, f"find_{kernel}_algorithm_ex")
-    found = find(handle, a_desc, a, b_desc, b, conv, out_desc, out.ptr, count, workspace.ptr,
-                 workspace.nbytes)  # fmt: skip
+    found = _cudnn.find_algorithm_ex(handle, kernel, a_desc, a, b_desc, b, conv, out_desc,
+                                     out.ptr, count, workspace.ptr, workspace.nbytes)  # fmt: skip
+    assert all(0 <= p.algo < len(_cudnn.ALGORITHMS[kernel]) for p in found)
     usable = [p for p in found if p.status == 0]
     assert usable, found
     assert all(p.time_ms >= 0 and p.memory <= workspace.nbytes for p in usable)
     best = usable[0]
     conv.set_math_type(best.math_type)
-    size = getattr(_cudnn, f"{kernel}_workspace_size")(handle, a_desc, b_desc, conv, out_desc,
-                                                       best.algo)  # fmt: skip
+    size = _cudnn.workspace_size(handle, kernel, a_desc, b_desc, conv, out_desc, best.algo)
     assert size <= workspace.nbytes
 
     alpha, beta = 1.5, 0.5
     out.copy_from_numpy(_stored(start, dtype, layout))  # Find overwrote it
-    run = getattr(_cudnn, f"convolution_{kernel}")
-    run(handle, alpha, a_desc, a, b_desc, b, conv, best.algo, workspace.ptr, size, beta,
-        out_desc, out.ptr)  # fmt: skip
+    _cudnn.convolution(handle, kernel, alpha, a_desc, a, b_desc, b, conv, best.algo,
+                       workspace.ptr, size, beta, out_desc, out.ptr)  # fmt: skip
     result = _from_device(out, layout)
     wanted = alpha * expected + beta * start
     error = np.linalg.norm(result - wanted) / np.linalg.norm(wanted)
     tf32 = dtype == "float32" and best.math_type != "fma"
     assert error <= _TOLERANCE["tf32" if tf32 else dtype], (best, error)
+
+
+@pytest.mark.gpu
+def test_each_kernel_names_its_operands_in_what_it_refuses() -> None:
+    """The filter is the forward's second operand, backward-data's first and backward-filter's
+    output: anything else in its place, or a pointer that is not one, is refused before cuDNN
+    is called, under the operand's name."""
+    handle = _cudnn.Handle()
+    x = _cudnn.TensorDescriptor("float32", (2, 3, 5, 5), (75, 25, 5, 1))
+    y = _cudnn.TensorDescriptor("float32", (2, 4, 3, 3), (36, 9, 3, 1))
+    w = _cudnn.FilterDescriptor("float32", "NCHW", (4, 3, 3, 3))
+    conv = _cudnn.ConvolutionDescriptor((0, 0), (1, 1), (1, 1))
+    refused = "w_desc of a forward convolution must be a FilterDescriptor, got TensorDescriptor"
+    with pytest.raises(TypeError, match=f"^{refused}$"):
+        _cudnn.workspace_size(handle, "forward", x, x, conv, y, 0)
+    refused = "dx_desc of a backward_data convolution must be a TensorDescriptor, got NoneType"
+    with pytest.raises(TypeError, match=f"^{refused}$"):
+        _cudnn.find_algorithm_ex(handle, "backward_data", w, 0, y, 0, conv, None, 0, 1, 0, 0)
+    with pytest.raises(TypeError, match=r"^dw must be an int, got None$"):
+        _cudnn.convolution(handle, "backward_filter", 1.0, x, 0, y, 0, conv, 0, 0, 0, 0.0, w, None)
+    with pytest.raises(ValueError, match=r"^unknown kernel 'sideways'; expected one of "):
+        _cudnn.algorithm_max_count(handle, "sideways")
+    counts = [_cudnn.algorithm_max_count(handle, kernel) for kernel in _cudnn.ALGORITHMS]
+    assert all(count >= 1 for count in counts)
 
 
 @pytest.mark.gpu

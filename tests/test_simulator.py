@@ -124,10 +124,10 @@ def test_use_after_free_and_double_free(conv, sim) -> None:
     with pytest.raises(errors.CudaError, match="cudaErrorInvalidValue") as info:
         _cuda.memcpy_dtoh(np.empty(4, np.uint8), x, 4)
     assert "freed" in str(info.value.__cause__)
-    ptr = _cuda.malloc(64)
-    _cuda.free(ptr)
+    buffer = _cuda.DeviceBuffer(64)
+    _cuda.free(buffer.ptr)  # behind the buffer's back: its release frees the memory again
     with pytest.raises(errors.CudaError, match="cudaFree failed: cudaErrorInvalidValue"):
-        _cuda.free(ptr)
+        buffer.release()
 
 
 def test_leaks_are_reported_with_where_they_were_made(sim) -> None:
@@ -136,12 +136,12 @@ def test_leaks_are_reported_with_where_they_were_made(sim) -> None:
     from ucudnn._native import _cuda, _cudnn
 
     mark = sim.DEVICE.mark()
-    ptr = _cuda.malloc(1000)
+    buffer = _cuda.DeviceBuffer(1000)
     descriptor = _cudnn.TensorDescriptor("float32", (1, 2, 3, 4), (24, 12, 4, 1))
     leaks = sim.DEVICE.leaks(since=mark)
     assert sorted(leak.kind for leak in leaks) == ["allocation", "descriptor"]
     assert all(__file__ in leak.made_at for leak in leaks), leaks
-    _cuda.free(ptr)
+    buffer.release()
     del descriptor
     gc.collect()
     assert sim.DEVICE.leaks(since=mark) == []

@@ -19,10 +19,11 @@ import pytest
 from tests import reference_conv as ref
 from ucudnn import errors
 from ucudnn._native import SIMULATED, _cudnn
+from ucudnn.core import cudnn_names
 from ucudnn.core.engines import EngineConfig
 from ucudnn.core.problem import ConvProblem, packed_strides
 from ucudnn.runtime.graph import engine_config
-from ucudnn.testing.simulator import backend_names, cudnn as sim_cudnn
+from ucudnn.testing.simulator import cudnn as sim_cudnn
 
 simulator = pytest.mark.simulator
 ROLE_ATTRIBUTES = {  # the operation kind and its attributes for x, w, y
@@ -296,26 +297,6 @@ def test_a_tensor_core_configuration_runs_float32_in_tf32(handle, sim) -> None:
 
 
 @simulator
-def test_backend_execute_with_a_variant_pack_equals_execute_plan(handle) -> None:
-    problem = _problem("NHWC")
-    graph = _graph(handle, problem, "backward_data")
-    plan = _plan(handle, _results(graph)[0])
-    workspace = _workspace_of(plan, "EXECUTION_PLAN_WORKSPACE_SIZE")
-    first, second = Buffers(problem, workspace), Buffers(problem, workspace)
-    _cudnn.execute_plan(handle, plan, (1, 2, 3), first.pointers, first.workspace.ptr)
-    pack = _cudnn.BackendDescriptor("VARIANT_PACK")
-    pack.set("VARIANT_PACK_UNIQUE_IDS", "INT64", [3, 1, 2])  # any order
-    x, w, y = second.pointers
-    pack.set("VARIANT_PACK_DATA_POINTERS", "VOID_PTR", [y, x, w])
-    pack.set("VARIANT_PACK_WORKSPACE", "VOID_PTR", [second.workspace.ptr])
-    pack.finalize()
-    _cudnn.backend_execute(handle, plan, pack)
-    np.testing.assert_array_equal(first.read("x"), second.read("x"))
-    first.release()
-    second.release()
-
-
-@simulator
 def test_execution_advances_the_clock_by_the_configurations_time(handle, sim) -> None:
     from ucudnn._native import _cuda
     from ucudnn.testing.simulator import engines
@@ -447,7 +428,7 @@ def test_engines_say_their_knobs_notes_and_count(handle) -> None:
 @simulator
 def test_the_simulator_reports_cudnn_9_19(sim) -> None:
     assert _cudnn.version() == 91900
-    assert _cudnn.BACKEND_KINDS is backend_names.BACKEND_KINDS
+    assert _cudnn.BACKEND_KINDS is cudnn_names.BACKEND_KINDS
 
 
 # --- refusals --------------------------------------------------------------------------------

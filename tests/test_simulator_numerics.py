@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from tests import reference_conv as ref
+from tests.cuda_header import cuda_error_names
 from ucudnn._native import SIMULATED, _cuda, _cudnn
 from ucudnn.core.problem import ConvProblem
 from ucudnn.errors import NoDeviceError
@@ -415,16 +416,18 @@ SIMULATED_CUDA_CODES = {0, 1, 2, 3, 34, 35, 46, 100, 101, 400, 600, 700, 716, 80
 
 @real_libraries
 def test_cuda_error_names_are_the_runtimes() -> None:
-    """Each code the simulator knows is named as the runtime names it, and a code the runtime
-    does not know, the simulator does not know either. (Descriptions come from the runtime
-    only inside its errors: the one a machine without a driver raises is checked.)"""
-    unrecognized = _cuda.error_name(12345)
+    """Each code the simulator knows is named as the runtime names it (cudaGetErrorName gives
+    the identifier of the runtime header's cudaError enum), and a code the runtime does not
+    know, the simulator does not know either. (Descriptions come from the runtime only inside
+    its errors: the one a machine without a driver raises is checked.)"""
+    names = cuda_error_names()
+    unrecognized = statuses.cuda_error_name(12345)
     codes = [*range(1000), *UNKNOWN_CODES]
     known = {c for c in codes if statuses.cuda_error_name(c) != unrecognized}
     assert known >= SIMULATED_CUDA_CODES
-    for code in codes:
-        if code in known or _cuda.error_name(code) == unrecognized:
-            assert statuses.cuda_error_name(code) == _cuda.error_name(code), code
+    assert known <= set(names), known - set(names)
+    for code in known:
+        assert statuses.cuda_error_name(code) == names[code], code
     try:
         _cuda.device_count()
     except NoDeviceError as exc:

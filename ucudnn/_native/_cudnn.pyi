@@ -135,140 +135,48 @@ class AlgoPerf(NamedTuple):
     deterministic: bool
     math_type: str
 
-def forward_algorithm_max_count(handle: Handle) -> int: ...
-def backward_data_algorithm_max_count(handle: Handle) -> int: ...
-def backward_filter_algorithm_max_count(handle: Handle) -> int: ...
-def find_forward_algorithm_ex(
+# The legacy convolution kernels, by name ("forward", "backward_data", "backward_filter"). Each
+# reads tensors a and b and writes out, in cuDNN's argument order: forward x, w -> y;
+# backward_data w, dy -> dx; backward_filter x, dy -> dw (w and dw are FilterDescriptors).
+def algorithm_max_count(handle: Handle, kernel: str) -> int: ...
+def find_algorithm_ex(
     handle: Handle,
-    x_desc: TensorDescriptor,
-    x: int,
-    w_desc: FilterDescriptor,
-    w: int,
+    kernel: str,
+    a_desc: TensorDescriptor | FilterDescriptor,
+    a: int,
+    b_desc: TensorDescriptor | FilterDescriptor,
+    b: int,
     conv_desc: ConvolutionDescriptor,
-    y_desc: TensorDescriptor,
-    y: int,
+    out_desc: TensorDescriptor | FilterDescriptor,
+    out: int,
     requested: int,
     workspace: int,
     workspace_bytes: int,
 ) -> list[AlgoPerf]: ...
-def find_backward_data_algorithm_ex(
+def workspace_size(
     handle: Handle,
-    w_desc: FilterDescriptor,
-    w: int,
-    dy_desc: TensorDescriptor,
-    dy: int,
+    kernel: str,
+    a_desc: TensorDescriptor | FilterDescriptor,
+    b_desc: TensorDescriptor | FilterDescriptor,
     conv_desc: ConvolutionDescriptor,
-    dx_desc: TensorDescriptor,
-    dx: int,
-    requested: int,
-    workspace: int,
-    workspace_bytes: int,
-) -> list[AlgoPerf]: ...
-def find_backward_filter_algorithm_ex(
-    handle: Handle,
-    x_desc: TensorDescriptor,
-    x: int,
-    dy_desc: TensorDescriptor,
-    dy: int,
-    conv_desc: ConvolutionDescriptor,
-    dw_desc: FilterDescriptor,
-    dw: int,
-    requested: int,
-    workspace: int,
-    workspace_bytes: int,
-) -> list[AlgoPerf]: ...
-def get_forward_algorithm_v7(
-    handle: Handle,
-    x_desc: TensorDescriptor,
-    w_desc: FilterDescriptor,
-    conv_desc: ConvolutionDescriptor,
-    y_desc: TensorDescriptor,
-    requested: int,
-) -> list[AlgoPerf]: ...
-def get_backward_data_algorithm_v7(
-    handle: Handle,
-    w_desc: FilterDescriptor,
-    dy_desc: TensorDescriptor,
-    conv_desc: ConvolutionDescriptor,
-    dx_desc: TensorDescriptor,
-    requested: int,
-) -> list[AlgoPerf]: ...
-def get_backward_filter_algorithm_v7(
-    handle: Handle,
-    x_desc: TensorDescriptor,
-    dy_desc: TensorDescriptor,
-    conv_desc: ConvolutionDescriptor,
-    dw_desc: FilterDescriptor,
-    requested: int,
-) -> list[AlgoPerf]: ...
-def forward_workspace_size(
-    handle: Handle,
-    x_desc: TensorDescriptor,
-    w_desc: FilterDescriptor,
-    conv_desc: ConvolutionDescriptor,
-    y_desc: TensorDescriptor,
+    out_desc: TensorDescriptor | FilterDescriptor,
     algo: int,
 ) -> int: ...
-def backward_data_workspace_size(
+def convolution(
     handle: Handle,
-    w_desc: FilterDescriptor,
-    dy_desc: TensorDescriptor,
-    conv_desc: ConvolutionDescriptor,
-    dx_desc: TensorDescriptor,
-    algo: int,
-) -> int: ...
-def backward_filter_workspace_size(
-    handle: Handle,
-    x_desc: TensorDescriptor,
-    dy_desc: TensorDescriptor,
-    conv_desc: ConvolutionDescriptor,
-    dw_desc: FilterDescriptor,
-    algo: int,
-) -> int: ...
-def convolution_forward(
-    handle: Handle,
+    kernel: str,
     alpha: float,
-    x_desc: TensorDescriptor,
-    x: int,
-    w_desc: FilterDescriptor,
-    w: int,
+    a_desc: TensorDescriptor | FilterDescriptor,
+    a: int,
+    b_desc: TensorDescriptor | FilterDescriptor,
+    b: int,
     conv_desc: ConvolutionDescriptor,
     algo: int,
     workspace: int,
     workspace_bytes: int,
     beta: float,
-    y_desc: TensorDescriptor,
-    y: int,
-) -> None: ...
-def convolution_backward_data(
-    handle: Handle,
-    alpha: float,
-    w_desc: FilterDescriptor,
-    w: int,
-    dy_desc: TensorDescriptor,
-    dy: int,
-    conv_desc: ConvolutionDescriptor,
-    algo: int,
-    workspace: int,
-    workspace_bytes: int,
-    beta: float,
-    dx_desc: TensorDescriptor,
-    dx: int,
-) -> None: ...
-def convolution_backward_filter(
-    handle: Handle,
-    alpha: float,
-    x_desc: TensorDescriptor,
-    x: int,
-    dy_desc: TensorDescriptor,
-    dy: int,
-    conv_desc: ConvolutionDescriptor,
-    algo: int,
-    workspace: int,
-    workspace_bytes: int,
-    beta: float,
-    dw_desc: FilterDescriptor,
-    dw: int,
+    out_desc: TensorDescriptor | FilterDescriptor,
+    out: int,
 ) -> None: ...
 def convolution_backward_bias(
     handle: Handle,
@@ -374,9 +282,6 @@ class BackendDescriptor:
     ) -> list[object]: ...
     def finalize(self) -> None: ...
 
-def backend_execute(
-    handle: Handle, plan: BackendDescriptor, variant_pack: BackendDescriptor
-) -> None: ...
 def execute_plan(
     handle: Handle,
     plan: BackendDescriptor,

@@ -18,20 +18,8 @@ from ucudnn.core.engines import MATH_LICENCE
 from ucudnn.core.problem import KERNELS, LAYOUTS, ConvProblem, check_kernel, packed_strides
 from ucudnn.runtime.steps import ROLES
 
-# The binding names each kernel's calls alike: convolution_<kernel>, find_<kernel>_algorithm_ex,
-# <kernel>_workspace_size and <kernel>_algorithm_max_count. Their descriptors come in the
-# kernel's role order (`by_role`), which no one signature spells, so the arguments are unchecked.
-_RUN: dict[str, Callable[..., None]] = {k: getattr(_cudnn, f"convolution_{k}") for k in KERNELS}
-_FIND: dict[str, Callable[..., list[_cudnn.AlgoPerf]]] = {
-    k: getattr(_cudnn, f"find_{k}_algorithm_ex") for k in KERNELS
-}
-_WORKSPACE: dict[str, Callable[..., int]] = {
-    k: getattr(_cudnn, f"{k}_workspace_size") for k in KERNELS
-}
-_MAX_COUNT: dict[str, Callable[[_cudnn.Handle], int]] = {
-    k: getattr(_cudnn, f"{k}_algorithm_max_count") for k in KERNELS
-}
-
+# A kernel's operand: a tensor, or the filter (w).
+Descriptor = _cudnn.TensorDescriptor | _cudnn.FilterDescriptor
 # Where each kernel's two inputs and output sit among (x, w, y), in cuDNN's argument order.
 _ROLE_INDEX: dict[str, tuple[int, ...]] = {
     k: tuple("xwy".index(t) for t in ROLES[k]) for k in KERNELS
@@ -93,9 +81,9 @@ class ProblemDescriptors:
             )
         return self._xy[micro_batch]
 
-    def by_role(self, kernel: str, micro_batch: int) -> tuple[object, object, object]:
+    def by_role(self, kernel: str, micro_batch: int) -> tuple[Descriptor, Descriptor, Descriptor]:
         x, y = self.xy(micro_batch)
-        named = {"x": x, "w": self.w, "y": y}
+        named: dict[str, Descriptor] = {"x": x, "w": self.w, "y": y}
         first, second, out = ROLES[check_kernel(kernel)]
         return named[first], named[second], named[out]
 
@@ -170,7 +158,7 @@ def _pointers(kernel: str, x: int, w: int, y: int) -> tuple[int, int, int]:
 
 
 def algorithm_count(handle: _cudnn.Handle, kernel: str) -> int:
-    return _MAX_COUNT[check_kernel(kernel)](handle)
+    return _cudnn.algorithm_max_count(handle, check_kernel(kernel))
 
 
 def workspace_size(
@@ -185,7 +173,7 @@ def workspace_size(
     descriptor may still hold another candidate's)."""
     d1, d2, d3 = descs.by_role(kernel, micro_batch)
     descs.conv.set_math_type(math_type)
-    return _WORKSPACE[kernel](handle, d1, d2, descs.conv, d3, algo)
+    return _cudnn.workspace_size(handle, kernel, d1, d2, descs.conv, d3, algo)
 
 
 def find(
@@ -205,8 +193,8 @@ def find(
     p1, p2, p3 = _pointers(kernel, x, w, y)
     descs.conv.set_math_type(descs.problem.math_type)
     requested = algorithm_count(handle, kernel)
-    return _FIND[kernel](
-        handle, d1, p1, d2, p2, descs.conv, d3, p3, requested, workspace, workspace_bytes
+    return _cudnn.find_algorithm_ex(
+        handle, kernel, d1, p1, d2, p2, descs.conv, d3, p3, requested, workspace, workspace_bytes
     )
 
 
@@ -223,7 +211,8 @@ def prepared_run(
     scalars, enqueues the work and does not wait for it."""
     d1, d2, d3 = descs.by_role(kernel, micro_batch)
     first, second, out = _ROLE_INDEX[check_kernel(kernel)]
-    launch, conv = _RUN[kernel], descs.conv
+    # Looked up once, here: a launch prepared while the call is stubbed keeps the stub.
+    launch, conv = _cudnn.convolution, descs.conv
 
     def call(
         handle: _cudnn.Handle,
@@ -240,8 +229,8 @@ def prepared_run(
         # descriptor, which may hold another candidate's.
         conv.set_math_type(math_type)
         launch(
-            handle, alpha, d1, pointers[first], d2, pointers[second], conv, algo, workspace,
-            workspace_bytes, beta, d3, pointers[out],
+            handle, kernel, alpha, d1, pointers[first], d2, pointers[second], conv, algo,
+            workspace, workspace_bytes, beta, d3, pointers[out],
         )  # fmt: skip
         return False
 

@@ -1,5 +1,4 @@
-"""The simulated backend (graph) API: `_cudnn.BackendDescriptor`, `backend_execute` and
-`execute_plan`.
+"""The simulated backend (graph) API: `_cudnn.BackendDescriptor` and `execute_plan`.
 
 Python-side refusals (unknown names, values of the wrong Python type) repeat native/_cudnn.pyx
 word for word. What cuDNN itself checks raises CudnnError with the C call's name and cuDNN's
@@ -20,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from ucudnn.core.cudnn_names import BACKEND_ATTRIBUTES, BACKEND_KINDS, BACKEND_TYPES, ENUM_TABLES
 from ucudnn.core.engines import deterministic_of
 from ucudnn.errors import CudnnError
 from ucudnn.testing.simulator.backend_graph import (
@@ -34,13 +34,9 @@ from ucudnn.testing.simulator.backend_graph import (
 )
 from ucudnn.testing.simulator.backend_names import (
     ATTRIBUTES,
-    BACKEND_ATTRIBUTES,
-    BACKEND_KINDS,
-    BACKEND_TYPES,
     BAD_PARAM,
     BAD_PARAM_ATTRIBUTE_TYPE,
     BAD_PARAM_DESCRIPTOR_TYPE,
-    ENUM_TABLES,
     NOT_INITIALIZED,
     NOT_SUPPORTED,
     Attribute,
@@ -295,23 +291,6 @@ def _plan(plan: BackendDescriptor) -> Plan:
     if not isinstance(plan._state, Plan):
         raise ValueError(f"plan must be a finalized EXECUTION_PLAN descriptor, got {plan!r}")
     return plan._state
-
-
-def backend_execute(
-    handle: Handle, plan: BackendDescriptor, variant_pack: BackendDescriptor
-) -> None:
-    """cudnnBackendExecute: enqueue the plan on the handle's stream with these pointers."""
-    not_none(handle, "handle", Handle)
-    not_none(plan, "plan", BackendDescriptor)
-    not_none(variant_pack, "variant_pack", BackendDescriptor)
-    state = _plan(plan)
-    stream = live(handle)
-    pack = variant_pack._state
-    if not isinstance(pack, VariantPack):
-        raise cudnn_error(
-            BAD_PARAM, _EXECUTE, f"{variant_pack!r} is not a finalized VARIANT_PACK descriptor"
-        )
-    _run(stream, state, pack)
 
 
 def _c_integer(value: object, least: int, most: int) -> int:

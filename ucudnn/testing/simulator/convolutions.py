@@ -157,7 +157,7 @@ def workspace_size(descs: Descriptors, algo: object) -> int:
 
 @dataclasses.dataclass(frozen=True)
 class Row:
-    """One row of Find's or Get's answer, before it becomes an AlgoPerf."""
+    """One row of Find's answer, before it becomes an AlgoPerf."""
 
     algo: int
     status: int
@@ -176,14 +176,6 @@ def _row(facts: AlgoFacts, status: int) -> Row:
     if status:
         return Row(facts.algo, status, -1.0, 0, facts.deterministic)
     return Row(facts.algo, 0, facts.time_ms, facts.workspace_bytes, facts.deterministic)
-
-
-def heuristics(descs: Descriptors, requested: int) -> list[Row]:
-    """Get…Algorithm_v7: the modelled ranking, nothing run."""
-    call = c_call(descs.kernel, "Get{}Algorithm_v7")
-    problem = descs.problem(call)
-    _raise_fault(call, problem)
-    return _ranked([_row(f, f.status) for f in DEVICE.caps.facts(problem)])[:requested]
 
 
 def find(

@@ -37,10 +37,6 @@ _LAUNCH_MS = 0.002
 _BYTES_PER_MS = 2e9  # 2 TB/s
 
 
-def error_name(code: int) -> str:
-    return statuses.cuda_error_name(code)
-
-
 def runtime_version() -> int:
     return _RUNTIME_VERSION
 
@@ -130,10 +126,6 @@ def _malloc(nbytes: int) -> int:
 def _free(ptr: int) -> None:
     if DEVICE.free(ptr) is not None:  # a double free, or not the start of an allocation
         raise cuda_error(_INVALID_VALUE, "cudaFree")
-
-
-def malloc(nbytes: object) -> int:
-    return _malloc(to_size(nbytes, "nbytes"))
 
 
 def free(ptr: object) -> None:

@@ -9,53 +9,52 @@ model's data was measured with.
 from __future__ import annotations
 
 import collections
-from typing import Any
+from typing import Any, cast
 
-from ucudnn.testing.simulator import numerics, statuses
-from ucudnn.testing.simulator.backend import (
-    BackendDescriptor,
-    backend_execute as backend_execute,
-    execute_plan as execute_plan,
-)
-from ucudnn.testing.simulator.backend_names import (  # the binding's backend name tables
+from ucudnn.core.cudnn_names import (  # the binding's name tables, which it serves
+    ACTIVATIONS as ACTIVATIONS,
     BACKEND_ATTRIBUTES as BACKEND_ATTRIBUTES,
     BACKEND_CONVOLUTION_MODES as BACKEND_CONVOLUTION_MODES,
     BACKEND_DATA_TYPES as BACKEND_DATA_TYPES,
     BACKEND_KINDS as BACKEND_KINDS,
     BACKEND_TYPES as BACKEND_TYPES,
     BEHAVIOR_NOTES as BEHAVIOR_NOTES,
-    HEURISTIC_MODES as HEURISTIC_MODES,
-    NUMERICAL_NOTES as NUMERICAL_NOTES,
-)
-from ucudnn.testing.simulator.capabilities import ALGORITHMS as ALGORITHMS
-from ucudnn.testing.simulator.convert import cudnn_error, lookup, to_address, to_c_int, to_size
-from ucudnn.testing.simulator.convolutions import (
-    Descriptors,
-    algorithm,
-    find,
-    heuristics,
-    run as _run_convolution,
-    workspace_size as _workspace_size,
-)
-from ucudnn.testing.simulator.descriptors import (  # the binding's name tables
-    ACTIVATIONS as ACTIVATIONS,
-    BAD_PARAM as _BAD_PARAM,
     CONVOLUTION_MODES as CONVOLUTION_MODES,
     DTYPES as DTYPES,
     FILTER_LAYOUTS as FILTER_LAYOUTS,
+    HEURISTIC_MODES as HEURISTIC_MODES,
     MATH_TYPES as MATH_TYPES,
+    NUMERICAL_NOTES as NUMERICAL_NOTES,
     POOLING_MODES as POOLING_MODES,
-    SOFTMAX_ALGORITHMS,
-    SOFTMAX_MODES,
+    SOFTMAX_ALGORITHMS as SOFTMAX_ALGORITHMS,
+    SOFTMAX_MODES as SOFTMAX_MODES,
+)
+from ucudnn.testing.simulator import numerics, statuses
+from ucudnn.testing.simulator.backend import BackendDescriptor, execute_plan as execute_plan
+from ucudnn.testing.simulator.capabilities import ALGORITHMS as ALGORITHMS
+from ucudnn.testing.simulator.convert import cudnn_error, lookup, to_address, to_c_int, to_size
+from ucudnn.testing.simulator.convolutions import (
+    NAMES as _NAMES,
+    ROLES as _ROLES,
+    Descriptors,
+    algorithm,
+    find,
+    run as _run_convolution,
+    workspace_size as _workspace_size,
+)
+from ucudnn.testing.simulator.descriptors import (
+    BAD_PARAM as _BAD_PARAM,
     ActivationDescriptor,
     ConvolutionDescriptor,
     FilterDescriptor,
     PoolingDescriptor,
     TensorDescriptor,
+    not_none,
 )
 from ucudnn.testing.simulator.device import DEVICE
 from ucudnn.testing.simulator.handles import Handle, live as _live
 from ucudnn.testing.simulator.operations import apply, same_dims
+from ucudnn.testing.simulator.problem import Kernel
 
 # The classes and functions made elsewhere are this module's, as in the binding (the stub test
 # holds the surface to it).
@@ -67,7 +66,6 @@ for _public in (
     ConvolutionDescriptor,
     ActivationDescriptor,
     PoolingDescriptor,
-    backend_execute,
     execute_plan,
 ):
     _public.__module__ = __name__
@@ -93,7 +91,7 @@ def cudart_version() -> int:
 AlgoPerf = collections.namedtuple(
     "AlgoPerf", "algo status status_name time_ms memory deterministic math_type"
 )
-AlgoPerf.__doc__ = """One row of cuDNN's algorithm list (Find: measured; Get: heuristic).
+AlgoPerf.__doc__ = """One row of the algorithm list cuDNN's Find measured.
 
 Rows whose status is not 0 (CUDNN_STATUS_SUCCESS) are algorithms that cannot run this problem.
 """
@@ -121,184 +119,91 @@ def _requested(requested: object) -> int:
     return count
 
 
-def forward_algorithm_max_count(handle: Handle) -> int:
-    _live(handle)
-    return len(ALGORITHMS["forward"])
+# --- the legacy convolution kernels ----------------------------------------------------------
+# Each reads a and b and writes out, in cuDNN's argument order (`convolutions.ROLES` says which
+# of x, w and y each is, `convolutions.NAMES` what the binding calls it).
 
 
-def backward_data_algorithm_max_count(handle: Handle) -> int:
-    _live(handle)
-    return len(ALGORITHMS["backward_data"])
+def _descriptors(
+    kernel: str, a_desc: object, b_desc: object, out_desc: object, conv_desc: object
+) -> Descriptors:
+    """The call's descriptors by tensor, each checked to be of its operand's type."""
+    not_none(conv_desc, "conv_desc", ConvolutionDescriptor)  # a typed argument there
+    lookup(ALGORITHMS, kernel, "kernel")  # refuses an unknown kernel as the binding does
+    known = cast(Kernel, kernel)
+    by_tensor: dict[str, Any] = {}
+    operands = zip((a_desc, b_desc, out_desc), _ROLES[known], _NAMES[known], strict=True)
+    for desc, tensor, name in operands:
+        expected = FilterDescriptor if tensor == "w" else TensorDescriptor
+        if not isinstance(desc, expected):
+            raise TypeError(
+                f"{name}_desc of a {kernel} convolution must be a {expected.__name__}, "
+                f"got {type(desc).__name__}"
+            )
+        by_tensor[tensor] = desc
+    conv = cast(ConvolutionDescriptor, conv_desc)
+    return Descriptors(known, by_tensor["x"], by_tensor["w"], by_tensor["y"], conv)
 
 
-def backward_filter_algorithm_max_count(handle: Handle) -> int:
-    _live(handle)
-    return len(ALGORITHMS["backward_filter"])
-
-
-def find_forward_algorithm_ex(
-    handle: Handle, x_desc: TensorDescriptor, x: int, w_desc: FilterDescriptor, w: int,
-    conv_desc: ConvolutionDescriptor, y_desc: TensorDescriptor, y: int, requested: int,
-    workspace: int, workspace_bytes: int,
-) -> list[AlgoPerf]:  # fmt: skip
-    """Time the forward algorithms on the caller's buffers (y is overwritten)."""
-    descs = Descriptors("forward", x_desc, w_desc, y_desc, conv_desc)
-    return _find(handle, descs, (x, w, y), requested, workspace, workspace_bytes)
-
-
-def find_backward_data_algorithm_ex(
-    handle: Handle, w_desc: FilterDescriptor, w: int, dy_desc: TensorDescriptor, dy: int,
-    conv_desc: ConvolutionDescriptor, dx_desc: TensorDescriptor, dx: int, requested: int,
-    workspace: int, workspace_bytes: int,
-) -> list[AlgoPerf]:  # fmt: skip
-    """Time the backward-data algorithms on the caller's buffers (dx is overwritten)."""
-    descs = Descriptors("backward_data", dx_desc, w_desc, dy_desc, conv_desc)
-    return _find(handle, descs, (dx, w, dy), requested, workspace, workspace_bytes)
-
-
-def find_backward_filter_algorithm_ex(
-    handle: Handle, x_desc: TensorDescriptor, x: int, dy_desc: TensorDescriptor, dy: int,
-    conv_desc: ConvolutionDescriptor, dw_desc: FilterDescriptor, dw: int, requested: int,
-    workspace: int, workspace_bytes: int,
-) -> list[AlgoPerf]:  # fmt: skip
-    """Time the backward-filter algorithms on the caller's buffers (dw is overwritten)."""
-    descs = Descriptors("backward_filter", x_desc, dw_desc, dy_desc, conv_desc)
-    return _find(handle, descs, (x, dw, dy), requested, workspace, workspace_bytes)
-
-
-def _find(
-    handle: Handle,
-    descs: Descriptors,
-    pointers: tuple[object, object, object],
-    requested: object,
-    workspace: object,
-    workspace_bytes: object,
-) -> list[AlgoPerf]:
-    stream = _live(handle)
-    addresses = _addresses(descs, pointers)
-    count = _requested(requested)
-    rows = find(
-        descs, stream, addresses, count, to_address(workspace, "workspace"),
-        _size(workspace_bytes),
-    )  # fmt: skip
-    return _perfs(rows, descs.conv.math_type)
-
-
-def _addresses(descs: Descriptors, pointers: tuple[object, object, object]) -> tuple[int, int, int]:
-    """Pointers in x, w, y order, converted under the binding's names for them."""
-    names = {"forward": "xwy", "backward_data": ("dx", "w", "dy"),
-             "backward_filter": ("x", "dw", "dy")}[descs.kernel]  # fmt: skip
-    x, w, y = (to_address(p, n) for p, n in zip(pointers, names, strict=True))
-    return x, w, y
+def _pointers(descs: Descriptors, a: object, b: object, out: object) -> tuple[int, int, int]:
+    """The operands' addresses, converted under the binding's names for them, by x, w, y."""
+    kernel = descs.kernel
+    by_tensor = {
+        tensor: to_address(pointer, name)
+        for pointer, tensor, name in zip((a, b, out), _ROLES[kernel], _NAMES[kernel], strict=True)
+    }
+    return by_tensor["x"], by_tensor["w"], by_tensor["y"]
 
 
 def _size(workspace_bytes: object) -> int:
     return to_size(workspace_bytes, "workspace_bytes")
 
 
-def get_forward_algorithm_v7(
-    handle: Handle, x_desc: TensorDescriptor, w_desc: FilterDescriptor,
-    conv_desc: ConvolutionDescriptor, y_desc: TensorDescriptor, requested: int,
+def algorithm_max_count(handle: Handle, kernel: str) -> int:
+    names = lookup(ALGORITHMS, kernel, "kernel")
+    _live(handle)
+    return len(names)
+
+
+def find_algorithm_ex(
+    handle: Handle, kernel: str, a_desc: TensorDescriptor | FilterDescriptor, a: int,
+    b_desc: TensorDescriptor | FilterDescriptor, b: int, conv_desc: ConvolutionDescriptor,
+    out_desc: TensorDescriptor | FilterDescriptor, out: int, requested: int, workspace: int,
+    workspace_bytes: int,
 ) -> list[AlgoPerf]:  # fmt: skip
-    """cuDNN's heuristic ranking of the forward algorithms (nothing is run)."""
-    return _heuristics(handle, Descriptors("forward", x_desc, w_desc, y_desc, conv_desc), requested)
-
-
-def get_backward_data_algorithm_v7(
-    handle: Handle, w_desc: FilterDescriptor, dy_desc: TensorDescriptor,
-    conv_desc: ConvolutionDescriptor, dx_desc: TensorDescriptor, requested: int,
-) -> list[AlgoPerf]:  # fmt: skip
-    """cuDNN's heuristic ranking of the backward-data algorithms (nothing is run)."""
-    descs = Descriptors("backward_data", dx_desc, w_desc, dy_desc, conv_desc)
-    return _heuristics(handle, descs, requested)
-
-
-def get_backward_filter_algorithm_v7(
-    handle: Handle, x_desc: TensorDescriptor, dy_desc: TensorDescriptor,
-    conv_desc: ConvolutionDescriptor, dw_desc: FilterDescriptor, requested: int,
-) -> list[AlgoPerf]:  # fmt: skip
-    """cuDNN's heuristic ranking of the backward-filter algorithms (nothing is run)."""
-    descs = Descriptors("backward_filter", x_desc, dw_desc, dy_desc, conv_desc)
-    return _heuristics(handle, descs, requested)
-
-
-def _heuristics(handle: Handle, descs: Descriptors, requested: object) -> list[AlgoPerf]:
-    _live(handle)
-    return _perfs(heuristics(descs, _requested(requested)), descs.conv.math_type)
-
-
-def forward_workspace_size(
-    handle: Handle, x_desc: TensorDescriptor, w_desc: FilterDescriptor,
-    conv_desc: ConvolutionDescriptor, y_desc: TensorDescriptor, algo: int,
-) -> int:  # fmt: skip
-    _live(handle)
-    return _workspace_size(Descriptors("forward", x_desc, w_desc, y_desc, conv_desc), algo)
-
-
-def backward_data_workspace_size(
-    handle: Handle, w_desc: FilterDescriptor, dy_desc: TensorDescriptor,
-    conv_desc: ConvolutionDescriptor, dx_desc: TensorDescriptor, algo: int,
-) -> int:  # fmt: skip
-    _live(handle)
-    descs = Descriptors("backward_data", dx_desc, w_desc, dy_desc, conv_desc)
-    return _workspace_size(descs, algo)
-
-
-def backward_filter_workspace_size(
-    handle: Handle, x_desc: TensorDescriptor, dy_desc: TensorDescriptor,
-    conv_desc: ConvolutionDescriptor, dw_desc: FilterDescriptor, algo: int,
-) -> int:  # fmt: skip
-    _live(handle)
-    descs = Descriptors("backward_filter", x_desc, dw_desc, dy_desc, conv_desc)
-    return _workspace_size(descs, algo)
-
-
-def convolution_forward(
-    handle: Handle, alpha: float, x_desc: TensorDescriptor, x: int, w_desc: FilterDescriptor,
-    w: int, conv_desc: ConvolutionDescriptor, algo: int, workspace: int, workspace_bytes: int,
-    beta: float, y_desc: TensorDescriptor, y: int,
-) -> None:  # fmt: skip
-    """y = alpha * conv(x, w) + beta * y."""
-    descs = Descriptors("forward", x_desc, w_desc, y_desc, conv_desc)
-    _convolution(handle, descs, alpha, beta, (x, w, y), algo, workspace, workspace_bytes)
-
-
-def convolution_backward_data(
-    handle: Handle, alpha: float, w_desc: FilterDescriptor, w: int, dy_desc: TensorDescriptor,
-    dy: int, conv_desc: ConvolutionDescriptor, algo: int, workspace: int, workspace_bytes: int,
-    beta: float, dx_desc: TensorDescriptor, dx: int,
-) -> None:  # fmt: skip
-    """dx = alpha * conv_transpose(dy, w) + beta * dx."""
-    descs = Descriptors("backward_data", dx_desc, w_desc, dy_desc, conv_desc)
-    _convolution(handle, descs, alpha, beta, (dx, w, dy), algo, workspace, workspace_bytes)
-
-
-def convolution_backward_filter(
-    handle: Handle, alpha: float, x_desc: TensorDescriptor, x: int, dy_desc: TensorDescriptor,
-    dy: int, conv_desc: ConvolutionDescriptor, algo: int, workspace: int, workspace_bytes: int,
-    beta: float, dw_desc: FilterDescriptor, dw: int,
-) -> None:  # fmt: skip
-    """dw = alpha * dconv(x, dy) + beta * dw."""
-    descs = Descriptors("backward_filter", x_desc, dw_desc, dy_desc, conv_desc)
-    _convolution(handle, descs, alpha, beta, (x, dw, dy), algo, workspace, workspace_bytes)
-
-
-def _convolution(
-    handle: Handle,
-    descs: Descriptors,
-    alpha: object,
-    beta: object,
-    pointers: tuple[object, object, object],
-    algo: object,
-    workspace: object,
-    workspace_bytes: object,
-) -> None:
+    """Time `kernel`'s algorithms on the caller's buffers (out is overwritten)."""
+    descs = _descriptors(kernel, a_desc, b_desc, out_desc, conv_desc)
     stream = _live(handle)
-    a, b = _double(alpha, "alpha"), _double(beta, "beta")
+    pointers = _pointers(descs, a, b, out)
+    space, space_bytes = to_address(workspace, "workspace"), _size(workspace_bytes)
+    rows = find(descs, stream, pointers, _requested(requested), space, space_bytes)
+    return _perfs(rows, descs.conv.math_type)
+
+
+def workspace_size(
+    handle: Handle, kernel: str, a_desc: TensorDescriptor | FilterDescriptor,
+    b_desc: TensorDescriptor | FilterDescriptor, conv_desc: ConvolutionDescriptor,
+    out_desc: TensorDescriptor | FilterDescriptor, algo: int,
+) -> int:  # fmt: skip
+    descs = _descriptors(kernel, a_desc, b_desc, out_desc, conv_desc)
+    _live(handle)
+    return _workspace_size(descs, algo)
+
+
+def convolution(
+    handle: Handle, kernel: str, alpha: float, a_desc: TensorDescriptor | FilterDescriptor,
+    a: int, b_desc: TensorDescriptor | FilterDescriptor, b: int,
+    conv_desc: ConvolutionDescriptor, algo: int, workspace: int, workspace_bytes: int,
+    beta: float, out_desc: TensorDescriptor | FilterDescriptor, out: int,
+) -> None:  # fmt: skip
+    """One legacy convolution: out = alpha * kernel(a, b) + beta * out."""
+    descs = _descriptors(kernel, a_desc, b_desc, out_desc, conv_desc)
+    stream = _live(handle)
+    scale, blend = _double(alpha, "alpha"), _double(beta, "beta")
     algorithm(algo, descs.kernel)
-    addresses = _addresses(descs, pointers)
+    pointers = _pointers(descs, a, b, out)
     _run_convolution(
-        descs, stream, a, b, addresses, algo, to_address(workspace, "workspace"),
+        descs, stream, scale, blend, pointers, algo, to_address(workspace, "workspace"),
         _size(workspace_bytes),
     )  # fmt: skip
 

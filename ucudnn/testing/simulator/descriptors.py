@@ -1,4 +1,4 @@
-"""Simulated cuDNN descriptors and the name tables of `_cudnn`, checked as cuDNN checks them.
+"""Simulated cuDNN descriptors, checked as cuDNN checks them (names from ucudnn.core.cudnn_names).
 
 Python-side refusals (unknown names, wrong types, wrong lengths) repeat native/_cudnn.pyx word
 for word; what cuDNN itself refuses raises CudnnError with the C call's name and a status the
@@ -10,6 +10,14 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from ucudnn.core.cudnn_names import (
+    ACTIVATIONS,
+    CONVOLUTION_MODES,
+    DTYPES,
+    FILTER_LAYOUTS,
+    MATH_TYPES,
+    POOLING_MODES,
+)
 from ucudnn.core.problem import packed_strides
 from ucudnn.testing.simulator.convert import (
     DIM_MAX,
@@ -21,15 +29,6 @@ from ucudnn.testing.simulator.convert import (
 )
 from ucudnn.testing.simulator.device import DeviceObject
 
-# Enum values of cudnnDataType_t, cudnnMathType_t, ... (cudnn_graph.h, cudnn_ops.h).
-DTYPES = {"float32": 0, "float16": 2, "bfloat16": 9, "float64": 1}
-MATH_TYPES = {"default": 0, "tensor_op": 1, "tensor_op_allow_conversion": 2, "fma": 3}
-CONVOLUTION_MODES = {"cross_correlation": 1, "convolution": 0}
-FILTER_LAYOUTS = {"NCHW": (0, 4), "NHWC": (1, 4), "NCDHW": (0, 5), "NDHWC": (1, 5)}
-ACTIVATIONS = {"sigmoid": 0, "relu": 1, "tanh": 2, "clipped_relu": 3, "elu": 4}
-POOLING_MODES = {"max": 0, "max_deterministic": 3, "average": 1, "average_exclude_padding": 2}
-SOFTMAX_ALGORITHMS = {"fast": 0, "accurate": 1, "log": 2}
-SOFTMAX_MODES = {"instance": 0, "channel": 1}
 ITEMSIZE = {"float32": 4, "float16": 2, "bfloat16": 2, "float64": 8}
 
 BAD_PARAM = 2000
