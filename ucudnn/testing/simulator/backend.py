@@ -4,11 +4,12 @@ Python-side refusals (unknown names, values of the wrong Python type) repeat nat
 word for word. What cuDNN itself checks raises CudnnError with the C call's name and cuDNN's
 status: cudnnBackendSetAttribute the attribute's kind, type and element count
 (`backend_names.ATTRIBUTES`) and that the descriptor is not yet finalized;
-cudnnBackendFinalize what each kind requires (`backend_graph`); cudnnBackendGetAttribute that
-the descriptor is finalized. Execution checks what hardware does not: every tensor and the
-workspace inside live allocations, each pointer at least as aligned as its tensor's declared
-BYTE_ALIGNMENT (a ConformanceError otherwise: cuDNN may pick vector loads that fault or read
-wrong values), the output apart from the inputs; then it runs like a legacy convolution.
+cudnnBackendFinalize what each kind requires (`backend_engines.FINALIZE`);
+cudnnBackendGetAttribute that the descriptor is finalized. Execution checks what hardware
+does not: every tensor and the workspace inside live allocations, each pointer at least as
+aligned as its tensor's declared BYTE_ALIGNMENT (a ConformanceError otherwise: cuDNN may pick
+vector loads that fault or read wrong values), the output apart from the inputs; then it runs
+like a legacy convolution.
 """
 
 from __future__ import annotations
@@ -22,16 +23,13 @@ import numpy as np
 from ucudnn.core.cudnn_names import BACKEND_ATTRIBUTES, BACKEND_KINDS, BACKEND_TYPES, ENUM_TABLES
 from ucudnn.core.engines import deterministic_of
 from ucudnn.errors import CudnnError
-from ucudnn.testing.simulator.backend_graph import (
+from ucudnn.testing.simulator.backend_engines import (
     FINALIZE,
-    OPERATIONS,
-    Entry,
     Plan,
-    Reader,
-    State,
     VariantPack,
     variant_pack as make_variant_pack,
 )
+from ucudnn.testing.simulator.backend_graph import OPERATIONS
 from ucudnn.testing.simulator.backend_names import (
     ATTRIBUTES,
     BAD_PARAM,
@@ -41,6 +39,7 @@ from ucudnn.testing.simulator.backend_names import (
     NOT_SUPPORTED,
     Attribute,
 )
+from ucudnn.testing.simulator.backend_states import Entry, Reader, State
 from ucudnn.testing.simulator.convert import cudnn_error, lookup, to_address, to_int, to_size
 from ucudnn.testing.simulator.convolutions import NAMES, ROLES, launch, workspace_operand
 from ucudnn.testing.simulator.descriptors import not_none
