@@ -224,3 +224,15 @@ def test_imports_for_type_checking_alone_are_not_run() -> None:
         for alias in node.names
     }
     assert imported == {"ucudnn.errors", "ucudnn.core.checks"}
+
+
+def test_no_module_is_over_600_lines() -> None:
+    """Modules are cut where their jobs part; one that grows past 600 lines has taken on
+    another job."""
+    root = Path(ucudnn.__file__).parent
+    long = {
+        str(path.relative_to(root)): count
+        for path in sorted(root.rglob("*.py"))
+        if (count := len(path.read_text().splitlines())) > 600
+    }
+    assert long == {}
