@@ -11,12 +11,11 @@ import logging
 
 from ucudnn._native import _cudnn
 from ucudnn.core import engines
-from ucudnn.core.problem import ConvProblem
 from ucudnn.errors import CudaOutOfMemoryError, CudnnError
 from ucudnn.planner.cache import Measurement
 from ucudnn.planner.search import ENGINE, Offer, Trial
 from ucudnn.runtime import graph
-from ucudnn.runtime.size_bench import Bench, status_of
+from ucudnn.runtime.size_bench import AtSize, status_of
 
 logger = logging.getLogger(__name__)
 
@@ -29,30 +28,16 @@ EngineId = tuple[str, str]  # (ENGINE, tag)
 Built = graph.GraphPlan | CudnnError  # a plan, or why it did not build
 
 
-class EnginesAtSize:
-    """The heuristics' offers, their plans and timings; what failed goes to `failed`, by
-    candidate (shared with the other families of the size)."""
+@dataclasses.dataclass
+class EnginesAtSize(AtSize):
+    """The heuristics' offers, their plans and timings."""
 
-    def __init__(
-        self,
-        bench: Bench,
-        problem: ConvProblem,
-        kernel: str,
-        at: dict[str, int],
-        split: bool,
-        failed: dict[object, Measurement],
-    ) -> None:
-        self.bench = bench
-        self.problem = problem  # its batch is the micro-batch
-        self.kernel = kernel
-        self.at = at  # x, w and y where this size is timed
-        self.split = split
-        self.failed = failed
-        self.micro_batch = problem.batch
+    def __post_init__(self) -> None:
         self._choices: dict[EngineId, graph.EngineChoice] = {}
         self._plans: dict[EngineId, graph.GraphPlan] = {}
         self._beta1: dict[EngineId, graph.GraphPlan] = {}
         self._beta1_graph: _cudnn.BackendDescriptor | None = None
+        at = self.at
         self._alignments = (
             graph.alignment(at["x"]),
             graph.alignment(at["w"]),

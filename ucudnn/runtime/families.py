@@ -10,10 +10,10 @@ and know no family's calls. A new family is one more class here.
 
 from __future__ import annotations
 
+import abc
 import os
 import re
 from collections.abc import Mapping
-from typing import Protocol
 
 from ucudnn._native import _cudnn
 from ucudnn.core.arena import CUDNN_ALIGNMENT
@@ -31,18 +31,20 @@ ENGINE_FAMILY = "graph/" + "+".join(graph.HEURISTIC_MODES)
 WORKSPACE_CAP_VARIABLE = "CUDNN_CONV_WSCAP_DBG"
 
 
-class Family(Protocol):
-    """What the benchmark, the executor and the Handle ask of a family of candidates."""
+class Family(abc.ABC):
+    """What the benchmark, the executor and the Handle ask of a family of candidates. The
+    defaults suit a family whose parts build nothing ahead and whose fit is only known when
+    they run."""
 
+    @abc.abstractmethod
     def source(self, environ: Mapping[str, str]) -> str:
         """The family's name in the cache's sources, in a process with `environ`."""
-        ...
 
+    @abc.abstractmethod
     def prepared_run(
         self, descs: backend.ProblemDescriptors, kernel: str, step: Step, runs: EngineRuns
     ) -> backend.PreparedRun:
         """The launch of `step` (see `backend.PreparedRun`); `runs` keeps what it builds."""
-        ...
 
     def unfit(
         self,
@@ -54,7 +56,7 @@ class Family(Protocol):
     ) -> str | None:
         """Why `step` cannot run within `workspace_bytes` on this device, said for people; None
         if it can, or if that is only known when it runs."""
-        ...
+        return None
 
     def build_ahead(
         self,
@@ -66,7 +68,7 @@ class Family(Protocol):
         runs: EngineRuns,
     ) -> None:
         """Build now what the first call of `step` with alpha 1 and `beta` would build."""
-        ...
+        return None
 
     def workspace(
         self,
@@ -75,11 +77,12 @@ class Family(Protocol):
         kernel: str,
         part: Candidate,
     ) -> int:
-        """The workspace of `part` run undivided on this device."""
-        ...
+        """The workspace of `part` run undivided on this device: as measured, unless the
+        family can ask."""
+        return part.workspace_bytes
 
 
-class LegacyFamily:
+class LegacyFamily(Family):
     """cuDNN's legacy algorithms: an enum value and a math type, run by one call each."""
 
     def source(self, environ: Mapping[str, str]) -> str:
@@ -109,17 +112,6 @@ class LegacyFamily:
             return None
         return f"needs {need} bytes of workspace, more than the {workspace_bytes} its plan gives it"
 
-    def build_ahead(
-        self,
-        handle: _cudnn.Handle,
-        descs: backend.ProblemDescriptors,
-        kernel: str,
-        step: Step,
-        beta: float,
-        runs: EngineRuns,
-    ) -> None:
-        return None  # a legacy call compiles nothing
-
     def workspace(
         self,
         handle: _cudnn.Handle,
@@ -131,10 +123,10 @@ class LegacyFamily:
         return backend.workspace_size(handle, descs, kernel, batch, part.algo, part.math_type)
 
 
-class EngineFamily:
+class EngineFamily(Family):
     """cuDNN's graph-API engine configurations: a tag, run by an execution plan built for the
     part's shapes, alignments and scalars, with the legacy algorithms behind it
-    (`engine_calls`)."""
+    (`engine_calls`, which checks a plan's workspace when it is built)."""
 
     def source(self, environ: Mapping[str, str]) -> str:
         """ENGINE_FAMILY, with cuDNN's own workspace cap when CUDNN_CONV_WSCAP_DBG sets one
@@ -148,16 +140,6 @@ class EngineFamily:
         self, descs: backend.ProblemDescriptors, kernel: str, step: Step, runs: EngineRuns
     ) -> backend.PreparedRun:
         return prepared_engine_run(descs, kernel, step.micro_batch, step.engine, runs)
-
-    def unfit(
-        self,
-        handle: _cudnn.Handle,
-        descs: backend.ProblemDescriptors,
-        kernel: str,
-        step: Step,
-        workspace_bytes: int,
-    ) -> str | None:
-        return None  # checked when its execution plan is built (`engine_calls`)
 
     def build_ahead(
         self,
@@ -177,15 +159,6 @@ class EngineFamily:
         )
         config = parse_tag(step.engine)
         runs.plan(handle, descs, kernel, step.micro_batch, config, alignments, 1.0, beta)
-
-    def workspace(
-        self,
-        handle: _cudnn.Handle,
-        descs: backend.ProblemDescriptors,
-        kernel: str,
-        part: Candidate,
-    ) -> int:
-        return part.workspace_bytes  # as measured; its plan checks it when built
 
 
 LEGACY_ALGORITHMS = LegacyFamily()

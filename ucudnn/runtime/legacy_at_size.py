@@ -4,43 +4,30 @@ Handle makes (with beta 1 where a split of backward filter adds to dW)."""
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 
 from ucudnn._native import _cudnn
 from ucudnn.core.arena import Arena
-from ucudnn.core.problem import ConvProblem
 from ucudnn.errors import CudaOutOfMemoryError, CudnnError
 from ucudnn.planner.cache import Measurement
 from ucudnn.planner.search import LEGACY, Trial
 from ucudnn.runtime import backend
-from ucudnn.runtime.size_bench import Bench, status_of
+from ucudnn.runtime.size_bench import AtSize, status_of
 
 logger = logging.getLogger(__name__)
 
 LegacyId = tuple[str, int, str]  # (LEGACY, algorithm, math type)
 
 
-class LegacyAtSize:
-    """Find's screen and the timings of the legacy algorithms; what failed goes to `failed`,
-    by candidate (shared with the other families of the size)."""
+@dataclasses.dataclass
+class LegacyAtSize(AtSize):
+    """Find's screen and the timings of the legacy algorithms."""
 
-    def __init__(
-        self,
-        bench: Bench,
-        problem: ConvProblem,
-        kernel: str,
-        at: dict[str, int],
-        failed: dict[object, Measurement],
-    ) -> None:
-        self.bench = bench
-        self.problem = problem  # its batch is the micro-batch
-        self.kernel = kernel
-        self.at = at  # x, w and y where this size is timed
-        self.failed = failed
-        self.micro_batch = problem.batch
+    def __post_init__(self) -> None:
         self._legacy: dict[LegacyId, tuple[int, bool]] = {}  # workspace, deterministic
         self._runs: dict[LegacyId, backend.PreparedRun] = {}
-        self._descs = backend.ProblemDescriptors(problem)
+        self._descs = backend.ProblemDescriptors(self.problem)
 
     def screen(self) -> list[Trial]:
         """Find's own trial of every algorithm, one launch each."""

@@ -43,7 +43,7 @@ class SizeOnDevice:
         self.split = split
         self.engines_on = engines_on
         self.failed: dict[object, Measurement] = {}  # by candidate: why it has no time
-        self.legacy = LegacyAtSize(bench, problem, kernel, at, self.failed)
+        self.legacy = LegacyAtSize(bench, problem, kernel, at, split, self.failed)
         self.engines = EnginesAtSize(bench, problem, kernel, at, split, self.failed)
         self._families: dict[str, LegacyAtSize | EnginesAtSize] = {
             LEGACY: self.legacy,

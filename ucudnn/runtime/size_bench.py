@@ -1,4 +1,5 @@
-"""What every size measured in one benchmark shares, whichever family measures it."""
+"""What every size measured in one benchmark shares (`Bench`), and what each family measuring
+a size knows of it (`AtSize`)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,9 @@ from collections.abc import Callable
 
 from ucudnn._native import _cudnn
 from ucudnn.core.arena import GrowingArena
+from ucudnn.core.problem import ConvProblem
 from ucudnn.errors import CudaOutOfMemoryError, CudnnError
+from ucudnn.planner.cache import Measurement
 from ucudnn.runtime.timing import Timer
 
 
@@ -26,6 +29,23 @@ class Bench:
 
     def time(self, launch: Callable[[], object], warmup: int, runs: int) -> list[float]:
         return self.timer.times_ms(launch, warmup, runs)
+
+
+@dataclasses.dataclass
+class AtSize:
+    """One kernel of one problem at one micro-batch size, as a family measures it; what failed
+    goes to `failed`, by candidate, shared with the other families of the size."""
+
+    bench: Bench
+    problem: ConvProblem  # its batch is the micro-batch
+    kernel: str
+    at: dict[str, int]  # x, w and y where this size is timed
+    split: bool  # a size below the mini-batch
+    failed: dict[object, Measurement]
+
+    @property
+    def micro_batch(self) -> int:
+        return self.problem.batch
 
 
 def status_of(exc: CudnnError | CudaOutOfMemoryError) -> str:
