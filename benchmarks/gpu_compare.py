@@ -48,11 +48,12 @@ import compare_report
 
 from ucudnn.core.arena import CUDNN_ALIGNMENT
 from ucudnn.core.problem import KERNELS, LAYOUTS
+from ucudnn.core.splits import BATCH
 from ucudnn.faces.info import unusable_reason
 from ucudnn.planner.config import parse_policy, parse_size
 from ucudnn.planner.files import atomic_write
 from ucudnn.planner.networks import load_network
-from ucudnn.runtime.steps import benchmark_first_sample, schedule_steps
+from ucudnn.runtime.steps import schedule_steps
 
 REPO = Path(__file__).resolve().parents[1]
 # name -> (dtype, math type): TF32 is a math type of float32 problems, not a dtype. Half types
@@ -372,7 +373,7 @@ def schedule_record(problem, kernel_plan) -> dict:
          "beta": step.beta, "first_sample": step.first_sample,
          "alignment_bytes": _alignment(problem, step.first_sample),
          "benchmark_alignment_bytes": _alignment(
-             problem, benchmark_first_sample(problem, step.micro_batch))}
+             problem, BATCH.benchmark_first(problem, step.micro_batch))}
         for step in schedule_steps(problem, kernel_plan.kernel, schedule.parts)
     ]  # fmt: skip
     return {
@@ -384,7 +385,7 @@ def schedule_record(problem, kernel_plan) -> dict:
 
 def _alignment(problem, first_sample: int) -> int:
     """The alignment in bytes of x and y at `first_sample`, up to cuDNN's 256 bytes (the
-    tensors themselves start 256-byte aligned; see ucudnn/runtime/steps.py)."""
+    tensors themselves start 256-byte aligned; see docs/design/split-axes.md)."""
     offsets = [problem.sample_offset_bytes(tensor, first_sample) for tensor in ("x", "y")]
     return min([CUDNN_ALIGNMENT, *(offset & -offset for offset in offsets if offset)])
 

@@ -6,14 +6,9 @@ import pytest
 
 from ucudnn.core.arena import CUDNN_ALIGNMENT
 from ucudnn.core.problem import ConvProblem
+from ucudnn.core.splits import BATCH, alignment_step
 from ucudnn.planner.tables import Candidate
-from ucudnn.runtime.steps import (
-    alignment_step,
-    benchmark_first_sample,
-    benchmark_samples,
-    run_order,
-    schedule_steps,
-)
+from ucudnn.runtime.steps import schedule_steps
 
 PARTS = [Candidate(4, 1, 1.0, 1024), Candidate(2, 0, 0.5, 0, "fma"), Candidate(2, 0, 0.5, 0)]
 
@@ -91,7 +86,7 @@ def test_every_part_runs_at_least_as_aligned_as_it_was_benchmarked(problem) -> N
         for sizes in _partitions(batch):
             parts = [Candidate(b, 0, 1.0, 0) for b in sizes]
             for step in schedule_steps(p, "forward", parts):
-                first = benchmark_first_sample(p, step.micro_batch)
+                first = BATCH.benchmark_first(p, step.micro_batch)
                 for tensor, ran in (("x", step.x_offset_bytes), ("y", step.y_offset_bytes)):
                     measured = p.sample_offset_bytes(tensor, first)
                     assert _alignment(ran) >= _alignment(measured), (sizes, step)
@@ -99,7 +94,7 @@ def test_every_part_runs_at_least_as_aligned_as_it_was_benchmarked(problem) -> N
 
 def test_parts_run_most_factors_of_two_first_then_largest_first() -> None:
     parts = [Candidate(b, 0, 1.0, 0) for b in (5, 4, 3, 6, 1, 8)]
-    assert [p.micro_batch for p in run_order(parts)] == [8, 4, 6, 5, 3, 1]
+    assert [p.micro_batch for p in BATCH.run_order(parts)] == [8, 4, 6, 5, 3, 1]
     p = ConvProblem.create(27, 3, 5, (6, 7), 3)
     steps = schedule_steps(p, "forward", parts)
     assert [(s.first_sample, s.micro_batch) for s in steps] == [
@@ -123,22 +118,22 @@ def test_benchmark_offset_is_one_step_in_unless_that_is_as_aligned_as_the_start(
     odd = ConvProblem.create(256, 3, 96, (227, 227), 11, stride=4)  # 618,348 B a sample
     # 2**6 samples of 618,348 bytes (4 * odd) are 256-byte aligned: from 64 on, the start
     # is as good as any offset.
-    assert [benchmark_first_sample(odd, b) for b in (1, 2, 6, 32, 48, 64, 128, 256)] == [
+    assert [BATCH.benchmark_first(odd, b) for b in (1, 2, 6, 32, 48, 64, 128, 256)] == [
         1, 2, 2, 32, 16, 0, 0, 0
     ]  # fmt: skip
     aligned = ConvProblem.create(8, 64, 64, (4, 4), 3, padding=1)  # 4 KiB a sample
-    assert [benchmark_first_sample(aligned, b) for b in range(1, 9)] == [0] * 8
+    assert [BATCH.benchmark_first(aligned, b) for b in range(1, 9)] == [0] * 8
 
 
 def test_benchmark_buffers_fit_every_size_at_its_offset() -> None:
     odd = ConvProblem.create(12, 3, 4, (5, 5), 3)  # 300 B a sample
-    assert benchmark_first_sample(odd, 12) == 4  # 1200 B: 16-byte aligned only
-    assert benchmark_first_sample(odd, 8) == 8
-    assert benchmark_samples(odd, [12, 8, 4, 2, 1]) == 16  # 8 samples 8 in
-    assert benchmark_samples(odd.with_batch(1), [1]) == 2
+    assert BATCH.benchmark_first(odd, 12) == 4  # 1200 B: 16-byte aligned only
+    assert BATCH.benchmark_first(odd, 8) == 8
+    assert BATCH.benchmark_extent(odd, [12, 8, 4, 2, 1]) == 16  # 8 samples 8 in
+    assert BATCH.benchmark_extent(odd.with_batch(1), [1]) == 2
     aligned = ConvProblem.create(12, 64, 64, (4, 4), 3)
-    assert benchmark_samples(aligned, [12, 8, 4, 2, 1]) == 12
-    assert benchmark_samples(aligned, []) == 12
+    assert BATCH.benchmark_extent(aligned, [12, 8, 4, 2, 1]) == 12
+    assert BATCH.benchmark_extent(aligned, []) == 12
 
 
 def test_alignment_step_needs_a_positive_size() -> None:

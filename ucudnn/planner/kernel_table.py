@@ -12,6 +12,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import SupportsIndex
 
 from ucudnn.core.problem import check_kernel
+from ucudnn.core.splits import BATCH, Axis
 from ucudnn.planner.candidate import (
     ROW_DETERMINISTIC,
     ROW_TIME,
@@ -49,7 +50,10 @@ class _Content:
 
 
 class KernelTable:
-    """The measured candidates of one kernel of one layer at mini-batch `batch`.
+    """The measured candidates of one kernel of one layer at mini-batch `batch`, split along
+    `axis`: `batch` is the layer's extent along it, and each candidate's `micro_batch` the size
+    of a part (the batch's names, kept for the files and code that use them; plain integers,
+    so that the planners' loops over sizes are the same for any axis).
 
     Each size's candidates are kept in one canonical order, by (algo, engine, math_type), so two
     tables with the same rows are equal and iterate alike whatever order the rows came in
@@ -63,11 +67,17 @@ class KernelTable:
     them out of its passes (a plan over 1,800 tables went through 33,000 lists of them)."""
 
     def __init__(
-        self, layer: str, kernel: str, batch: SupportsIndex, candidates: Iterable[Candidate] = ()
+        self,
+        layer: str,
+        kernel: str,
+        batch: SupportsIndex,
+        candidates: Iterable[Candidate] = (),
+        axis: Axis = BATCH,
     ) -> None:
         self.layer = layer_name(layer)
         self.kernel = check_kernel(kernel)
         self.batch = check_batch(batch)
+        self.axis = axis
         # Changed only through add(), set_checked_size() and share_size().
         self._rows: dict[int, tuple[Row, ...]] = {}
         self._candidates: dict[int, list[Candidate]] | None = None
@@ -171,7 +181,7 @@ class KernelTable:
                 f"{self.layer}/{self.kernel} was measured at batch {self.batch}; its table "
                 f"says nothing about batch {batch}"
             )
-        table = KernelTable(self.layer, self.kernel, batch)
+        table = KernelTable(self.layer, self.kernel, batch, axis=self.axis)
         table._rows = {b: rows for b, rows in self._rows.items() if b <= batch}
         if self._candidates is not None:  # made already: share them, rather than make more
             table._candidates = {b: found for b, found in self._candidates.items() if b <= batch}
@@ -182,7 +192,7 @@ class KernelTable:
         """This table's rows as another layer's (a network repeats its blocks): they are not
         checked or ordered again, and the content key is worked out once for both, when first
         asked for."""
-        table = KernelTable(layer, self.kernel, self.batch)
+        table = KernelTable(layer, self.kernel, self.batch, axis=self.axis)
         table._share_rows_of(self)
         return table
 
@@ -228,15 +238,19 @@ class KernelTable:
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, KernelTable):
             return NotImplemented
-        return (self.kernel_id, self.batch, self._rows) == (
+        return (self.kernel_id, self.batch, self.axis, self._rows) == (
             other.kernel_id,
             other.batch,
+            other.axis,
             other._rows,
         )
 
     def __repr__(self) -> str:
         count = sum(map(len, self._rows.values()))
-        return f"KernelTable({self.layer!r}, {self.kernel!r}, batch={self.batch}, {count} rows)"
+        axis = "" if self.axis is BATCH else f", axis={self.axis.name}"
+        return (
+            f"KernelTable({self.layer!r}, {self.kernel!r}, batch={self.batch}{axis}, {count} rows)"
+        )
 
 
 def share_equal_rows(tables: Iterable[KernelTable]) -> None:
@@ -248,7 +262,9 @@ def share_equal_rows(tables: Iterable[KernelTable]) -> None:
     firsts: dict[tuple[object, ...], list[KernelTable]] = collections.defaultdict(list)
     for table in tables:
         rows = table._rows
-        alike = firsts[table.kernel, table.batch, *((b, len(r)) for b, r in rows.items())]
+        alike = firsts[
+            table.kernel, table.batch, table.axis, *((b, len(r)) for b, r in rows.items())
+        ]
         twin = next((t for t in alike if t._rows == rows), None)
         if twin is None:
             alike.append(table)

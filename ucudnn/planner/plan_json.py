@@ -27,6 +27,7 @@ READ_VERSIONS = (1, 2, JSON_VERSION)
 # texts, totals) and recomputed.
 _PART_FIELDS = tuple(f.name for f in dataclasses.fields(Candidate))
 KERNEL_FIELDS = ("layer", "kernel", "batch", "parts", "baseline", "offset_bytes")
+KERNEL_OPTIONAL = ("axis",)  # absent: the batch
 KERNEL_DERIVED = ("micro_batches", "algos", "engines", "time_ms", "workspace_bytes", "speedup")
 PLAN_FIELDS = (
     "mode", "limit_bytes", "policy", "kernels", "deterministic_only", "solver",

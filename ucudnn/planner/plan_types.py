@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from ucudnn.core.checks import integer, shown
 from ucudnn.core.facts import DeviceFacts
 from ucudnn.core.problem import check_kernel
+from ucudnn.core.splits import BATCH, Axis, axis_named
 from ucudnn.planner.candidate import Candidate
 from ucudnn.planner.config import MAX_BYTES, micro_batch_policy
 from ucudnn.planner.documents import line_of
@@ -29,6 +30,7 @@ from ucudnn.planner.plan_json import (
     JSON_VERSION,
     KERNEL_DERIVED,
     KERNEL_FIELDS,
+    KERNEL_OPTIONAL,
     PLAN_DERIVED,
     PLAN_FIELDS,
     check_fields,
@@ -68,7 +70,8 @@ def schedule_numbers(schedule: Schedule) -> dict[str, object]:
 
 @dataclasses.dataclass(frozen=True)
 class KernelPlan:
-    """The schedule of one kernel: micro-batches that add up to its batch."""
+    """The schedule of one kernel: parts along `axis` that add up to its extent there
+    (`batch`, as the batch axis names it)."""
 
     layer: str
     kernel: str
@@ -76,6 +79,7 @@ class KernelPlan:
     schedule: Schedule
     baseline: Candidate | None = None  # None when no undivided run fits
     offset: int | None = None  # byte offset in the WD arena; None in WR mode
+    axis: Axis = BATCH  # that of the table it was planned from
 
     def __post_init__(self) -> None:
         with field_errors(_kernel_place(self.layer, self.kernel)):
@@ -95,7 +99,7 @@ class KernelPlan:
         plan = object.__new__(cls)
         plan.__dict__.update(
             layer=table.layer, kernel=table.kernel, batch=table.batch, schedule=schedule,
-            baseline=baseline, offset=offset,
+            baseline=baseline, offset=offset, axis=table.axis,
         )  # fmt: skip
         return plan
 
@@ -103,6 +107,9 @@ class KernelPlan:
         set_field = functools.partial(object.__setattr__, self)
         with field_errors("field 'batch'"):
             set_field("batch", check_batch(self.batch))
+        with field_errors("field 'axis'"):
+            if not isinstance(self.axis, Axis):
+                raise TypeError(f"the axis must be an Axis, got {shown(self.axis)}")
         with field_errors("field 'parts'"):
             if not isinstance(self.schedule, Schedule):
                 raise TypeError(f"the schedule must be a Schedule, got {shown(self.schedule)}")
@@ -148,6 +155,7 @@ class KernelPlan:
             "layer": self.layer,
             "kernel": self.kernel,
             "batch": self.batch,
+            **({} if self.axis is BATCH else {"axis": self.axis.name}),  # absent: the batch
             **schedule_numbers(self.schedule),
             "offset_bytes": self.offset,
             "speedup": self.speedup,
@@ -159,7 +167,7 @@ class KernelPlan:
     def from_dict(cls, data: Mapping[str, object]) -> KernelPlan:
         """Inverse of `to_dict`; derived fields (times, texts) are recomputed, not read.
         Errors are FieldErrors naming the kernel and the field."""
-        check_fields(data, KERNEL_FIELDS, KERNEL_DERIVED)
+        check_fields(data, KERNEL_FIELDS, (*KERNEL_OPTIONAL, *KERNEL_DERIVED))
         kernel = str(data["kernel"])  # checked as the place is made
         with field_errors(_kernel_place(data["layer"], data["kernel"])):
             with field_errors("field 'parts'"):
@@ -170,6 +178,11 @@ class KernelPlan:
             baseline = data["baseline"]
             if baseline is not None:
                 baseline = read_candidate(baseline, "field 'baseline'", kernel)
+            with field_errors("field 'axis'"):
+                name = data.get("axis", BATCH.name)
+                if not isinstance(name, str):
+                    raise TypeError(f"must be text, got {shown(name)}")
+                axis = axis_named(name)
         return cls(
             layer=data["layer"],  # type: ignore[arg-type]
             kernel=data["kernel"],  # type: ignore[arg-type]
@@ -177,6 +190,7 @@ class KernelPlan:
             schedule=schedule,
             baseline=baseline,
             offset=data["offset_bytes"],  # type: ignore[arg-type]
+            axis=axis,
         )
 
 

@@ -16,6 +16,7 @@ from ucudnn._native import _cuda, _cudnn
 from ucudnn.core.checks import integer, shown
 from ucudnn.core.engines import MATH_LICENCE
 from ucudnn.core.problem import KERNELS, LAYOUTS, ConvProblem, check_kernel, packed_strides
+from ucudnn.core.splits import BATCH, Axis
 from ucudnn.runtime.steps import ROLES
 
 # A kernel's operand: a tensor, or the filter (w).
@@ -45,10 +46,12 @@ def algorithm_number(kernel: str, algo: object) -> int:
 
 
 class ProblemDescriptors:
-    """cuDNN descriptors of one problem; x/y descriptors are made once per micro-batch size."""
+    """cuDNN descriptors of one problem split along `axis`; x/y descriptors are made once per
+    part size."""
 
-    def __init__(self, problem: ConvProblem) -> None:
+    def __init__(self, problem: ConvProblem, axis: Axis = BATCH) -> None:
         self.problem = problem
+        self.axis = axis
         self.w = _cudnn.FilterDescriptor(problem.dtype, problem.filter_layout, problem.w_dims)
         self.conv = _cudnn.ConvolutionDescriptor(
             problem.padding,
@@ -72,9 +75,17 @@ class ProblemDescriptors:
             )
         return self._b
 
+    def part(self, micro_batch: int) -> ConvProblem:
+        """The problem a part of size `micro_batch` along the axis runs."""
+        return self.axis.part(self.problem, micro_batch)
+
+    def whole_xy(self) -> tuple[_cudnn.TensorDescriptor, _cudnn.TensorDescriptor]:
+        """x and y of the whole problem, all its parts together."""
+        return self.xy(self.axis.extent(self.problem))
+
     def xy(self, micro_batch: int) -> tuple[_cudnn.TensorDescriptor, _cudnn.TensorDescriptor]:
         if micro_batch not in self._xy:
-            p = self.problem.with_batch(micro_batch)
+            p = self.part(micro_batch)
             self._xy[micro_batch] = (
                 _cudnn.TensorDescriptor(p.dtype, p.x_dims, p.x_strides),
                 _cudnn.TensorDescriptor(p.dtype, p.y_dims, p.y_strides),
@@ -101,7 +112,7 @@ def candidate_math_type(requested: str, reported: str) -> str:
 
 def add_bias(handle: _cudnn.Handle, descs: ProblemDescriptors, b: int, y: int) -> None:
     """y += b over the whole mini-batch: once, after all its micro-batches."""
-    _cudnn.add_tensor(handle, 1.0, descs.b, b, 1.0, descs.xy(descs.problem.batch)[1], y)
+    _cudnn.add_tensor(handle, 1.0, descs.b, b, 1.0, descs.whole_xy()[1], y)
 
 
 def backward_bias(
@@ -113,7 +124,7 @@ def backward_bias(
     beta: float,
 ) -> None:
     """db = alpha * (dy summed over the batch and every position) + beta * db."""
-    dy_desc = descs.xy(descs.problem.batch)[1]
+    dy_desc = descs.whole_xy()[1]
     _cudnn.convolution_backward_bias(handle, alpha, dy_desc, dy, beta, descs.b, db)
 
 

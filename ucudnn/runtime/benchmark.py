@@ -29,6 +29,7 @@ from ucudnn.core.arena import GrowingArena
 from ucudnn.core.checks import integer, shown
 from ucudnn.core.facts import DeviceFacts, cudnn_version_string
 from ucudnn.core.problem import ConvProblem
+from ucudnn.core.splits import BATCH, Axis
 from ucudnn.planner import search
 from ucudnn.planner.cache import BenchmarkCache, Measurement
 from ucudnn.planner.choices import FAST, SEARCHES
@@ -36,7 +37,6 @@ from ucudnn.planner.config import byte_count
 from ucudnn.planner.errors import NoAlgorithmError
 from ucudnn.planner.policies import Policy, sizes_to_measure
 from ucudnn.planner.tables import Candidate, KernelTable, TimingTables
-from ucudnn.runtime import steps
 from ucudnn.runtime.engines_at_size import BETA1_UNCHECKED
 from ucudnn.runtime.engines_setting import engines_argument
 from ucudnn.runtime.families import families_source
@@ -167,11 +167,12 @@ class BenchmarkSettings:
 
 
 class ProblemBuffers:
-    """x, w and y of a problem filled with a harmless constant (see FILL_BYTES); micro-batches
-    run on slices of them at `at_sample`."""
+    """x, w and y of a problem filled with a harmless constant (see FILL_BYTES); parts split
+    along `axis` run on slices of them at `at_sample`."""
 
-    def __init__(self, problem: ConvProblem, stream: int) -> None:
+    def __init__(self, problem: ConvProblem, stream: int, axis: Axis = BATCH) -> None:
         self.problem = problem
+        self.axis = axis
         fill = fill_byte(problem.dtype, problem.compute_dtype)
         self.owned = [_cuda.DeviceBuffer(problem.nbytes(t)) for t in ("x", "w", "y")]
         for buffer in self.owned:
@@ -183,11 +184,11 @@ class ProblemBuffers:
         return self.at_sample(0)
 
     def at_sample(self, first_sample: int) -> dict[str, int]:
-        """Pointers of x, w and y for micro-batches that start at `first_sample`."""
+        """Pointers of x, w and y for parts that start at `first_sample` along the axis."""
         return {
-            "x": self.x + self.problem.sample_offset_bytes("x", first_sample),
+            "x": self.x + self.axis.offset_bytes(self.problem, "x", first_sample),
             "w": self.w,
-            "y": self.y + self.problem.sample_offset_bytes("y", first_sample),
+            "y": self.y + self.axis.offset_bytes(self.problem, "y", first_sample),
         }
 
     def release(self) -> None:
@@ -233,7 +234,8 @@ class Benchmarker:
         """Tables for each (layer, problem, kernel), without the `excluded` engine parts; each
         problem at each size is measured once."""
         jobs = [
-            (item, search.size_order(sizes_to_measure(policy, item.problem.batch))) for item in work
+            (item, search.size_order(sizes_to_measure(policy, item.axis.extent(item.problem))))
+            for item in work
         ]
         tables = TimingTables()
         before, started = dict(self.counts), time.perf_counter()
@@ -249,7 +251,7 @@ class Benchmarker:
                 with progress_bar(total, self.settings.progress, "ucudnn benchmark", "size") as bar:
                     for item, sizes in jobs:
                         table = KernelTable(
-                            layer=item.layer, kernel=item.kernel, batch=item.problem.batch
+                            item.layer, item.kernel, item.axis.extent(item.problem), axis=item.axis
                         )
                         candidates = self._kernel_candidates(bench, item, sizes, excluded, bar)
                         for candidate in candidates:
@@ -278,11 +280,11 @@ class Benchmarker:
         self, bench: Bench, item: Work, sizes: list[int], excluded: EngineParts, bar: tqdm[Never]
     ) -> Iterable[Candidate]:
         """The candidates that ran at each size; NoAlgorithmError when none ran at any."""
-        layer, problem, kernel = item
+        layer, problem, kernel, axis = item
         kernel_search = search.KernelSearch(
             search.Rules.named(self.settings.search),
             kernel,
-            problem.batch,
+            axis.extent(problem),
             self.settings.deterministic_only,
         )
         buffers: list[ProblemBuffers] = []  # made on the first measurement
@@ -290,10 +292,12 @@ class Benchmarker:
         try:
             for micro_batch in sizes:
                 measured = self._size(
-                    bench, kernel_search, problem, micro_batch, sizes, excluded, buffers
+                    bench, kernel_search, problem, axis, micro_batch, sizes, excluded, buffers
                 )
                 ran = [
-                    m.candidate for m in measured if self.plannable(m, problem, kernel, excluded)
+                    m.candidate
+                    for m in measured
+                    if self.plannable(m, problem, kernel, excluded, axis)
                 ]
                 ran_any = ran_any or bool(ran)
                 if statuses is None:
@@ -313,8 +317,10 @@ class Benchmarker:
         problem: ConvProblem,
         kernel: str,
         excluded: EngineParts,
+        axis: Axis,
     ) -> bool:
-        """Whether a plan for `problem`'s mini-batch may choose a measurement: it ran, its
+        """Whether a plan for the whole of `problem`, split along `axis`, may choose a
+        measurement: it ran, its
         time is not a screen's and it is deterministic where plans must be
         (`search.SizeSearch.plannable`); if it is a backward-filter part of a split, it can add
         to dW (beta 1); and it is not an `excluded` engine part."""
@@ -323,7 +329,7 @@ class Benchmarker:
         if self.settings.deterministic_only and not measurement.deterministic:
             return False
         b = measurement.micro_batch
-        split = kernel == "backward_filter" and b < problem.batch
+        split = kernel == "backward_filter" and b < axis.extent(problem)
         if split and {engines.BETA1_UNSUPPORTED, BETA1_UNCHECKED} & set(measurement.notes):
             return False
         return not (
@@ -347,6 +353,7 @@ class Benchmarker:
         bench: Bench,
         kernel_search: search.KernelSearch,
         problem: ConvProblem,
+        axis: Axis,
         micro_batch: int,
         sizes: list[int],
         excluded: EngineParts,
@@ -354,27 +361,32 @@ class Benchmarker:
     ) -> list[Measurement]:
         """One size's measurements: known already, or measured now and stored."""
         kernel = kernel_search.kernel
-        split = micro_batch < problem.batch
+        split = micro_batch < axis.extent(problem)
         source = self.source(kernel, split, kernel_search.above_sizes(micro_batch))
-        measured = self._cached(problem, kernel, micro_batch, source)
+        measured = self._cached(problem, axis, kernel, micro_batch, source)
         self.counts["cached" if measured is not None else "measured"] += 1
         if measured is not None:
             _log_size(problem, kernel, micro_batch, source, measured, None)
-            self._remember(kernel_search, problem, micro_batch, measured, excluded)
+            self._remember(kernel_search, problem, axis, micro_batch, measured, excluded)
         else:
             started = time.perf_counter()
-            measured = self._measure(bench, kernel_search, problem, micro_batch, sizes, buffers)
+            measured = self._measure(
+                bench, kernel_search, problem, axis, micro_batch, sizes, buffers
+            )
             seconds = time.perf_counter() - started
             _log_size(problem, kernel, micro_batch, source, measured, seconds)
-            self._seen[(problem.with_batch(micro_batch).key(), kernel, source)] = measured
+            self._seen[(axis.part(problem, micro_batch).key(), kernel, source)] = measured
             if self.cache is not None:
-                self.cache.store(problem, kernel, micro_batch, self.facts, measured, source=source)
+                self.cache.store(
+                    problem, kernel, micro_batch, self.facts, measured, source=source, axis=axis
+                )
         return measured
 
     def _remember(
         self,
         kernel_search: search.KernelSearch,
         problem: ConvProblem,
+        axis: Axis,
         micro_batch: int,
         served: list[Measurement],
         excluded: EngineParts,
@@ -386,7 +398,7 @@ class Benchmarker:
         for m in served:
             if m.ok:  # it has a time and a workspace
                 c = m.candidate
-                plannable = self.plannable(m, problem, kernel, excluded)
+                plannable = self.plannable(m, problem, kernel, excluded, axis)
                 done.append(
                     search.Remembered(config_id(m), c.time_ms, c.workspace_bytes, plannable)
                 )
@@ -397,15 +409,16 @@ class Benchmarker:
         bench: Bench,
         kernel_search: search.KernelSearch,
         problem: ConvProblem,
+        axis: Axis,
         micro_batch: int,
         sizes: list[int],
         buffers: list[ProblemBuffers],
     ) -> list[Measurement]:
         if not buffers:
-            samples = steps.benchmark_samples(problem, sizes)
-            buffers.append(ProblemBuffers(problem.with_batch(samples), self.handle.stream))
-        at_size = problem.with_batch(micro_batch)
-        at = buffers[0].at_sample(steps.benchmark_first_sample(problem, micro_batch))
+            whole = axis.part(problem, axis.benchmark_extent(problem, sizes))
+            buffers.append(ProblemBuffers(whole, self.handle.stream, axis))
+        at_size = axis.part(problem, micro_batch)
+        at = buffers[0].at_sample(axis.benchmark_first(problem, micro_batch))
         size = kernel_search.at_size(micro_batch)
         kernel = kernel_search.kernel
         on_device = SizeOnDevice(bench, at_size, kernel, at, size.split, self.engines_on)
@@ -435,11 +448,13 @@ class Benchmarker:
         )
 
     def _cached(
-        self, problem: ConvProblem, kernel: str, micro_batch: int, source: str
+        self, problem: ConvProblem, axis: Axis, kernel: str, micro_batch: int, source: str
     ) -> list[Measurement] | None:
-        key = (problem.with_batch(micro_batch).key(), kernel, source)
+        key = (axis.part(problem, micro_batch).key(), kernel, source)
         if key not in self._seen and self.cache is not None:
-            found = self.cache.lookup(problem, kernel, micro_batch, self.facts, source=source)
+            found = self.cache.lookup(
+                problem, kernel, micro_batch, self.facts, source=source, axis=axis
+            )
             if found is not None:
                 self._seen[key] = found
         return self._seen.get(key)

@@ -50,7 +50,7 @@ class EngineRuns:
         alpha: float,
         beta: float,
     ) -> GraphPlan:
-        problem = descs.problem.with_batch(micro_batch)
+        problem = descs.part(micro_batch)
         return self.plans.plan(handle, problem, kernel, config, alignments, alpha, beta)
 
     def fell_back(self, where: str, tag: str, reason: str, algo: int) -> None:

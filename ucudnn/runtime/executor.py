@@ -40,7 +40,7 @@ class Launch:
         """`engine_runs` keeps what the parts build to run (a Handle's, shared by its
         launches); without it the launch keeps its own."""
         self.descs, self.kernel, self.workspace_bytes = descs, kernel, workspace_bytes
-        steps = schedule_steps(descs.problem, kernel, parts)
+        steps = schedule_steps(descs.problem, kernel, parts, axis=descs.axis)
         for step in steps:
             if step.workspace_bytes > workspace_bytes:
                 raise ValueError(

@@ -19,6 +19,7 @@ from ucudnn.core.argtypes import PolicyArgument, Size
 from ucudnn.core.checks import shown
 from ucudnn.core.device import device_facts
 from ucudnn.core.problem import KERNELS, ConvProblem, check_kernel
+from ucudnn.core.splits import BATCH
 from ucudnn.planner.cache import BenchmarkCache
 from ucudnn.planner.config import byte_count
 from ucudnn.planner.plan import Plan
@@ -426,8 +427,9 @@ class Handle:
         return self._book.slots.get(problem, kernel, layer_option(layer))
 
     def descriptors(self, problem: ConvProblem) -> backend.ProblemDescriptors:
-        """The cuDNN descriptors of `problem`, made once per handle and reused."""
-        return self._launches.descriptors(problem)
+        """The cuDNN descriptors of `problem`, made once per handle and reused: those of its
+        batch splits, which serve every call of the whole problem too."""
+        return self._launches.descriptors(problem, BATCH)
 
     def _pointers(
         self, kernel: str, problem: ConvProblem, tensors: Sequence[object]

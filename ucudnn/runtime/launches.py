@@ -11,6 +11,7 @@ from typing import NamedTuple
 
 from ucudnn._native import _cudnn
 from ucudnn.core.problem import ConvProblem
+from ucudnn.core.splits import Axis
 from ucudnn.errors import WorkspaceFallbackWarning, warn_caller
 from ucudnn.planner.plan import KernelPlan, Plan
 from ucudnn.runtime import backend, executor
@@ -40,13 +41,13 @@ class Launches:
         self.cudnn = cudnn
         self.engine_runs = engine_runs  # what the parts built, kept across plans
         self.ready: dict[CallKey, Ready] = {}
-        self._descriptors: dict[str, backend.ProblemDescriptors] = {}
+        self._descriptors: dict[tuple[str, str], backend.ProblemDescriptors] = {}
         self._replaced_warned = False
 
-    def descriptors(self, problem: ConvProblem) -> backend.ProblemDescriptors:
-        key = problem.key()
+    def descriptors(self, problem: ConvProblem, axis: Axis) -> backend.ProblemDescriptors:
+        key = (problem.key(), axis.name)
         if key not in self._descriptors:
-            self._descriptors[key] = backend.ProblemDescriptors(problem)
+            self._descriptors[key] = backend.ProblemDescriptors(problem, axis)
         return self._descriptors[key]
 
     def compile(self, key: CallKey, slot: Slot, kernel_plan: KernelPlan) -> Ready:
@@ -68,8 +69,8 @@ class Launches:
 
     def _launch(self, slot: Slot, kernel_plan: KernelPlan) -> executor.Launch:
         return executor.Launch(
-            self.descriptors(slot.problem), slot.kernel, kernel_plan.schedule.parts,
-            kernel_plan.workspace_bytes, self.engine_runs,
+            self.descriptors(slot.problem, kernel_plan.axis), slot.kernel,
+            kernel_plan.schedule.parts, kernel_plan.workspace_bytes, self.engine_runs,
         )  # fmt: skip
 
     def _warn_replaced(self, replaced: list[str]) -> None:

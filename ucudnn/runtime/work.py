@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from ucudnn.core.problem import ConvProblem
+from ucudnn.core.splits import BATCH, Axis
 from ucudnn.planner.graph import LayerGraph
 
 
@@ -12,6 +13,7 @@ class Work(NamedTuple):
     layer: str  # the name the planner knows the layer by (unique per problem)
     problem: ConvProblem
     kernel: str
+    axis: Axis = BATCH  # what its parts split
 
 
 def work_from_graph(graph: LayerGraph) -> list[Work]:

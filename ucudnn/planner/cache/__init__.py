@@ -24,6 +24,7 @@ from collections.abc import Iterable, Mapping
 from ucudnn.core.checks import parse_float, shown
 from ucudnn.core.facts import DeviceFacts
 from ucudnn.core.problem import ConvProblem
+from ucudnn.core.splits import BATCH, Axis
 from ucudnn.errors import CacheError, CacheWarning
 from ucudnn.planner.cache import sql
 from ucudnn.planner.cache.files import CacheFile, open_file, report
@@ -122,10 +123,12 @@ class BenchmarkCache:
         micro_batch: int,
         facts: DeviceFacts,
         source: str = LEGACY,
+        axis: Axis = BATCH,
     ) -> list[Measurement] | None:
         """Everything recorded for this key, failures included; None if never measured.
-        `source`: "legacy", or "graph/<search id>" for graph-API engine configurations."""
-        key = measurement_key(problem, kernel, micro_batch, facts, source)
+        `source`: "legacy", or "graph/<search id>" for graph-API engine configurations;
+        `axis`: what `micro_batch` is a part of."""
+        key = measurement_key(problem, kernel, micro_batch, facts, source, axis)
         try:
             with self._lock:
                 rows = sql.find_set(self._memory, key)
@@ -148,9 +151,10 @@ class BenchmarkCache:
         micro_batch: int,
         facts: DeviceFacts,
         source: str = LEGACY,
+        axis: Axis = BATCH,
     ) -> list[Candidate] | None:
         """The algorithms that ran (possibly none); None if this key was never measured."""
-        found = self.lookup(problem, kernel, micro_batch, facts, source)
+        found = self.lookup(problem, kernel, micro_batch, facts, source, axis)
         if found is None:
             return None
         return [m.candidate for m in found if m.ok]
@@ -163,10 +167,11 @@ class BenchmarkCache:
         facts: DeviceFacts,
         results: Iterable[Measurement],
         source: str = LEGACY,
+        axis: Axis = BATCH,
     ) -> None:
         """Record the results of benchmarking this key, replacing what was there (of this
         source only)."""
-        key = measurement_key(problem, kernel, micro_batch, facts, source)
+        key = measurement_key(problem, kernel, micro_batch, facts, source, axis)
         results = list(results)
         if any(m.micro_batch != micro_batch for m in results):
             raise ValueError(f"results must all be measured at micro-batch {micro_batch}")

@@ -13,6 +13,7 @@ from ucudnn.core.checks import integer, shown
 from ucudnn.core.engines import parse_tag
 from ucudnn.core.facts import DeviceFacts
 from ucudnn.core.problem import MATH_TYPES, MAX_DIM, ConvProblem, check_kernel
+from ucudnn.core.splits import BATCH, Axis
 from ucudnn.planner.tables import MAX_TIME_MS, MAX_WORKSPACE_BYTES, Candidate
 from ucudnn.planner.units import format_size
 
@@ -20,7 +21,8 @@ LEGACY = "legacy"  # the source of legacy algorithms' sets; graph-API searches: 
 
 # What a set's source and a note may be: the source goes into keys and messages, the notes are
 # stored as one comma-separated text.
-_SOURCE = re.compile(r"legacy|(graph|fast|exhaustive)/[!-~]+")  # printable ASCII, no spaces
+# Printable ASCII, no spaces; a split along an axis other than the batch ends in /axis=NAME.
+_SOURCE = re.compile(r"legacy(/axis=[!-~]+)?|(graph|fast|exhaustive)/[!-~]+")
 _NOTE = re.compile(r"[A-Za-z0-9_]+")
 
 
@@ -158,11 +160,18 @@ def _note_names(notes: object) -> tuple[str, ...]:
 
 
 def measurement_key(
-    problem: ConvProblem, kernel: str, micro_batch: int, facts: DeviceFacts, source: str
+    problem: ConvProblem,
+    kernel: str,
+    micro_batch: int,
+    facts: DeviceFacts,
+    source: str,
+    axis: Axis = BATCH,
 ) -> tuple[object, ...]:
     """The key of a measurement set, in the order of the key columns of sql.py's tables: the
-    problem at the micro-batch (every field), the kernel, the micro-batch, every DeviceFacts
-    field and the source, so that another device or software stack misses."""
+    problem of the part of size `micro_batch` along `axis` (every field), the kernel, the
+    size, every DeviceFacts field and the source, so that another device or software stack
+    misses. The source names an axis other than the batch (`axis_source`), so that rows of
+    batch splits keep the keys they had before there were axes."""
     if micro_batch < 1:
         raise ValueError(f"micro_batch must be >= 1, got {micro_batch}")
     if not isinstance(source, str):
@@ -173,15 +182,20 @@ def measurement_key(
             f"got {shown(source)}"
         )
     return (
-        problem.with_batch(micro_batch).key(),
+        axis.part(problem, micro_batch).key(),
         check_kernel(kernel),
         micro_batch,
         facts.device_name,
         facts.compute_capability,
         facts.cudnn_version,
         facts.cuda_version,
-        source,
+        axis_source(source, axis),
     )
+
+
+def axis_source(source: str, axis: Axis) -> str:
+    """`source` as the cache keys a split along `axis`: unchanged for the batch."""
+    return source if axis is BATCH else f"{source}/axis={axis.name}"
 
 
 @dataclasses.dataclass(frozen=True)
