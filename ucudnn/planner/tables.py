@@ -17,6 +17,7 @@ from typing import IO, SupportsIndex
 
 from ucudnn.core.checks import shown
 from ucudnn.core.facts import DeviceFacts
+from ucudnn.core.splits import BATCH, Axis
 from ucudnn.planner.candidate import Candidate
 from ucudnn.planner.collector import collector_paused
 from ucudnn.planner.files import Source, atomic_write
@@ -24,6 +25,7 @@ from ucudnn.planner.kernel_table import KernelId, KernelTable
 from ucudnn.planner.provenance import device_comment
 from ucudnn.planner.schedule import Schedule
 from ucudnn.planner.timings_reading import (
+    AXIS_COLUMN,
     COLUMNS,
     JSON_FORMAT,
     JSON_VERSION,
@@ -69,16 +71,23 @@ class TimingTables:
             raise ValueError(f"{table.layer}/{table.kernel} is already in the tables")
         self._tables[table.kernel_id] = table
 
-    def setdefault(self, layer: str, kernel: str, batch: SupportsIndex) -> KernelTable:
-        """The table of (layer, kernel), created if new; its batch must agree."""
+    def setdefault(
+        self, layer: str, kernel: str, batch: SupportsIndex, axis: Axis = BATCH
+    ) -> KernelTable:
+        """The table of (layer, kernel), created if new; its batch and axis must agree."""
         batch = check_batch(batch)
         table = self._tables.get((layer, kernel))
         if table is None:
-            table = KernelTable(layer, kernel, batch)
+            table = KernelTable(layer, kernel, batch, axis=axis)
             self.add(table)
         elif table.batch != batch:
             raise ValueError(
                 f"batch {batch} conflicts with batch {table.batch} given earlier "
+                f"for {layer}/{kernel}"
+            )
+        elif table.axis is not axis:
+            raise ValueError(
+                f"axis {axis.name} conflicts with axis {table.axis.name} given earlier "
                 f"for {layer}/{kernel}"
             )
         return table
@@ -116,6 +125,7 @@ class TimingTables:
         return tables_from_rows(cls, rows, source)
 
     def to_rows(self) -> list[dict[str, object]]:
+        """One mapping per candidate; the batch axis is implied (see `AXIS_COLUMN`)."""
         return [
             {
                 "layer": table.layer,
@@ -128,6 +138,7 @@ class TimingTables:
                 "math_type": c.math_type,
                 "deterministic": c.deterministic,
                 "engine": c.engine,
+                **({} if table.axis is BATCH else {AXIS_COLUMN: table.axis.name}),
             }
             for table in self._tables.values()
             for c in table
@@ -159,7 +170,9 @@ class TimingTables:
     def _write_csv(self, f: IO[str]) -> None:
         if self.device is not None:
             f.write(device_comment(self.device) + "\n")
-        writer = csv.DictWriter(f, fieldnames=COLUMNS, lineterminator="\n")
+        split_otherwise = any(t.axis is not BATCH for t in self._tables.values())
+        columns = (*COLUMNS, AXIS_COLUMN) if split_otherwise else COLUMNS
+        writer = csv.DictWriter(f, fieldnames=columns, lineterminator="\n")
         writer.writeheader()
         for row in self.to_rows():
             writer.writerow({**row, "deterministic": "true" if row["deterministic"] else "false"})

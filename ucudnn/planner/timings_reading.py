@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from ucudnn.core.algorithms import check_legacy_algo
 from ucudnn.core.checks import parse_bool, shown
 from ucudnn.core.problem import check_kernel
+from ucudnn.core.splits import BATCH, Axis, axis_named
 from ucudnn.planner.candidate import CANDIDATE_FIELDS, Candidate, Row
 from ucudnn.planner.documents import line_of, read_document
 from ucudnn.planner.files import CsvRecords, FieldError, Source, field_errors, located_error
@@ -35,6 +36,10 @@ if TYPE_CHECKING:  # the readers make tables of the type they are given: no impo
 REQUIRED_COLUMNS = ("layer", "kernel", "batch", "micro_batch", "algo", "time_ms", "workspace_bytes")
 OPTIONAL_COLUMNS = ("math_type", "deterministic", "engine")
 COLUMNS = REQUIRED_COLUMNS + OPTIONAL_COLUMNS
+# The split axis of a row's table: written only for tables split along another axis than the
+# batch, so that files of batch splits are as they were; empty or absent, the batch.
+AXIS_COLUMN = "axis"
+READ_COLUMNS = (*COLUMNS, AXIS_COLUMN)
 
 JSON_FORMAT = "ucudnn-timings"
 JSON_VERSION = 1
@@ -115,8 +120,8 @@ def _tables_from_numbered_rows(
     first_seen: dict[KernelId, tuple[int, Mapping[str, object]]] = {}
     for n, row in records:
         try:
-            layer, kernel, batch, candidate = _parse_row(row)
-            _table_of(tables, layer, kernel, batch).add(candidate)
+            layer, kernel, batch, axis, candidate = _parse_row(row)
+            _table_of(tables, layer, kernel, batch, axis).add(candidate)
         except (TypeError, ValueError) as exc:
             raise located_error(exc, source, *where(n, row)) from None
         first_seen.setdefault((layer, kernel), (n, row))
@@ -130,9 +135,12 @@ def _tables_from_numbered_rows(
     return tables
 
 
-def _table_of(tables: TimingTables, layer: str, kernel: str, batch: int) -> KernelTable:
-    with field_errors("column 'batch'"):  # the batch may disagree with the layer's earlier rows
-        return tables.setdefault(layer, kernel, batch)
+def _table_of(tables: TimingTables, layer: str, kernel: str, batch: int, axis: Axis) -> KernelTable:
+    # The batch or axis may disagree with the layer's earlier rows.
+    known = (layer, kernel) in tables
+    column = "axis" if known and tables[layer, kernel].batch == batch else "batch"
+    with field_errors(f"column {column!r}"):
+        return tables.setdefault(layer, kernel, batch, axis)
 
 
 def _check_columns(columns: Iterable[str]) -> None:
@@ -140,11 +148,11 @@ def _check_columns(columns: Iterable[str]) -> None:
     missing = [c for c in REQUIRED_COLUMNS if c not in columns]
     if missing:
         raise ValueError(f"missing column(s) {', '.join(missing)}")
-    unknown = [c for c in columns if c not in COLUMNS]
+    unknown = [c for c in columns if c not in READ_COLUMNS]
     if unknown:
         raise ValueError(
             f"unknown column(s) {', '.join(map(shown, unknown))}; "
-            f"known columns are {', '.join(COLUMNS)}"
+            f"known columns are {', '.join(READ_COLUMNS)}"
         )
 
 
@@ -187,8 +195,11 @@ _CHECKS: dict[str, Callable[[object], object]] = {
     "kernel": check_kernel,  # type: ignore[dict-item]
     "batch": check_batch,
     **CANDIDATE_CHECKS,
+    AXIS_COLUMN: axis_named,  # type: ignore[dict-item]
 }
-_DEFAULTS: dict[str, object] = {"math_type": "default", "deterministic": False, "engine": ""}
+_DEFAULTS: dict[str, object] = {
+    "math_type": "default", "deterministic": False, "engine": "", AXIS_COLUMN: BATCH.name,
+}  # fmt: skip
 
 
 def _cell(row: Mapping[str, object], column: str) -> object:
@@ -217,7 +228,7 @@ def _text_cell(column: str, text: str) -> object:
 
 # Columns whose few distinct texts come back row after row (tables of engines have 1e5 rows):
 # their checked values are kept, not worked out again.
-_REPEATING = frozenset(COLUMNS) - {"time_ms", "workspace_bytes"}
+_REPEATING = frozenset(READ_COLUMNS) - {"time_ms", "workspace_bytes"}
 _repeated_text_cell = functools.lru_cache(maxsize=8192)(_text_cell)
 
 
@@ -229,7 +240,7 @@ def _tables_from_columns(
     distinct combination and a size's rows once per distinct list of them, equal tables sharing
     their rows (`share_equal_rows`); a TypeError or ValueError, unlocated, for anything
     `_parse_row` refuses."""
-    values = {column: _column_values(column, columns.get(column), count) for column in COLUMNS}
+    values = {column: _column_values(column, columns.get(column), count) for column in READ_COLUMNS}
     kernels = values["kernel"]
     for kernel, algo, engine in set(zip(kernels, values["algo"], values["engine"], strict=True)):
         check_engine_index(engine, algo)  # type: ignore[arg-type]
@@ -237,7 +248,10 @@ def _tables_from_columns(
             check_legacy_algo(kernel, algo)  # type: ignore[arg-type]
     # Each size's rows of each table, as Candidate field values.
     sizes: dict[tuple[object, ...], list[tuple[object, ...]]] = collections.defaultdict(list)
-    keys = zip(values["layer"], kernels, values["batch"], values["micro_batch"], strict=True)
+    keys = zip(
+        values["layer"], kernels, values["batch"], values[AXIS_COLUMN], values["micro_batch"],
+        strict=True,
+    )  # fmt: skip
     fields = zip(*(values[name] for name in CANDIDATE_FIELDS), strict=True)
     for key, row in zip(keys, fields, strict=True):
         sizes[key].append(row)
@@ -246,12 +260,12 @@ def _tables_from_columns(
     # ordered once, and the tables read with the same rows there share them.
     first_read: dict[tuple[object, ...], list[tuple[list[Row], KernelTable]]]
     first_read = collections.defaultdict(list)
-    for (layer, kernel, batch, micro_batch), found in sizes.items():
+    for (layer, kernel, batch, axis, micro_batch), found in sizes.items():
         if micro_batch > batch:  # type: ignore[operator]
             raise ValueError("a micro_batch is larger than its batch")
-        # Its rows' batch conflicts with that of the rows before them.
-        table = tables.setdefault(layer, kernel, batch)  # type: ignore[arg-type]
-        alike = first_read[kernel, batch, micro_batch, len(found)]
+        # Its rows' batch or axis conflicts with that of the rows before them.
+        table = tables.setdefault(layer, kernel, batch, axis)  # type: ignore[arg-type]
+        alike = first_read[kernel, batch, axis, micro_batch, len(found)]
         twin = next((t for rows, t in alike if rows == found), None)
         if twin is None:
             table.set_checked_size(micro_batch, found)  # type: ignore[arg-type]
@@ -267,7 +281,7 @@ def _tables_from_columns(
 def _column_values(column: str, texts: list[str] | None, count: int) -> list[object]:
     """The checked value of each cell of `column` (`count` of the default without a column)."""
     if texts is None:
-        return [_DEFAULTS[column]] * count
+        return [_CHECKS[column](_DEFAULTS[column])] * count
     if texts and texts.count(texts[0]) == len(texts):  # one text throughout, as many columns
         return [_text_cell(column, texts[0])] * len(texts)
     checked = _CheckedTexts(column)
@@ -314,11 +328,11 @@ class _CheckedTexts(dict[str, object]):
         return value
 
 
-def _parse_row(row: Mapping[str, object]) -> tuple[str, str, int, Candidate]:
+def _parse_row(row: Mapping[str, object]) -> tuple[str, str, int, Axis, Candidate]:
     values: dict[str, object] = {}
     # One handler per row, not a field_errors block per cell: tables have 1e5 cells and more.
     try:
-        for column in COLUMNS:
+        for column in READ_COLUMNS:
             values[column] = _cell(row, column)
     except (TypeError, ValueError) as exc:
         raise FieldError(f"column {column!r}", str(exc)) from None
@@ -333,4 +347,5 @@ def _parse_row(row: Mapping[str, object]) -> tuple[str, str, int, Candidate]:
     if not candidate.engine:
         with field_errors("column 'algo'"):
             check_legacy_algo(values["kernel"], candidate.algo)  # type: ignore[arg-type]
-    return values["layer"], values["kernel"], batch, candidate  # type: ignore[return-value]
+    axis = values[AXIS_COLUMN]
+    return values["layer"], values["kernel"], batch, axis, candidate  # type: ignore[return-value]
