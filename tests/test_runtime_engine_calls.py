@@ -68,10 +68,16 @@ def _problem() -> ConvProblem:
     return ConvProblem.create(8, 4, 8, (9, 10), 3, padding=1, math_type="fma")
 
 
+def _descs() -> types.SimpleNamespace:
+    """What the engine calls read of a problem's descriptors: the problem and its parts."""
+    problem = _problem()
+    return types.SimpleNamespace(problem=problem, part=problem.with_batch)
+
+
 def _launch(plans: FakePlans, tag: str = TAG):
     runs = EngineRuns()
     runs.plans = plans  # type: ignore[assignment]
-    descs = types.SimpleNamespace(problem=_problem())
+    descs = _descs()
     return prepared_engine_run(descs, "forward", 4, tag, runs), runs  # type: ignore[arg-type]
 
 
@@ -107,9 +113,7 @@ def test_a_plan_that_fails_to_build_falls_back_to_the_smallest_legacy_algorithm(
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert run(None, 1.0, 0.0, 0x1000, 0x2000, 0x3000, 0x4000, 100) is False
-        other = prepared_engine_run(
-            types.SimpleNamespace(problem=_problem()), "forward", 4, "eng7", runs
-        )
+        other = prepared_engine_run(_descs(), "forward", 4, "eng7", runs)
         plans.failing = ("eng7",)
         assert other(None, 1.0, 0.0, 0x1000, 0x2000, 0x3000, 0x4000, 100) is True
     assert len(plans.built) == 2
@@ -139,11 +143,11 @@ def test_another_launch_of_the_handle_does_not_try_a_failed_part_again(calls) ->
     with pytest.warns(EngineFallbackWarning):
         run(None, 1.0, 0.0, 0x1000, 0x2000, 0x3000, 0x4000, 100)
     again = prepared_engine_run(
-        types.SimpleNamespace(problem=_problem()),  # type: ignore[arg-type]
+        _descs(),  # type: ignore[arg-type]
         "forward", 4, TAG, runs,
     )  # fmt: skip
     other_size = prepared_engine_run(
-        types.SimpleNamespace(problem=_problem()),  # type: ignore[arg-type]
+        _descs(),  # type: ignore[arg-type]
         "forward", 2, TAG, runs,
     )  # fmt: skip
     plans.failing = ()
