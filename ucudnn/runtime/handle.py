@@ -133,7 +133,7 @@ class Handle:
 
     @property
     def mode(self) -> str:
-        """ "wr" (a limit per kernel) or "wd" (one budget for the network)."""
+        """The mode: "wr" (a limit per kernel) or "wd" (one budget for the network)."""
         return self._book.mode
 
     @property
