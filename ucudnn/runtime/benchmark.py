@@ -320,10 +320,9 @@ class Benchmarker:
         axis: Axis,
     ) -> bool:
         """Whether a plan for the whole of `problem`, split along `axis`, may choose a
-        measurement: it ran, its
-        time is not a screen's and it is deterministic where plans must be
-        (`search.SizeSearch.plannable`); if it is a backward-filter part of a split, it can add
-        to dW (beta 1); and it is not an `excluded` engine part."""
+        measurement: it ran, its time is not a screen's and it is deterministic where plans
+        must be (`search.SizeSearch.plannable`); if it is a backward-filter part of a split, it
+        can add to dW (beta 1); and it is not an `excluded` engine part."""
         if not measurement.ok or measurement.confirmed is False:
             return False
         if self.settings.deterministic_only and not measurement.deterministic:
@@ -421,7 +420,9 @@ class Benchmarker:
         at = buffers[0].at_sample(axis.benchmark_first(problem, micro_batch))
         size = kernel_search.at_size(micro_batch)
         kernel = kernel_search.kernel
-        on_device = SizeOnDevice(bench, at_size, kernel, at, size.split, self.engines_on)
+        on_device = SizeOnDevice(
+            bench, at_size, micro_batch, kernel, at, size.split, self.engines_on
+        )
         settings = self.settings
         timing = search.Timing(
             settings.warmup, settings.repeats, screen_warmup=min(1, settings.warmup)

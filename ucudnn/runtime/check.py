@@ -140,7 +140,8 @@ def reference_part(kernel_plan: KernelPlan, problem: ConvProblem, engines_on: bo
     algorithm 0 where the baseline is an engine configuration and engines are off."""
     baseline = kernel_plan.baseline
     if baseline is None or (baseline.engine and not engines_on):
-        return Candidate(problem.batch, 0, 0.0, 0, problem.math_type)
+        whole = kernel_plan.axis.extent(problem)
+        return Candidate(whole, 0, 0.0, 0, problem.math_type)
     return baseline
 
 

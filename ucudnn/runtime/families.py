@@ -119,8 +119,8 @@ class LegacyFamily(Family):
         kernel: str,
         part: Candidate,
     ) -> int:
-        batch = descs.problem.batch
-        return backend.workspace_size(handle, descs, kernel, batch, part.algo, part.math_type)
+        whole = descs.axis.extent(descs.problem)
+        return backend.workspace_size(handle, descs, kernel, whole, part.algo, part.math_type)
 
 
 class EngineFamily(Family):

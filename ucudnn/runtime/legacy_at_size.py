@@ -28,13 +28,14 @@ class LegacyAtSize(AtSize):
         self._legacy: dict[LegacyId, tuple[int, bool]] = {}  # workspace, deterministic
         self._runs: dict[LegacyId, backend.PreparedRun] = {}
         self._descs = backend.ProblemDescriptors(self.problem)
+        self._whole = self.problem.batch  # the part's problem runs undivided
 
     def screen(self) -> list[Trial]:
         """Find's own trial of every algorithm, one launch each."""
         workspace, find_bytes = self._find_workspace(self._find_workspace_bytes())
         x, w, y = self.at["x"], self.at["w"], self.at["y"]
         perfs = backend.find(
-            self.bench.handle, self._descs, self.kernel, self.micro_batch, x, w, y,
+            self.bench.handle, self._descs, self.kernel, self._whole, x, w, y,
             workspace.ptr, find_bytes,
         )  # fmt: skip
         trials: dict[LegacyId, Trial] = {}
@@ -64,7 +65,7 @@ class LegacyAtSize(AtSize):
             # Prepared once, so the timed calls do only what a Handle's planned call does.
             if key not in self._runs:
                 self._runs[key] = backend.prepared_run(
-                    self._descs, self.kernel, self.micro_batch, algo, math_type
+                    self._descs, self.kernel, self._whole, algo, math_type
                 )
             run, handle = self._runs[key], self.bench.handle
             x, w, y = self.at["x"], self.at["w"], self.at["y"]
@@ -87,7 +88,7 @@ class LegacyAtSize(AtSize):
         _, algo, math_type = key
         try:
             need = backend.workspace_size(
-                self.bench.handle, self._descs, self.kernel, self.micro_batch, algo, math_type
+                self.bench.handle, self._descs, self.kernel, self._whole, algo, math_type
             )
         except CudnnError as exc:
             return exc.status_name
@@ -114,7 +115,7 @@ class LegacyAtSize(AtSize):
         for algo in range(len(_cudnn.ALGORITHMS[self.kernel])):
             try:
                 size = backend.workspace_size(
-                    self.bench.handle, self._descs, self.kernel, self.micro_batch, algo,
+                    self.bench.handle, self._descs, self.kernel, self._whole, algo,
                     self.problem.math_type,
                 )  # fmt: skip
             except CudnnError:

@@ -33,18 +33,20 @@ class SizeOnDevice:
         self,
         bench: Bench,
         problem: ConvProblem,
+        micro_batch: int,
         kernel: str,
         at: dict[str, int],
         split: bool,
         engines_on: bool,
     ) -> None:
+        """`problem` is the part's own; `micro_batch` its size along the split axis."""
         self.bench = bench
-        self.micro_batch = problem.batch
+        self.micro_batch = micro_batch
         self.split = split
         self.engines_on = engines_on
         self.failed: dict[object, Measurement] = {}  # by candidate: why it has no time
-        self.legacy = LegacyAtSize(bench, problem, kernel, at, split, self.failed)
-        self.engines = EnginesAtSize(bench, problem, kernel, at, split, self.failed)
+        self.legacy = LegacyAtSize(bench, problem, micro_batch, kernel, at, split, self.failed)
+        self.engines = EnginesAtSize(bench, problem, micro_batch, kernel, at, split, self.failed)
         self._families: dict[str, LegacyAtSize | EnginesAtSize] = {
             LEGACY: self.legacy,
             ENGINE: self.engines,

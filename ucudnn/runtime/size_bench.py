@@ -37,15 +37,12 @@ class AtSize:
     goes to `failed`, by candidate, shared with the other families of the size."""
 
     bench: Bench
-    problem: ConvProblem  # its batch is the micro-batch
+    problem: ConvProblem  # the part's own problem, run whole
+    micro_batch: int  # the part's size along the split axis, as its measurements record it
     kernel: str
     at: dict[str, int]  # x, w and y where this size is timed
-    split: bool  # a size below the mini-batch
+    split: bool  # a size below the whole extent
     failed: dict[object, Measurement]
-
-    @property
-    def micro_batch(self) -> int:
-        return self.problem.batch
 
 
 def status_of(exc: CudnnError | CudaOutOfMemoryError) -> str:
