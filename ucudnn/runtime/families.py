@@ -36,6 +36,8 @@ class Family(abc.ABC):
     defaults suit a family whose parts build nothing ahead and whose fit is only known when
     they run."""
 
+    builds_ahead = False  # whether `build_ahead` builds anything
+
     @abc.abstractmethod
     def source(self, environ: Mapping[str, str]) -> str:
         """The family's name in the cache's sources, in a process with `environ`."""
@@ -127,6 +129,8 @@ class EngineFamily(Family):
     """cuDNN's graph-API engine configurations: a tag, run by an execution plan built for the
     part's shapes, alignments and scalars, with the legacy algorithms behind it
     (`engine_calls`, which checks a plan's workspace when it is built)."""
+
+    builds_ahead = True
 
     def source(self, environ: Mapping[str, str]) -> str:
         """ENGINE_FAMILY, with cuDNN's own workspace cap when CUDNN_CONV_WSCAP_DBG sets one

@@ -16,6 +16,7 @@ from ucudnn.errors import WorkspaceFallbackWarning, warn_caller
 from ucudnn.planner.plan import KernelPlan, Plan
 from ucudnn.runtime import backend, executor
 from ucudnn.runtime.engine_calls import EngineRuns
+from ucudnn.runtime.families import family_of
 from ucudnn.runtime.slots import Slot, Slots
 
 logger = logging.getLogger(__name__)
@@ -59,8 +60,12 @@ class Launches:
         return ready
 
     def build_ahead(self, plan: Plan, slots: Slots) -> None:
-        """Build now what the plan's parts would build at their first call."""
+        """Build now what the plan's parts would build at their first call (kernels whose
+        families build nothing are not compiled for it)."""
         for kernel_plan in plan.kernels:
+            parts = kernel_plan.schedule.parts
+            if not any(family_of(part).builds_ahead for part in parts):
+                continue
             launch = self._launch(slots.of(kernel_plan.kernel_id), kernel_plan)
             launch.build_plans(self.cudnn)
 
