@@ -575,3 +575,10 @@ def describe_convolution(
         f"N={n} C={c}->K={k} {'x'.join(map(str, size))} "
         f"filter {'x'.join(map(str, filt))}{tail} {layout} {dtype}"
     )
+
+
+def check_problem(problem: object) -> ConvProblem:
+    """`problem` itself, refused with its type unless it is a ConvProblem."""
+    if not isinstance(problem, ConvProblem):
+        raise TypeError(f"problem must be a ConvProblem, got {shown(problem)}")
+    return problem

@@ -2,10 +2,44 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
 from ucudnn.core.array import DeviceArray
 from ucudnn.core.problem import ITEMSIZE, ConvProblem, to_logical
+from ucudnn.runtime.steps import ROLES
+
+# The names a kernel's tensors go by in its arguments, in ROLES order (for error messages).
+ARGUMENT_NAMES = {
+    "forward": ("x", "w", "y"),
+    "backward_data": ("w", "dy", "dx"),
+    "backward_filter": ("x", "dy", "dw"),
+}
+
+
+def kernel_pointers(
+    kernel: str, problem: ConvProblem, tensors: Sequence[object], *, stream: int, device: int
+) -> dict[str, int]:
+    """Pointers of a kernel's three tensors (in its argument order), by their names in the
+    problem (x, w, y), each checked and ordered as `device_pointer` does."""
+    if len(tensors) != 3:
+        raise TypeError(f"{kernel} takes 3 tensors ({', '.join(ARGUMENT_NAMES[kernel])})")
+    (t1, t2, t3), (r1, r2, r3), (a1, a2, a3) = ROLES[kernel], ARGUMENT_NAMES[kernel], tensors
+    return {
+        t1: device_pointer(a1, problem, t1, r1, stream=stream, device=device),
+        t2: device_pointer(a2, problem, t2, r2, stream=stream, device=device),
+        t3: device_pointer(a3, problem, t3, r3, stream=stream, device=device),
+    }
+
+
+def bias_pointer(
+    kernel: str, bias: object, problem: ConvProblem, *, stream: int, device: int
+) -> int:
+    """Pointer of a forward call's bias, checked as a tensor is."""
+    if kernel != "forward":
+        raise ValueError(f"bias is added by the forward kernel, not by {kernel}")
+    return device_pointer(bias, problem, "b", "bias", stream=stream, device=device)
 
 
 def device_pointer(
@@ -26,6 +60,8 @@ def device_pointer(
     work on `stream`, the stream the convolution runs on, without the host waiting. A raw
     pointer carries no stream: ordering it is the caller's business.
     """
+    if type(obj) is int and obj:
+        return obj  # a raw pointer, the common case: nothing to check or order
     if isinstance(obj, bool) or obj is None:
         raise TypeError(f"{role} must be a device pointer (int) or a device array, got {obj!r}")
     if isinstance(obj, int):

@@ -38,6 +38,8 @@ from ucudnn.planner.tables import Candidate
 from ucudnn.runtime import backend, executor
 from ucudnn.runtime.engine_calls import EngineRuns
 from ucudnn.runtime.families import family_of
+from ucudnn.runtime.launches import Ready
+from ucudnn.runtime.steps import ROLES
 
 logger = logging.getLogger(__name__)
 
@@ -78,13 +80,6 @@ def normalised_l2(result: np.ndarray, reference: np.ndarray) -> float:
 def host_values(raw: np.ndarray, dtype: str) -> np.ndarray:
     """Bytes copied from the device as float64 values."""
     return raw.view(host_dtype(dtype)).astype(np.float64)
-
-
-def download(ptr: int, nbytes: int, stream: int) -> np.ndarray:
-    raw = np.empty(nbytes, dtype=np.uint8)
-    _cuda.memcpy_dtoh(raw, ptr, nbytes, stream)
-    _cuda.stream_synchronize(stream)
-    return raw
 
 
 @dataclasses.dataclass(frozen=True)
@@ -145,32 +140,72 @@ def reference_part(kernel_plan: KernelPlan, problem: ConvProblem, engines_on: bo
     return baseline
 
 
-def copy_on_device(ptr: int, nbytes: int, stream: int) -> _cuda.DeviceBuffer:
-    """A copy of `nbytes` at `ptr`: an output as it was before a call overwrites it."""
-    copy = _cuda.DeviceBuffer(nbytes)
-    _cuda.memcpy_dtod(copy.ptr, ptr, nbytes, stream)
-    return copy
+class ReferenceRuns:
+    """A Handle's side of checking: it keeps a call's old output, runs the undivided reference
+    on that copy after the call, and gives both results to an EquivalenceCheck. The reference
+    runs in a workspace of its own, beside the Handle's limit (checking is for debugging)."""
 
+    def __init__(
+        self, handle: _cudnn.Handle, stream: int, engine_runs: EngineRuns, engines_on: bool
+    ) -> None:
+        self._handle, self._stream = handle, stream
+        self._engine_runs, self._engines_on = engine_runs, engines_on
 
-def run_reference(
-    handle: _cudnn.Handle,
-    descs: backend.ProblemDescriptors,
-    kernel: str,
-    reference: Candidate,
-    pointers: dict[str, int],
-    alpha: float,
-    beta: float,
-    engine_runs: EngineRuns,
-) -> None:
-    """Run `reference` undivided on `pointers` (its output a copy of the old one), in a
-    workspace allocated for it, beside the Handle's limit (checking is for debugging)."""
-    need = family_of(reference).workspace(handle, descs, kernel, reference)
-    workspace = _cuda.DeviceBuffer(need)
-    try:
-        executor.execute(
-            handle, descs, kernel, [dataclasses.replace(reference, workspace_bytes=need)],
-            **pointers, workspace=workspace.ptr, workspace_bytes=need, alpha=alpha, beta=beta,
-            engine_runs=engine_runs,
-        )  # fmt: skip
-    finally:
-        workspace.release()
+    def output_before(self, ready: Ready, pointers: dict[str, int]) -> _cuda.DeviceBuffer:
+        """A copy of the call's output as it is before the call overwrites it."""
+        output = ROLES[ready.slot.kernel][2]
+        nbytes = ready.slot.problem.nbytes(output)
+        copy = _cuda.DeviceBuffer(nbytes)
+        _cuda.memcpy_dtod(copy.ptr, pointers[output], nbytes, self._stream)
+        return copy
+
+    def compare(
+        self,
+        check: EquivalenceCheck,
+        ready: Ready,
+        pointers: dict[str, int],
+        before: _cuda.DeviceBuffer,
+        alpha: float,
+        beta: float,
+    ) -> None:
+        """Run the reference on `before` (then released) and record its distance to the
+        call's output."""
+        slot, parts = ready.slot, ready.kernel_plan.schedule.parts
+        output = ROLES[slot.kernel][2]
+        reference = reference_part(ready.kernel_plan, slot.problem, self._engines_on)
+        try:
+            on_copy = {**pointers, output: before.ptr}
+            self._run(ready.launch.descs, slot.kernel, reference, on_copy, alpha, beta)
+            nbytes = slot.problem.nbytes(output)
+            check.record(
+                slot.name, slot.kernel, slot.problem,
+                self._download(pointers[output], nbytes), self._download(before.ptr, nbytes),
+                same_algorithm=all(part.slot() == reference.slot() for part in parts),
+            )  # fmt: skip
+        finally:
+            before.release()
+
+    def _run(
+        self,
+        descs: backend.ProblemDescriptors,
+        kernel: str,
+        reference: Candidate,
+        pointers: dict[str, int],
+        alpha: float,
+        beta: float,
+    ) -> None:
+        need = family_of(reference).workspace(self._handle, descs, kernel, reference)
+        workspace = _cuda.DeviceBuffer(need)
+        try:
+            executor.run_undivided(
+                self._handle, descs, kernel, dataclasses.replace(reference, workspace_bytes=need),
+                pointers, workspace.ptr, alpha, beta, self._engine_runs,
+            )  # fmt: skip
+        finally:
+            workspace.release()
+
+    def _download(self, ptr: int, nbytes: int) -> np.ndarray:
+        raw = np.empty(nbytes, dtype=np.uint8)
+        _cuda.memcpy_dtoh(raw, ptr, nbytes, self._stream)
+        _cuda.stream_synchronize(self._stream)
+        return raw

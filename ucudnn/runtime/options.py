@@ -151,3 +151,16 @@ def scalar_option(value: object, name: str) -> float:
     if not math.isfinite(number):
         raise ValueError(f"{name} must be finite, got {number}")
     return number
+
+
+def replan_limit(mode: str, limit: int, workspace_limit: object, total_workspace: object) -> int:
+    """`Handle.replan`'s new limit: its mode's argument (WR: workspace_limit, WD:
+    total_workspace), else `limit` unchanged; the other mode's argument is an error."""
+    name, new, other = (
+        ("total_workspace", total_workspace, workspace_limit)
+        if mode == "wd"
+        else ("workspace_limit", workspace_limit, total_workspace)
+    )
+    if other is not None:
+        raise ValueError(f"this handle is in {mode.upper()} mode; pass {name}")
+    return limit if new is None else byte_count(new, name)

@@ -64,6 +64,16 @@ class PlanBook:
         assert self.plan is not None
         return self.plan[slot.kernel_id]
 
+    def plan_to_run(self, slot: Slot) -> KernelPlan:
+        """`slot`'s schedule with its workspace allocated: planned if new, and the plan adopted
+        again if its workspace was released since (within less, if memory is short now)."""
+        kernel_plan = self.kernel_plan(slot)
+        if self.workspace.arena is None:
+            assert self.plan is not None
+            self.adopt(self.plan)
+            kernel_plan = self.plan[slot.kernel_id]
+        return kernel_plan
+
     def plan_missing(self, everything: bool = False) -> Plan:
         """Plan the kernels the plan lacks (all of them when `everything`), and keep the plan.
 
