@@ -197,9 +197,10 @@ class ReferenceRuns:
         need = family_of(reference).workspace(self._handle, descs, kernel, reference)
         workspace = _cuda.DeviceBuffer(need)
         try:
-            executor.run_undivided(
-                self._handle, descs, kernel, dataclasses.replace(reference, workspace_bytes=need),
-                pointers, workspace.ptr, alpha, beta, self._engine_runs,
+            executor.execute(
+                self._handle, descs, kernel, [dataclasses.replace(reference, workspace_bytes=need)],
+                **pointers, workspace=workspace.ptr, workspace_bytes=need, alpha=alpha, beta=beta,
+                engine_runs=self._engine_runs,
             )  # fmt: skip
         finally:
             workspace.release()

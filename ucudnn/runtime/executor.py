@@ -150,21 +150,3 @@ def execute(
     """Run `parts` over the whole batch once; nothing here waits for the device."""
     launch = Launch(descs, kernel, parts, workspace_bytes, engine_runs)
     launch(handle, x, w, y, workspace, alpha, beta)
-
-
-def run_undivided(
-    handle: _cudnn.Handle,
-    descs: backend.ProblemDescriptors,
-    kernel: str,
-    part: Candidate,
-    pointers: dict[str, int],
-    workspace: int,
-    alpha: float,
-    beta: float,
-    engine_runs: EngineRuns | None = None,
-) -> None:
-    """Run one part over the whole problem, in `workspace` (its `workspace_bytes` long)."""
-    execute(
-        handle, descs, kernel, [part], pointers["x"], pointers["w"], pointers["y"],
-        workspace, part.workspace_bytes, alpha, beta, engine_runs,
-    )  # fmt: skip

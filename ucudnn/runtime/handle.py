@@ -254,7 +254,10 @@ class Handle(HandlePlanning):
             )
         whole = Candidate(problem.batch, algo, 0.0, need, problem.math_type)
         workspace = self._workspace.ensure(need).at(0, need)
-        executor.run_undivided(self.cudnn, descs, kernel, whole, pointers, workspace, alpha, beta)
+        executor.execute(
+            self.cudnn, descs, kernel, [whole], pointers["x"], pointers["w"], pointers["y"],
+            workspace=workspace, workspace_bytes=need, alpha=alpha, beta=beta,
+        )  # fmt: skip
         if bias_ptr is not None:
             backend.add_bias(self.cudnn, descs, bias_ptr, pointers["y"])
 

@@ -3,7 +3,7 @@ problem at one micro-batch size: each family of candidates measured by its own p
 (`legacy_at_size`, `engines_at_size`), what they measured coming back as the cache's
 Measurements.
 
-Everything runs where a part of this size is least aligned (`steps.benchmark_first_sample`).
+Everything runs where a part of this size is least aligned (`Axis.benchmark_first`).
 A split of backward filter adds each later part to dW with beta = 1, so at a split size a
 confirmed time is that of the call with beta 1: the time of what will run.
 """
