@@ -65,16 +65,9 @@ def test_only_the_switch_imports_the_simulator() -> None:
     for path in sorted(root.rglob("*.py")):
         if root / "testing" in path.parents:
             continue
-        for node in ast.walk(ast.parse(path.read_text())):
-            names = (
-                [node.module or ""]
-                if isinstance(node, ast.ImportFrom)
-                else [alias.name for alias in node.names]
-                if isinstance(node, ast.Import)
-                else []
-            )
-            if any(name.startswith("ucudnn.testing") for name in names):
-                importers.append(str(path.relative_to(root)))
+        names = _imported_modules(ast.parse(path.read_text()))
+        if any(name.startswith("ucudnn.testing") for name in names):
+            importers.append(str(path.relative_to(root)))
     assert importers == ["_native/__init__.py"]
 
 
