@@ -36,21 +36,11 @@ def _spelled(entries: dict[str, tuple[str, int]]) -> dict[str, int]:
 
 # --- the legacy API's names ------------------------------------------------------------------
 
-DTYPES = _spelled({
-    "float32": ("CUDNN_DATA_FLOAT", 0),
-    "float16": ("CUDNN_DATA_HALF", 2),
-    "bfloat16": ("CUDNN_DATA_BFLOAT16", 9),
-    "float64": ("CUDNN_DATA_DOUBLE", 1),
-})  # fmt: skip
 MATH_TYPES = _spelled({
     "default": ("CUDNN_DEFAULT_MATH", 0),
     "tensor_op": ("CUDNN_TENSOR_OP_MATH", 1),
     "tensor_op_allow_conversion": ("CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION", 2),
     "fma": ("CUDNN_FMA_MATH", 3),
-})  # fmt: skip
-CONVOLUTION_MODES = _spelled({
-    "cross_correlation": ("CUDNN_CROSS_CORRELATION", 1),
-    "convolution": ("CUDNN_CONVOLUTION", 0),
 })  # fmt: skip
 _TENSOR_FORMATS = _prefixed("CUDNN_TENSOR_", {"NCHW": 0, "NHWC": 1})
 # Filter layouts by name: cuDNN's format and the rank it implies (K, C/groups, *spatial).
@@ -133,6 +123,17 @@ BACKEND_DATA_TYPES = _prefixed("CUDNN_DATA_", {
     "INT64": 10, "BOOLEAN": 11, "FP8_E4M3": 12, "FP8_E5M2": 13,
 })  # fmt: skip
 BACKEND_CONVOLUTION_MODES = _prefixed("CUDNN_", {"CONVOLUTION": 0, "CROSS_CORRELATION": 1})
+# The legacy API's names for the values it shares with the graph API.
+DTYPES = {
+    "float32": BACKEND_DATA_TYPES["FLOAT"],
+    "float16": BACKEND_DATA_TYPES["HALF"],
+    "bfloat16": BACKEND_DATA_TYPES["BFLOAT16"],
+    "float64": BACKEND_DATA_TYPES["DOUBLE"],
+}
+CONVOLUTION_MODES = {
+    "cross_correlation": BACKEND_CONVOLUTION_MODES["CROSS_CORRELATION"],
+    "convolution": BACKEND_CONVOLUTION_MODES["CONVOLUTION"],
+}
 HEURISTIC_MODES = _prefixed("CUDNN_HEUR_MODE_", {"INSTANT": 0, "B": 1, "FALLBACK": 2, "A": 3})
 NUMERICAL_NOTES = _prefixed("CUDNN_NUMERICAL_NOTE_", {
     "TENSOR_CORE": 0, "DOWN_CONVERT_INPUTS": 1, "REDUCED_PRECISION_REDUCTION": 2, "FFT": 3,
