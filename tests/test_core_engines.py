@@ -6,8 +6,10 @@ from pathlib import Path
 
 import pytest
 
+from ucudnn.core import cudnn_names
 from ucudnn.core.engines import (
     BETA1_UNSUPPORTED,
+    MIN_ENGINES_CUDNN,
     EngineConfig,
     canonical_tag,
     deterministic_of,
@@ -138,3 +140,9 @@ def test_refusal_follows_the_math_licence_and_determinism() -> None:
 def test_deterministic_of() -> None:
     assert deterministic_of(()) and deterministic_of(["TENSOR_CORE"])
     assert not deterministic_of(iter(["TENSOR_CORE", "NONDETERMINISTIC"]))
+
+
+def test_engines_need_the_cudnn_that_says_a_configurations_workspace() -> None:
+    """MIN_ENGINES_CUDNN is kept apart from the name tables so that the planner does not load
+    them; this holds the two in step."""
+    assert cudnn_names.ADDED_IN["ENGINECFG_WORKSPACE_SIZE"] == MIN_ENGINES_CUDNN

@@ -16,6 +16,7 @@ from ucudnn.core.problem import ConvProblem
 from ucudnn.core.splits import BATCH, BatchAxis, axis_named
 from ucudnn.planner.cache import BenchmarkCache, Measurement
 from ucudnn.planner.cache.records import measurement_key
+from ucudnn.planner.cli import legacy_only
 from ucudnn.planner.plan_types import KernelPlan
 from ucudnn.planner.schedule import Schedule
 from ucudnn.planner.tables import Candidate, KernelTable, TimingTables
@@ -61,6 +62,8 @@ def test_the_batch_axis_is_the_problems_samples() -> None:
 def test_an_unknown_axis_is_refused_by_name() -> None:
     with pytest.raises(ValueError, match="unknown split axis 'spatial'; expected one of batch"):
         axis_named("spatial")
+    with pytest.raises(TypeError, match=r"split axis is named by text, got \[1\]"):
+        axis_named([1])  # type: ignore[arg-type]
 
 
 def test_old_timings_read_as_batch_and_batch_tables_write_as_before() -> None:
@@ -100,6 +103,7 @@ def test_a_table_keeps_its_axis_when_cut_or_renamed(double_axis) -> None:
     assert table.at_batch(1).axis is double_axis
     assert table.renamed("other").axis is double_axis
     assert "axis=test_double" in repr(table)
+    assert legacy_only(TimingTables([table]))["conv", "forward"].axis is double_axis
 
 
 def test_a_timings_file_refuses_two_axes_for_one_kernel(double_axis) -> None:

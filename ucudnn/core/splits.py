@@ -110,7 +110,10 @@ AXES: dict[str, Axis] = {axis.name: axis for axis in (BATCH,)}
 
 
 def axis_named(name: str) -> Axis:
-    """The axis called `name`; a ValueError that names it and the known ones otherwise."""
+    """The axis called `name`; a ValueError that names it and the known ones otherwise (a
+    TypeError when it is not text)."""
+    if not isinstance(name, str):
+        raise TypeError(f"a split axis is named by text, got {shown(name)}")
     axis = AXES.get(name)
     if axis is None:
         raise ValueError(f"unknown split axis {shown(name)}; expected one of {', '.join(AXES)}")

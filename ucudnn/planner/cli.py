@@ -101,7 +101,13 @@ def legacy_only(tables: TimingTables) -> TimingTables:
     """`tables` without graph-API engine rows: what a plan with engines off may use."""
     return TimingTables(
         (
-            KernelTable(table.layer, table.kernel, table.batch, (c for c in table if not c.engine))
+            KernelTable(
+                table.layer,
+                table.kernel,
+                table.batch,
+                (c for c in table if not c.engine),
+                axis=table.axis,
+            )
             for _, table in tables.items()
         ),
         device=tables.device,

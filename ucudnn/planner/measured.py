@@ -116,9 +116,9 @@ def _uncovered(timings: TimingTables, graph: LayerGraph) -> str | None:
     for layer, kernel in wanted:
         if (layer, kernel) not in timings:
             return f"no timings for {layer}/{kernel}"
-        batch = timings[layer, kernel].batch
-        if batch != graph.problem(layer).batch:
-            return f"{layer}/{kernel} was measured at batch {batch}"
+        table = timings[layer, kernel]
+        if table.batch != table.axis.extent(graph.problem(layer)):
+            return f"{layer}/{kernel} was measured at batch {table.batch}"
     extra = set(timings) - set(wanted)
     if extra:
         return f"timings for kernels the network lacks, such as {'/'.join(min(extra))}"

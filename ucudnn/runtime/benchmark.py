@@ -32,6 +32,7 @@ from ucudnn.core.problem import ConvProblem
 from ucudnn.core.splits import BATCH, Axis
 from ucudnn.planner import search
 from ucudnn.planner.cache import BenchmarkCache, Measurement
+from ucudnn.planner.cache.records import axis_source
 from ucudnn.planner.choices import FAST, SEARCHES
 from ucudnn.planner.config import byte_count
 from ucudnn.planner.errors import NoAlgorithmError
@@ -216,7 +217,7 @@ class Benchmarker:
         self.cache = cache
         self.settings = settings or BenchmarkSettings()
         # Measurements already read or made by this process, so re-planning costs no queries.
-        self._seen: dict[tuple[str, str, str], list[Measurement]] = {}  # (problem, kernel, source)
+        self._seen: dict[tuple[str, str, str], list[Measurement]] = {}  # by _seen_key
         self.counts = {"measured": 0, "cached": 0}  # problem sizes, for reports
         self.search_counts = search.Counts()  # what the search did, over every call
         self._timer = Timer(handle.stream)
@@ -374,7 +375,7 @@ class Benchmarker:
             )
             seconds = time.perf_counter() - started
             _log_size(problem, kernel, micro_batch, source, measured, seconds)
-            self._seen[(axis.part(problem, micro_batch).key(), kernel, source)] = measured
+            self._seen[_seen_key(problem, axis, kernel, micro_batch, source)] = measured
             if self.cache is not None:
                 self.cache.store(
                     problem, kernel, micro_batch, self.facts, measured, source=source, axis=axis
@@ -451,7 +452,7 @@ class Benchmarker:
     def _cached(
         self, problem: ConvProblem, axis: Axis, kernel: str, micro_batch: int, source: str
     ) -> list[Measurement] | None:
-        key = (axis.part(problem, micro_batch).key(), kernel, source)
+        key = _seen_key(problem, axis, kernel, micro_batch, source)
         if key not in self._seen and self.cache is not None:
             found = self.cache.lookup(
                 problem, kernel, micro_batch, self.facts, source=source, axis=axis
@@ -489,6 +490,14 @@ def measurement_source(
     beta1 = "/beta1" if kernel == "backward_filter" and split else ""
     after = f"/above={','.join(map(str, above))}" if above else ""
     return f"{search_name}/{SEARCH_VERSION}/{families}{only}{beta1}{after}"
+
+
+def _seen_key(
+    problem: ConvProblem, axis: Axis, kernel: str, micro_batch: int, source: str
+) -> tuple[str, str, str]:
+    """What a size's measurements are remembered by in one process: its part's problem, the
+    kernel and the source, which names the axis as the cache's keys do (`axis_source`)."""
+    return (axis.part(problem, micro_batch).key(), kernel, axis_source(source, axis))
 
 
 def _status_counts(measured: Sequence[Measurement]) -> dict[str, int]:

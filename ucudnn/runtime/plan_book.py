@@ -164,10 +164,11 @@ class PlanBook:
                     f"the plan's {kernel_plan.place} is not one this handle has seen; register "
                     f"it first (layers seen: {names})"
                 )
-            if kernel_plan.batch != slot.problem.batch:
+            extent = kernel_plan.axis.extent(slot.problem)
+            if kernel_plan.batch != extent:
                 raise ValueError(
                     f"the plan's {kernel_plan.place} has batch {kernel_plan.batch}, its problem "
-                    f"{slot.problem.batch}"
+                    f"{extent}"
                 )
             if self.deterministic and not kernel_plan.schedule.deterministic:
                 raise ValueError(

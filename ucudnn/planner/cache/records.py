@@ -21,8 +21,9 @@ LEGACY = "legacy"  # the source of legacy algorithms' sets; graph-API searches: 
 
 # What a set's source and a note may be: the source goes into keys and messages, the notes are
 # stored as one comma-separated text.
-# Printable ASCII, no spaces; a split along an axis other than the batch ends in /axis=NAME.
-_SOURCE = re.compile(r"legacy(/axis=[!-~]+)?|(graph|fast|exhaustive)/[!-~]+")
+# Printable ASCII, no spaces. The key adds /axis=NAME for an axis other than the batch
+# (`axis_source`); a caller's source never carries it.
+_SOURCE = re.compile(r"legacy|(graph|fast|exhaustive)/[!-~]+")
 _NOTE = re.compile(r"[A-Za-z0-9_]+")
 
 
