@@ -13,9 +13,9 @@ from typing import Annotated, NotRequired, TypedDict
 import pytest
 
 from tests.schema_validator import SchemaError, validate
-from ucudnn.faces.field_notes import SIGNED, Minimum, NullMeans, OneOf
 from ucudnn.faces.schemas import SCHEMAS, VERSIONS, json_schema, schema_of
 from ucudnn.planner import plan, tables
+from ucudnn.planner.field_notes import SIGNED, Minimum, NullMeans, OneOf
 
 CLI_PAGE = (Path(__file__).resolve().parent.parent / "docs" / "cli.md").read_text()
 

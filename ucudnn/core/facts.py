@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from typing import TYPE_CHECKING
 
 from ucudnn.core.checks import integer
+
+if TYPE_CHECKING:  # the core imports no planner module when it runs
+    from ucudnn.planner import plan_formats
 
 
 def cuda_version_string(version: int) -> str:
@@ -44,8 +48,13 @@ class DeviceFacts:
         """Where a measurement was made, as plans name it: "NVIDIA H100 (cuDNN 9.19.0)"."""
         return f"{self.device_name} (cuDNN {cudnn_version_string(self.cudnn_version)})"
 
-    def to_dict(self) -> dict[str, object]:
-        return dataclasses.asdict(self)
+    def to_dict(self) -> plan_formats.DeviceFacts:
+        return {
+            "device_name": self.device_name,
+            "compute_capability": self.compute_capability,
+            "cudnn_version": self.cudnn_version,
+            "cuda_version": self.cuda_version,
+        }
 
     @classmethod
     def from_dict(cls, data: dict[str, object]) -> DeviceFacts:

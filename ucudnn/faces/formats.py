@@ -1,18 +1,19 @@
 """The fields of the commands' `--json` documents, declared once: a TypedDict per object.
 
-Each field is `Annotated` with what it means, and with `ucudnn.faces.field_notes` where its
+Each field is `Annotated` with what it means, and with `ucudnn.planner.field_notes` where its
 type alone does not say enough. `ucudnn.faces.schemas` generates the published JSON Schemas
 from these classes and `ucudnn.faces.outputs` builds documents of these types, so that mypy
 catches a field renamed on one side only. The planner's own documents, which these include,
-are in `ucudnn.faces.plan_formats`; the conventions in docs/design/json-documents.md.
+are in `ucudnn.planner.plan_formats`; the conventions in docs/design/json-documents.md.
 """
 
 from __future__ import annotations
 
 from typing import Annotated, Literal, TypedDict
 
-from ucudnn.faces.field_notes import SIGNED, Minimum, NullMeans, OneOf
-from ucudnn.faces.plan_formats import (
+from ucudnn.planner.choices import DEFAULT_OVERHEAD_TEXT
+from ucudnn.planner.field_notes import SIGNED, Minimum, NullMeans, OneOf
+from ucudnn.planner.plan_formats import (
     FORMAT_MEANING,
     INFINITE_RATIO,
     VERSION_MEANING,
@@ -23,9 +24,9 @@ from ucudnn.faces.plan_formats import (
     LimitBytes,
     PlanDocument,
     Policy,
+    StepMemory,
     TimingsDocument,
 )
-from ucudnn.planner.choices import DEFAULT_OVERHEAD_TEXT
 from ucudnn.planner.plan_types import MODES
 from ucudnn.runtime.engines_setting import SOURCES as ENGINES_SOURCES
 
@@ -309,18 +310,6 @@ class DemoDocument(TypedDict):
 
 
 # -- ucudnn-tune ----------------------------------------------------------------------------
-class StepMemory(TypedDict):
-    """the device memory of one training step, by part (each in bytes)"""
-
-    weights_bytes: Annotated[int, "every layer's filters"]
-    weight_gradients_bytes: Annotated[int, "their gradients"]
-    activations_bytes: Annotated[int, "the activations kept for backward"]
-    gradients_bytes: Annotated[int, "the activation gradients in flight at the peak"]
-    overhead_bytes: Annotated[int, "the headroom (--framework-overhead) kept"]
-    arena_bytes: Annotated[int, "the workspace arena of the plan"]
-    total_bytes: Annotated[int, "all of them"]
-
-
 class MemoryModel(TypedDict):
     """the parts of the model that do not depend on the plan"""
 

@@ -7,14 +7,13 @@ objects; the commands print them.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING
 
 import ucudnn
 from ucudnn.core.build import distribution
-from ucudnn.faces import formats, plan_formats
+from ucudnn.faces import formats
 from ucudnn.faces.info import unusable_reason
 from ucudnn.faces.report import timing_totals
 
@@ -22,7 +21,6 @@ if TYPE_CHECKING:  # none is needed at run time; the runtime's would load native
     from ucudnn.core.device import InfoReport
     from ucudnn.core.facts import DeviceFacts
     from ucudnn.planner.cache import CacheReport
-    from ucudnn.planner.memory import StepMemory
     from ucudnn.planner.plan import Plan
     from ucudnn.planner.policies import Policy
     from ucudnn.planner.tables import TimingTables
@@ -35,19 +33,6 @@ if TYPE_CHECKING:  # none is needed at run time; the runtime's would load native
 def policy_value(policy: Policy) -> str | list[int]:
     """A policy as documents hold it: its name, or its sizes as a list."""
     return policy if isinstance(policy, str) else list(policy)
-
-
-# The parts the planner and the core write themselves (`to_dict`), declared in formats too.
-def _plan(plan: Plan) -> plan_formats.PlanDocument:
-    return cast("plan_formats.PlanDocument", plan.to_dict())
-
-
-def _device(facts: DeviceFacts) -> plan_formats.DeviceFacts:
-    return cast("plan_formats.DeviceFacts", facts.to_dict())
-
-
-def _memory(step: StepMemory) -> formats.StepMemory:
-    return cast("formats.StepMemory", step.to_dict())
 
 
 def info_document(
@@ -127,8 +112,8 @@ def bench_document(
         "problem_sizes_cached": counts["cached"],
         "elapsed_s": elapsed_s,
         "export_path": export_path,
-        "device": _device(facts),
-        "timings": json.loads(tables.to_json()),  # the ucudnn-timings document, as written
+        "device": facts.to_dict(),
+        "timings": tables.to_document(),  # the ucudnn-timings document, as written
     }
 
 
@@ -170,7 +155,7 @@ def run_document(
             "prediction_error": totals.prediction_error,
         },
         "check": None if checks is None else _check_part(checks),
-        "plan": _plan(plan),
+        "plan": plan.to_dict(),
     }
 
 
@@ -236,7 +221,7 @@ def demo_document(
         "run": run,
         "model_plans": None
         if model_plans is None
-        else {"wr": _plan(model_plans[0]), "wd": _plan(model_plans[1])},
+        else {"wr": model_plans[0].to_dict(), "wd": model_plans[1].to_dict()},
     }
 
 
@@ -266,7 +251,7 @@ def tune_document(
             "overhead_per_sample_fraction": float(model.overhead.per_sample),
         },
         "curve": [_tune_point(point) for point in result.points],
-        "plan": _plan(best.plan),
+        "plan": best.plan.to_dict(),
         "plot_path": None if plot is None else str(plot),
     }
 
@@ -278,6 +263,6 @@ def _tune_point(point: TunePoint) -> formats.TunePoint:
         "measured_undivided": point.measured,
         "time_ms": point.time_ms,
         "samples_per_s": point.samples_per_s,
-        "memory": None if point.step is None else _memory(point.step),
-        "minimum_memory": _memory(point.minimum),
+        "memory": None if point.step is None else point.step.to_dict(),
+        "minimum_memory": point.minimum.to_dict(),
     }

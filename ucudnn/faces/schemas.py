@@ -23,8 +23,8 @@ from typing import (
 )
 
 from ucudnn.faces import formats
-from ucudnn.faces.field_notes import Minimum, NullMeans, OneOf
-from ucudnn.faces.plan_formats import PlanDocument, TimingsDocument
+from ucudnn.planner.field_notes import Minimum, NullMeans, OneOf
+from ucudnn.planner.plan_formats import PlanDocument, TimingsDocument
 
 Schema = dict[str, object]
 _Note = TypeVar("_Note", Minimum, NullMeans, OneOf)

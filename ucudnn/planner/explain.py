@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from typing import TYPE_CHECKING
 
 from ucudnn.planner.kernel_table import KernelId
 from ucudnn.planner.pareto import DesirableSets
@@ -25,6 +26,9 @@ from ucudnn.planner.tables import TimingTables
 from ucudnn.planner.textable import render_table
 from ucudnn.planner.units import format_size
 from ucudnn.planner.wd import aligned
+
+if TYPE_CHECKING:  # it imports REASONS from here
+    from ucudnn.planner import plan_formats
 
 # Why a kernel has the schedule it has, as documents name it, and as reports say it.
 REASONS = {
@@ -54,8 +58,8 @@ class KernelExplanation:
         bytes to others, where they saved more)."""
         return None if self.baseline_ms is None else self.baseline_ms - self.chosen.time_ms
 
-    def to_dict(self) -> dict[str, object]:
-        runner_up = None
+    def to_dict(self) -> plan_formats.ExplainedKernel:
+        runner_up: plan_formats.RunnerUp | None = None
         if self.runner_up is not None:
             runner_up = {
                 "relation": "faster" if self.runner_up.time_ms < self.chosen.time_ms else "smaller",
@@ -87,7 +91,7 @@ class PlanExplanation:
     fastest_time_ms: float  # every kernel at the fastest schedule of its set
     fastest_workspace_bytes: int  # what those need: the largest (WR), aligned sum (WD)
 
-    def to_dict(self) -> dict[str, object]:
+    def to_dict(self) -> plan_formats.Explanation:
         """The "explain" part of a plan document."""
         baseline = self.plan.baseline_time_ms
         return {

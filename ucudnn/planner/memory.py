@@ -32,12 +32,16 @@ import dataclasses
 import math
 import re
 from fractions import Fraction
+from typing import TYPE_CHECKING
 
 from ucudnn.core.checks import parse_float, shown
 from ucudnn.planner.choices import DEFAULT_OVERHEAD_TEXT
 from ucudnn.planner.config import NotASize, byte_count, parse_size
 from ucudnn.planner.graph import LayerGraph
 from ucudnn.planner.units import format_size
+
+if TYPE_CHECKING:  # at run time it would load the plans and the explainer, which need none
+    from ucudnn.planner import plan_formats
 
 _PERCENT = re.compile(r"\s*([0-9]+(?:\.[0-9]*)?|\.[0-9]+)\s*%\s*")
 # A percentage of the per-sample memory; more than 100 times it is a slip, not an overhead.
@@ -127,7 +131,7 @@ class StepMemory:
             + self.arena_bytes
         )
 
-    def to_dict(self) -> dict[str, int]:
+    def to_dict(self) -> plan_formats.StepMemory:
         """The parts as a ucudnn-tune document holds them, the gradients of weights apart."""
         return {
             "weights_bytes": self.weights_bytes,

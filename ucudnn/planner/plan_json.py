@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Collection, Mapping
+from typing import Final
 
 from ucudnn.core.algorithms import check_legacy_algo
 from ucudnn.core.checks import shown
@@ -14,13 +15,13 @@ from ucudnn.planner.candidate import Candidate
 from ucudnn.planner.documents import read_document
 from ucudnn.planner.files import FieldError, field_errors
 
-JSON_FORMAT = "ucudnn-plan"
+JSON_FORMAT: Final = "ucudnn-plan"
 # 2: micro_batches and algos are lists of numbers, not texts; offset and alignment are
 # offset_bytes and alignment_bytes.
 # 3: parts and baselines have an engine (a graph-API engine configuration's tag, or "" for a
 # legacy algorithm), so an algo may be an engine index; schedules list engines beside algos.
 # Versions 1 and 2 are still read, their parts as legacy algorithms.
-JSON_VERSION = 3
+JSON_VERSION: Final = 3
 READ_VERSIONS = (1, 2, JSON_VERSION)
 
 # The fields of a plan's JSON objects that are read back; the others are derived (times,

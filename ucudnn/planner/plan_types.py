@@ -15,6 +15,7 @@ import functools
 import json
 import math
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from ucudnn.core.checks import integer, shown
 from ucudnn.core.facts import DeviceFacts
@@ -45,6 +46,9 @@ from ucudnn.planner.textable import render_table
 from ucudnn.planner.units import format_size
 from ucudnn.planner.values import check_batch, flag, layer_name
 
+if TYPE_CHECKING:  # it imports MODES from here
+    from ucudnn.planner import plan_formats
+
 MODES = ("wr", "wd")
 
 
@@ -56,7 +60,7 @@ def speedup(baseline_ms: float | None, time_ms: float) -> float | None:
     return baseline_ms / time_ms
 
 
-def schedule_numbers(schedule: Schedule) -> dict[str, object]:
+def schedule_numbers(schedule: Schedule) -> plan_formats.Schedule:
     """A schedule in a plan document: each part's micro-batch, algorithm and engine tag, in
     the order they run, then its time and workspace."""
     return {
@@ -65,6 +69,19 @@ def schedule_numbers(schedule: Schedule) -> dict[str, object]:
         "engines": [p.engine for p in schedule.parts],
         "time_ms": schedule.time_ms,
         "workspace_bytes": schedule.workspace_bytes,
+    }
+
+
+def candidate_numbers(candidate: Candidate) -> plan_formats.Candidate:
+    """A candidate in a plan document, a part or a baseline: its fields, in order."""
+    return {
+        "micro_batch": candidate.micro_batch,
+        "algo": candidate.algo,
+        "time_ms": candidate.time_ms,
+        "workspace_bytes": candidate.workspace_bytes,
+        "math_type": candidate.math_type,
+        "deterministic": candidate.deterministic,
+        "engine": candidate.engine,
     }
 
 
@@ -150,17 +167,18 @@ class KernelPlan:
         """Baseline time over planned time (see `speedup`)."""
         return speedup(self.baseline.time_ms if self.baseline else None, self.time_ms)
 
-    def to_dict(self) -> dict[str, object]:
+    def to_dict(self) -> plan_formats.PlannedKernel:
+        axis: plan_formats.AxisNamed = {} if self.axis is BATCH else {"axis": self.axis.name}
         return {
             "layer": self.layer,
             "kernel": self.kernel,
             "batch": self.batch,
-            **({} if self.axis is BATCH else {"axis": self.axis.name}),  # absent: the batch
+            **axis,  # absent: the batch
             **schedule_numbers(self.schedule),
             "offset_bytes": self.offset,
             "speedup": self.speedup,
-            "parts": [dataclasses.asdict(p) for p in self.schedule.parts],
-            "baseline": dataclasses.asdict(self.baseline) if self.baseline else None,
+            "parts": [candidate_numbers(p) for p in self.schedule.parts],
+            "baseline": candidate_numbers(self.baseline) if self.baseline else None,
         }
 
     @classmethod
@@ -350,7 +368,7 @@ class Plan:
         return max((k.offset + k.workspace_bytes for k in self.kernels), default=0)  # type: ignore[operator]
 
     # -- JSON -------------------------------------------------------------------------------
-    def to_dict(self) -> dict[str, object]:
+    def to_dict(self) -> plan_formats.PlanDocument:
         return {
             "format": JSON_FORMAT,
             "version": JSON_VERSION,

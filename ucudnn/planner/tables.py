@@ -13,7 +13,7 @@ import io
 import json
 import os
 from collections.abc import Iterable, Iterator, Mapping
-from typing import IO, SupportsIndex
+from typing import IO, TYPE_CHECKING, SupportsIndex
 
 from ucudnn.core.checks import shown
 from ucudnn.core.facts import DeviceFacts
@@ -34,6 +34,9 @@ from ucudnn.planner.timings_reading import (
     tables_from_rows,
 )
 from ucudnn.planner.values import MAX_TIME_MS, MAX_WORKSPACE_BYTES, check_batch, layer_name
+
+if TYPE_CHECKING:  # it imports this module (through planner.explain)
+    from ucudnn.planner import plan_formats
 
 __all__ = [
     "JSON_FORMAT",
@@ -124,25 +127,28 @@ class TimingTables:
         line, for rows read from JSON) and the column."""
         return tables_from_rows(cls, rows, source)
 
-    def to_rows(self) -> list[dict[str, object]]:
+    def to_rows(self) -> list[plan_formats.TimingsRow]:
         """One mapping per candidate; the batch axis is implied (see `AXIS_COLUMN`)."""
-        return [
-            {
-                "layer": table.layer,
-                "kernel": table.kernel,
-                "batch": table.batch,
-                "micro_batch": c.micro_batch,
-                "algo": c.algo,
-                "time_ms": c.time_ms,
-                "workspace_bytes": c.workspace_bytes,
-                "math_type": c.math_type,
-                "deterministic": c.deterministic,
-                "engine": c.engine,
-                **({} if table.axis is BATCH else {AXIS_COLUMN: table.axis.name}),
-            }
-            for table in self._tables.values()
-            for c in table
-        ]
+        rows: list[plan_formats.TimingsRow] = []
+        for table in self._tables.values():
+            axis: plan_formats.AxisNamed = {} if table.axis is BATCH else {"axis": table.axis.name}
+            rows += (
+                {
+                    "layer": table.layer,
+                    "kernel": table.kernel,
+                    "batch": table.batch,
+                    "micro_batch": c.micro_batch,
+                    "algo": c.algo,
+                    "time_ms": c.time_ms,
+                    "workspace_bytes": c.workspace_bytes,
+                    "math_type": c.math_type,
+                    "deterministic": c.deterministic,
+                    "engine": c.engine,
+                    **axis,
+                }
+                for c in table
+            )
+        return rows
 
     # -- CSV --------------------------------------------------------------------------------
     @classmethod
@@ -183,9 +189,12 @@ class TimingTables:
         return out.getvalue()
 
     # -- JSON -------------------------------------------------------------------------------
+    def to_document(self) -> plan_formats.TimingsDocument:
+        """The ucudnn-timings document, as `to_json` writes it."""
+        return {"format": JSON_FORMAT, "version": JSON_VERSION, "rows": self.to_rows()}
+
     def to_json(self) -> str:
-        document = {"format": JSON_FORMAT, "version": JSON_VERSION, "rows": self.to_rows()}
-        return json.dumps(document, allow_nan=False)
+        return json.dumps(self.to_document(), allow_nan=False)
 
     @classmethod
     def from_json(cls, text: str | bytes, source: str = "<json>") -> TimingTables:

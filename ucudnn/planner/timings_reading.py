@@ -11,7 +11,7 @@ import functools
 import math
 import re
 from collections.abc import Callable, Iterable, Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from ucudnn.core.algorithms import check_legacy_algo
 from ucudnn.core.checks import parse_bool, shown
@@ -41,8 +41,8 @@ COLUMNS = REQUIRED_COLUMNS + OPTIONAL_COLUMNS
 AXIS_COLUMN = "axis"
 READ_COLUMNS = (*COLUMNS, AXIS_COLUMN)
 
-JSON_FORMAT = "ucudnn-timings"
-JSON_VERSION = 1
+JSON_FORMAT: Final = "ucudnn-timings"
+JSON_VERSION: Final = 1
 
 _INTEGER_TEXT = re.compile(r"[+-]?[0-9]+")
 # One way to match each text: a long cell that is no number fails in linear time.

@@ -1,5 +1,10 @@
 """The documents the planner writes and reads, ucudnn-timings and ucudnn-plan, declared as
-`ucudnn.faces.formats` declares the commands' documents; and the fields those share with them.
+`ucudnn.faces.formats` declares the commands' documents; the fields those share with them; and
+the memory of a training step (`StepMemory`), a part of ucudnn-tune the planner writes.
+
+The planner's writers (`Plan.to_dict`, `TimingTables.to_document`, `StepMemory.to_dict`, ...)
+return these types, so that mypy catches a field renamed on one side only; they import this
+module for type checking alone, as it imports their constants.
 """
 
 from __future__ import annotations
@@ -7,10 +12,11 @@ from __future__ import annotations
 from typing import Annotated, Literal, NotRequired, TypedDict
 
 from ucudnn.core.problem import KERNELS, MATH_TYPES
-from ucudnn.faces.field_notes import SIGNED, Minimum, NullMeans, OneOf
+from ucudnn.core.splits import AXES
 from ucudnn.planner.choices import SOLVERS
 from ucudnn.planner.config import POLICY_NAMES
 from ucudnn.planner.explain import REASONS
+from ucudnn.planner.field_notes import SIGNED, Minimum, NullMeans, OneOf
 from ucudnn.planner.plan_types import MODES
 
 # -- fields several objects share ---------------------------------------------------------
@@ -29,6 +35,11 @@ _Engine = Annotated[
 Policy = Annotated[
     Annotated[str, OneOf(POLICY_NAMES)] | list[Annotated[int, Minimum(1)]],
     "micro-batch sizes a schedule may use: a policy name or a list of sizes",
+]
+_Axis = Annotated[
+    str,
+    "the axis the kernel is split along, given only where it is not the batch",
+    OneOf(tuple(AXES)),
 ]
 LimitBytes = Annotated[int, "the per-kernel limit (wr) or the total budget (wd), bytes"]
 ComputeCapability = Annotated[str, '"major.minor", e.g. "9.0"']
@@ -89,11 +100,12 @@ class Schedule(TypedDict):
     workspace_bytes: Annotated[int, "the largest part's workspace (they share one buffer), bytes"]
 
 
-# -- ucudnn-timings (TimingTables.to_json; `bench` includes one) ----------------------------
+# -- ucudnn-timings (TimingTables.to_document; `bench` includes one) ------------------------
 class TimingsRow(_KernelAtBatch, _Run):
     """one measured candidate of one kernel"""
 
     engine: NotRequired[_Engine]  # added within version 1: older rows lack it
+    axis: NotRequired[_Axis]  # absent: the batch
 
 
 class TimingsDocument(TypedDict):
@@ -187,7 +199,13 @@ class Explanation(TypedDict):
     kernels: Annotated[list[ExplainedKernel], "one per kernel, in the plan's order"]
 
 
-class PlannedKernel(_KernelAtBatch, Schedule):
+class AxisNamed(TypedDict):
+    """A kernel's split axis, as plans and timings rows give it: only where it is not the batch."""
+
+    axis: NotRequired[_Axis]  # absent: the batch
+
+
+class PlannedKernel(_KernelAtBatch, AxisNamed, Schedule):
     """one kernel's schedule"""
 
     offset_bytes: Annotated[
@@ -258,3 +276,16 @@ class PlanDocument(TypedDict):
     totals: PlanTotals
     kernels: Annotated[list[PlannedKernel], "one per kernel"]
     explain: NotRequired[Explanation]  # only with --explain
+
+
+# -- the memory of a training step, in ucudnn-tune (planner.memory.StepMemory.to_dict) -------
+class StepMemory(TypedDict):
+    """the device memory of one training step, by part (each in bytes)"""
+
+    weights_bytes: Annotated[int, "every layer's filters"]
+    weight_gradients_bytes: Annotated[int, "their gradients"]
+    activations_bytes: Annotated[int, "the activations kept for backward"]
+    gradients_bytes: Annotated[int, "the activation gradients in flight at the peak"]
+    overhead_bytes: Annotated[int, "the headroom (--framework-overhead) kept"]
+    arena_bytes: Annotated[int, "the workspace arena of the plan"]
+    total_bytes: Annotated[int, "all of them"]

@@ -1,5 +1,6 @@
 """What a field of a JSON document declares besides its type and description (see
-`ucudnn.faces.formats`): a number's least value, a text's values, what null stands for."""
+`ucudnn.planner.plan_formats` and `ucudnn.faces.formats`): a number's least value, a text's
+values, what null stands for."""
 
 from __future__ import annotations
 
