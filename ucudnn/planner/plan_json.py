@@ -4,14 +4,13 @@ to the current version's fields first."""
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Collection, Mapping
 from typing import Final
 
 from ucudnn.core.algorithms import check_legacy_algo
 from ucudnn.core.checks import shown
 from ucudnn.core.facts import DeviceFacts
-from ucudnn.planner.candidate import Candidate
+from ucudnn.planner.candidate import CANDIDATE_FIELDS, Candidate
 from ucudnn.planner.documents import read_document
 from ucudnn.planner.files import FieldError, field_errors
 
@@ -26,7 +25,6 @@ READ_VERSIONS = (1, 2, JSON_VERSION)
 
 # The fields of a plan's JSON objects that are read back; the others are derived (times,
 # texts, totals) and recomputed.
-_PART_FIELDS = tuple(f.name for f in dataclasses.fields(Candidate))
 KERNEL_FIELDS = ("layer", "kernel", "batch", "parts", "baseline", "offset_bytes")
 KERNEL_OPTIONAL = ("axis",)  # absent: the batch
 KERNEL_DERIVED = ("micro_batches", "algos", "engines", "time_ms", "workspace_bytes", "speedup")
@@ -72,7 +70,7 @@ def read_candidate(data: object, place: str, kernel: str) -> Candidate:
     """A part or baseline of `kernel` read back; a legacy algorithm must be one of the
     kernel's, or every call of the kernel would fail."""
     with field_errors(place):
-        check_fields(data, _PART_FIELDS)
+        check_fields(data, CANDIDATE_FIELDS)
         candidate = Candidate(**data)  # type: ignore[arg-type]
         if not candidate.engine:
             with field_errors("field 'algo'"):

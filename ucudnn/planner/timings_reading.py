@@ -138,7 +138,7 @@ def _tables_from_numbered_rows(
 def _table_of(tables: TimingTables, layer: str, kernel: str, batch: int, axis: Axis) -> KernelTable:
     # The batch or axis may disagree with the layer's earlier rows.
     known = (layer, kernel) in tables
-    column = "axis" if known and tables[layer, kernel].batch == batch else "batch"
+    column = AXIS_COLUMN if known and tables[layer, kernel].batch == batch else "batch"
     with field_errors(f"column {column!r}"):
         return tables.setdefault(layer, kernel, batch, axis)
 

@@ -42,8 +42,8 @@ from ucudnn.planner.cache.sql import (
     MIGRATIONS as MIGRATIONS,
     SCHEMA_VERSION as SCHEMA_VERSION,
 )
+from ucudnn.planner.candidate import Candidate
 from ucudnn.planner.config import database_from_env
-from ucudnn.planner.tables import Candidate
 
 # How long a process waits for another's locks (the lock files' and SQLite's) before it gives
 # up: UCUDNN_CACHE_TIMEOUT, else this; `inspect_cache` (`ucudnn info`) waits INSPECT_TIMEOUT_S.

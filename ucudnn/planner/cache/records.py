@@ -14,8 +14,9 @@ from ucudnn.core.engines import parse_tag
 from ucudnn.core.facts import DeviceFacts
 from ucudnn.core.problem import MATH_TYPES, MAX_DIM, ConvProblem, check_kernel
 from ucudnn.core.splits import BATCH, Axis
-from ucudnn.planner.tables import MAX_TIME_MS, MAX_WORKSPACE_BYTES, Candidate
+from ucudnn.planner.candidate import Candidate
 from ucudnn.planner.units import format_size
+from ucudnn.planner.values import MAX_TIME_MS, MAX_WORKSPACE_BYTES
 
 LEGACY = "legacy"  # the source of legacy algorithms' sets; graph-API searches: "graph/<id>"
 
