@@ -34,6 +34,7 @@ from ucudnn.planner.cache.records import (
     CacheReport as CacheReport,
     CacheStats as CacheStats,
     Measurement as Measurement,
+    axis_source,
     measurement_key,
 )
 from ucudnn.planner.cache.sql import (
@@ -138,7 +139,7 @@ class BenchmarkCache:
                     except LockTimeout as exc:
                         self._give_up(exc)  # a miss
             found = None if rows is None else sql.read_measurements(micro_batch, rows)
-            _log_lookup(problem, kernel, micro_batch, source, found)
+            _log_lookup(problem, kernel, micro_batch, axis_source(source, axis), found)
             return found
         except (sqlite3.Error, OSError, ValueError) as exc:
             self._warn(exc, "read")
