@@ -259,7 +259,7 @@ def orderings(monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, int]]:
     import ucudnn.core.array
 
     calls: list[tuple[int, int]] = []
-    monkeypatch.setattr(ucudnn.core.array, "_order_after", lambda p, c: calls.append((p, c)))
+    monkeypatch.setattr(ucudnn.core.array, "order_after", lambda p, c: calls.append((p, c)))
     return calls
 
 

@@ -335,3 +335,13 @@ class CacheWarning(UcudnnWarning):
 class EngineFallbackWarning(UcudnnWarning):
     """A graph-API engine configuration could not build or run a part at run time; a legacy
     algorithm ran it instead, with the same result."""
+
+
+class TorchFallbackWarning(UcudnnWarning):
+    """A converted PyTorch layer got tensors ucudnn cannot take (CPU tensors on a machine with
+    a GPU), and ran PyTorch's own convolution instead; said once per process."""
+
+
+class UnplannedNetworkWarning(UcudnnWarning):
+    """A converted PyTorch model in WD mode ran before `ucudnn.torch.plan(model, example)`: its
+    kernels are planned as they appear, each new one planning the whole network again."""

@@ -189,7 +189,7 @@ class DeviceArray:
         """Make later work on `stream` wait for the work enqueued so far on this array's own
         stream, without the host waiting (nothing to do when they are the same stream)."""
         if _cai_stream(self.stream) != _cai_stream(stream):
-            _order_after(self.stream, stream)
+            order_after(self.stream, stream)
 
     def __repr__(self) -> str:
         return (
@@ -291,7 +291,7 @@ class DeviceArray:
         if array.size:
             array.device = _device_of(ptr)
         if producer is not None and producer != _cai_stream(stream):
-            _order_after(producer, stream)
+            order_after(producer, stream)
         return array
 
     @classmethod
@@ -405,7 +405,7 @@ def _device_of(ptr: int) -> int:
     return device
 
 
-def _order_after(producer: int, consumer: int) -> None:
+def order_after(producer: int, consumer: int) -> None:
     """Make later work on `consumer` wait for what is already enqueued on `producer`."""
     from ucudnn._native import _cuda
 

@@ -244,6 +244,7 @@ class Benchmarker:
         threads = self.settings.build_thread_count if self.engines_on else 1
         try:
             with _builders(threads) as builders:
+                self._timer.stream = self.handle.stream  # the Handle's calls' stream, now
                 bench = Bench(
                     self.handle, self._timer, self._workspace,
                     self.settings.workspace_cap_bytes, builders, wave=threads,

@@ -145,10 +145,8 @@ class ReferenceRuns:
     on that copy after the call, and gives both results to an EquivalenceCheck. The reference
     runs in a workspace of its own, beside the Handle's limit (checking is for debugging)."""
 
-    def __init__(
-        self, handle: _cudnn.Handle, stream: int, engine_runs: EngineRuns, engines_on: bool
-    ) -> None:
-        self._handle, self._stream = handle, stream
+    def __init__(self, handle: _cudnn.Handle, engine_runs: EngineRuns, engines_on: bool) -> None:
+        self._handle = handle  # its stream is the calls' stream, which set_stream may change
         self._engine_runs, self._engines_on = engine_runs, engines_on
 
     def output_before(self, ready: Ready, pointers: dict[str, int]) -> _cuda.DeviceBuffer:
@@ -156,7 +154,7 @@ class ReferenceRuns:
         output = ROLES[ready.slot.kernel][2]
         nbytes = ready.slot.problem.nbytes(output)
         copy = _cuda.DeviceBuffer(nbytes)
-        _cuda.memcpy_dtod(copy.ptr, pointers[output], nbytes, self._stream)
+        _cuda.memcpy_dtod(copy.ptr, pointers[output], nbytes, self._handle.stream)
         return copy
 
     def compare(
@@ -207,6 +205,6 @@ class ReferenceRuns:
 
     def _download(self, ptr: int, nbytes: int) -> np.ndarray:
         raw = np.empty(nbytes, dtype=np.uint8)
-        _cuda.memcpy_dtoh(raw, ptr, nbytes, self._stream)
-        _cuda.stream_synchronize(self._stream)
+        _cuda.memcpy_dtoh(raw, ptr, nbytes, self._handle.stream)
+        _cuda.stream_synchronize(self._handle.stream)
         return raw

@@ -16,6 +16,7 @@ from typing import SupportsIndex
 from ucudnn._native import _cuda, _cudnn
 from ucudnn.core.arena import GrowingArena
 from ucudnn.core.argtypes import PolicyArgument, Size
+from ucudnn.core.array import order_after
 from ucudnn.core.device import device_facts
 from ucudnn.core.problem import ConvProblem, check_kernel, check_problem
 from ucudnn.core.splits import BATCH
@@ -29,7 +30,7 @@ from ucudnn.runtime.engine_calls import EngineRuns
 from ucudnn.runtime.engines_setting import engines_setting
 from ucudnn.runtime.handle_planning import HandlePlanning
 from ucudnn.runtime.launches import Launches, Ready
-from ucudnn.runtime.options import HandleOptions, layer_option, scalar_option
+from ucudnn.runtime.options import HandleOptions, layer_option, scalar_option, stream_option
 from ucudnn.runtime.plan_book import PlanBook
 
 logger = logging.getLogger(__name__)
@@ -50,12 +51,12 @@ class Handle(HandlePlanning):
     configurations besides the legacy algorithms (None: UCUDNN_ENGINES, else wherever they can
     run: cuDNN >= 9.2 and heuristics that answer; `self.engines` says what is in effect and
     why). `policy` is a policy name or micro-batch sizes; `stream` is a cudaStream_t as an int
-    (0: the legacy default stream). Every argument is checked before any device work. Arrays'
-    pending work on their own streams is ordered before `stream` (DLPack's and
-    __cuda_array_interface__'s stream protocols). The work is enqueued on `stream` and nothing
-    here waits for it: keep the arrays alive, and order your own stream after it (or
-    synchronise), until it is done. The planning methods (`register`, `finalize`, `replan`,
-    `use_plan`, `schedule`, ...) are `HandlePlanning`'s.
+    (0: the legacy default stream), which `set_stream` changes. Every argument is checked
+    before any device work. Arrays' pending work on their own streams is ordered before
+    `stream` (DLPack's and __cuda_array_interface__'s stream protocols). The work is enqueued
+    on `stream` and nothing here waits for it: keep the arrays alive, and order your own
+    stream after it (or synchronise), until it is done. The planning methods (`register`,
+    `finalize`, `replan`, `use_plan`, `schedule`, ...) are `HandlePlanning`'s.
 
     Raises (when made):
         TypeError: an option of the wrong type (a size neither an integer nor text, a bool or
@@ -90,14 +91,14 @@ class Handle(HandlePlanning):
             workspace_sharing=workspace_sharing,
         )  # fmt: skip
         self.deterministic = options.deterministic
-        self.stream = options.stream
+        self._stream = options.stream
         self.check = EquivalenceCheck() if options.check else None
         # Asking for the device first turns "no driver" into NoDeviceError, where cudnnCreate
         # would only say NOT_INITIALIZED.
         self.facts = device_facts()
         self.device = _cuda.get_device()
         self.cudnn = _cudnn.Handle()
-        self.cudnn.set_stream(self.stream)
+        self.cudnn.set_stream(self._stream)
         self.cache = BenchmarkCache(options.database) if options.database is not None else None
         engine_setting = engines_setting(options.engines)
         bench_settings = dataclasses.replace(
@@ -105,9 +106,7 @@ class Handle(HandlePlanning):
         )
         self.benchmarker = Benchmarker(self.cudnn, self.facts, self.cache, bench_settings)
         self._engine_runs = EngineRuns(engine_setting.how_to_turn_off())
-        self._reference = ReferenceRuns(
-            self.cudnn, self.stream, self._engine_runs, engine_setting.enabled
-        )
+        self._reference = ReferenceRuns(self.cudnn, self._engine_runs, engine_setting.enabled)
         launches = Launches(self.cudnn, self._engine_runs)
         book = PlanBook(
             self.benchmarker, GrowingArena(), mode=options.mode, limit=options.limit,
@@ -115,6 +114,31 @@ class Handle(HandlePlanning):
         )  # fmt: skip
         super().__init__(book, launches, engine_setting)
         self._closed = False
+
+    @property
+    def stream(self) -> int:
+        """The stream the calls enqueue their work on (a cudaStream_t as an int)."""
+        return self._stream
+
+    def set_stream(self, stream: SupportsIndex) -> None:
+        """Enqueue the calls from now on on `stream` (a cudaStream_t as an int; 0: the legacy
+        default stream), so that one Handle serves a framework on whichever stream it runs,
+        say PyTorch's current one. Nothing waits: the new stream is ordered after the work
+        already enqueued on the old one (the workspace is shared), and setting the stream in
+        use costs nothing.
+
+        Raises:
+            TypeError: a stream that is not an integer (a bool or a float included).
+            ValueError: a negative stream or one over 64 bits; the Handle is closed.
+        """
+        stream = stream_option(stream)
+        if stream == self._stream:
+            return
+        if self._closed:
+            raise ValueError("this Handle is closed")
+        order_after(self._stream, stream)
+        self.cudnn.set_stream(stream)
+        self._stream = stream
 
     # -- the three convolutions -------------------------------------------------------------
     # Tensors are raw device pointers (int), DeviceArrays, or arrays exporting
@@ -287,7 +311,7 @@ class Handle(HandlePlanning):
         """Device pointers of the kernel's tensors and of the bias, each checked against the
         problem; arrays' pending work is ordered before this handle's stream."""
         self._check_open(problem)
-        stream, device = self.stream, self.device
+        stream, device = self._stream, self.device
         pointers = kernel_pointers(kernel, problem, tensors, stream=stream, device=device)
         if bias is None:
             return pointers, None

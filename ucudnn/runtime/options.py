@@ -71,7 +71,7 @@ class HandleOptions:
             policy=config.batch_size_policy
             if policy is None
             else micro_batch_policy(policy, "policy"),
-            stream=integer(stream, "stream", minimum=0, maximum=MAX_STREAM),
+            stream=stream_option(stream),
             deterministic=boolean(deterministic, "deterministic"),
             check=check_option(check, config),
             database=database_option(database, boolean(use_cache, "use_cache"), config),
@@ -164,3 +164,8 @@ def replan_limit(mode: str, limit: int, workspace_limit: object, total_workspace
     if other is not None:
         raise ValueError(f"this handle is in {mode.upper()} mode; pass {name}")
     return limit if new is None else byte_count(new, name)
+
+
+def stream_option(stream: object) -> int:
+    """A cudaStream_t given as an int, checked."""
+    return integer(stream, "stream", minimum=0, maximum=MAX_STREAM)

@@ -1,0 +1,123 @@
+"""The Handles a converted model's layers share: one per device, made on first use.
+
+A model converted by `ucudnn.torch.convert` gets one `ModelHandles` with the options given
+there; layers made directly (`ucudnn.torch.Conv2d(...)`) share a default one, whose options
+come from the UCUDNN_* variables. Each process makes its own Handles, for the devices its
+tensors are on: under torch.distributed every process plans for its own GPU.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from typing import Any
+
+import torch
+
+from ucudnn._native import SIMULATED, _cuda
+from ucudnn.core.argtypes import PolicyArgument, Size
+from ucudnn.planner.plan import Plan
+from ucudnn.runtime.handle import Handle
+from ucudnn.runtime.options import HandleOptions
+from ucudnn.torch.cuda_runs import CudaRuns
+from ucudnn.torch.staging import StagedRuns
+
+
+class ModelHandles:
+    """The options of a converted model, and the Handle of each device it ran on.
+
+    Raises (when made):
+        TypeError, ValueError: an option the Handle would refuse (both workspace_limit and
+            total_workspace, a size that is no size, an unknown policy, ...).
+    """
+
+    def __init__(
+        self,
+        *,
+        workspace_limit: Size | None = None,
+        total_workspace: Size | None = None,
+        engines: bool | None = None,
+        policy: PolicyArgument | None = None,
+        database: str | os.PathLike[str] | None = None,
+    ) -> None:
+        self._arguments: dict[str, Any] = {
+            "workspace_limit": workspace_limit, "total_workspace": total_workspace,
+            "engines": engines, "policy": policy, "database": database,
+        }  # fmt: skip
+        # Checked now, so that a bad option fails at convert(), not at the first step.
+        self.mode = HandleOptions.resolve(**self._arguments).mode
+        self.runs = StagedRuns() if SIMULATED else CudaRuns()
+        self.registering = False  # True while plan() traces the model
+        self.planned = False  # plan() ran (WD: the network was planned as a whole)
+        self.warned_unplanned = False
+        self._handles: dict[torch.device, Handle] = {}
+
+    def handle_for(self, device: torch.device) -> Handle:
+        """The Handle of `device`, made the first time it is asked for."""
+        handle = self._handles.get(device)
+        if handle is None:
+            handle = self._handles[device] = self._new_handle(device)
+        return handle
+
+    @property
+    def handles(self) -> dict[torch.device, Handle]:
+        """The Handles made so far, by device."""
+        return dict(self._handles)
+
+    def workspace_bytes(self) -> int:
+        """Device memory the Handles hold for workspace now, outside PyTorch's allocator."""
+        return sum(handle.workspace_in_use for handle in self._handles.values())
+
+    def finalize(self) -> Plan:
+        """Plan every kernel registered (`Handle.finalize`) on the one device they ran on.
+
+        Raises:
+            ValueError: no layer ran, or layers ran on several devices.
+            InfeasibleError, SolverError, CudaError, CudnnError: as `Handle.finalize`.
+        """
+        if len(self._handles) != 1:
+            devices = ", ".join(str(device) for device in self._handles) or "none"
+            raise ValueError(
+                f"plan() plans a model whose converted layers run on one device; they ran on "
+                f"{devices}"
+            )
+        (handle,) = self._handles.values()
+        plan = handle.finalize()
+        self.planned = True
+        return plan
+
+    def close(self) -> None:
+        """Close the Handles (their workspaces and cache connections); later calls make new
+        ones."""
+        while self._handles:
+            _, handle = self._handles.popitem()
+            handle.close()
+        self.planned = False
+
+    def _new_handle(self, device: torch.device) -> Handle:
+        if device.type != "cuda":
+            return Handle(**self._arguments)
+        with torch.cuda.device(device):
+            _cuda.set_device(device.index)  # in case ucudnn's CUDA runtime is not torch's
+            return Handle(**self._arguments)
+
+    # A pickled or copied model keeps its options; its copy makes Handles of its own.
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        state["_handles"] = {}
+        state["planned"] = False
+        return state
+
+
+_DEFAULT: ModelHandles | None = None
+_DEFAULT_LOCK = threading.Lock()
+
+
+def default_handles() -> ModelHandles:
+    """The ModelHandles of layers made directly rather than by convert(): options from the
+    UCUDNN_* variables, shared by every such layer of the process."""
+    global _DEFAULT
+    with _DEFAULT_LOCK:
+        if _DEFAULT is None:
+            _DEFAULT = ModelHandles()
+        return _DEFAULT
