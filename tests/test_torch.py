@@ -431,3 +431,25 @@ def test_without_torch_the_import_error_names_the_extra() -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode != 0
     assert "ucudnn-cu13[torch]" in done.stderr
+
+
+@pytest.mark.gpu
+def test_float32_follows_torchs_tf32_flag() -> None:
+    layer = ut.Conv2d(2, 2, 3).to(DEVICE)
+    x = torch.randn(1, 2, 5, 5, device=DEVICE)
+    math_types = []
+    for allowed in (False, True):
+        torch.backends.cudnn.allow_tf32 = allowed
+        layer(x)
+        math_types.append(list(layer._ucudnn_geometries.values())[-1].problem.math_type)
+    assert math_types == ["fma", "default"]
+
+
+@pytest.mark.gpu
+def test_half_and_channels_last_after_converting() -> None:
+    model = ut.convert(small_net(), workspace_limit="1MiB").to(DEVICE)
+    model = model.to(dtype=torch.float16, memory_format=torch.channels_last)
+    y = model(torch.randn(2, 3, 8, 8, device=DEVICE, dtype=torch.float16))
+    assert y.dtype == torch.float16 and type(model[0]) is ut.Conv2d
+    (geometry,) = model[0]._ucudnn_geometries.values()
+    assert geometry.problem.layout == "NHWC" and geometry.problem.dtype == "float16"

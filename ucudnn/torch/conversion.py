@@ -24,6 +24,7 @@ def convert(
     engines: bool | None = None,
     policy: PolicyArgument | None = None,
     database: str | os.PathLike[str] | None = None,
+    workspace_sharing: str | None = None,
 ) -> nn.Module:
     """Run `model`'s convolutions through ucudnn, and return it.
 
@@ -37,7 +38,9 @@ def convert(
     (as `ucudnn.Handle` takes them; unset ones come from the UCUDNN_* variables):
     `workspace_limit` (WR: bytes per kernel, each kernel planned when first run) or
     `total_workspace` (WD: bytes for the whole network: call `plan(model, example_input)`
-    before training), `engines`, `policy`, `database`. Each kernel is known to the plan by its
+    before training), `workspace_sharing` ("divided", the default: each kernel its own slice
+    of the total; "shared": one buffer of the total that the layers use in turn, as they run
+    one at a time), `engines`, `policy`, `database`. Each kernel is known to the plan by its
     layer's name in the model (`model.named_modules()`).
 
     Raises:
@@ -49,7 +52,7 @@ def convert(
         raise TypeError(f"convert takes a torch.nn.Module, got {type(model).__name__}")
     handles = ModelHandles(
         workspace_limit=workspace_limit, total_workspace=total_workspace, engines=engines,
-        policy=policy, database=database,
+        policy=policy, database=database, workspace_sharing=workspace_sharing,
     )  # fmt: skip
     left = []
     for name, module in model.named_modules():
