@@ -2,9 +2,10 @@
 
 The gpu-marked tests run on a real GPU with CUDA tensors, and in CI on the simulated device,
 where converted layers take CPU tensors (staged through the simulator: a test double, never
-evidence of speed). The reference is PyTorch's convolution of the same tensors in float64 on the
-CPU. The unmarked tests need no device: conversion, state_dict, pickling, and the fallback of
-CPU tensors on a machine that is not simulated.
+evidence of speed). The reference is PyTorch's own convolution of the same values in float64,
+on the same device: cuDNN's through PyTorch on a GPU, PyTorch's CPU code on the simulator.
+The unmarked tests need no device: conversion, state_dict, pickling, and the fallback of CPU
+tensors on a machine that is not simulated.
 """
 
 from __future__ import annotations
@@ -65,9 +66,9 @@ def assert_close(actual: torch.Tensor, expected: torch.Tensor, dtype: torch.dtyp
 
 
 def reference_layer(layer: nn.Module) -> nn.Module:
-    """A float64 CPU copy of a layer as PyTorch's own class (the reference)."""
+    """A float64 copy of a layer as PyTorch's own class (the reference)."""
     plain = ut.revert(copy.deepcopy(layer))
-    return plain.to(device="cpu", dtype=torch.float64)
+    return plain.to(device=DEVICE, dtype=torch.float64)
 
 
 def run_and_grads(
@@ -96,8 +97,8 @@ def check_against_torch(
         x_run = x_run.contiguous(memory_format=memory_format)
     got = run_and_grads(layer, x_run)
     # The reference sees the values the run saw (rounded to dtype).
-    reference.load_state_dict({k: v.double().cpu() for k, v in layer.state_dict().items()})
-    expected = run_and_grads(reference, x_run.double().cpu())
+    reference.load_state_dict({k: v.double() for k, v in layer.state_dict().items()})
+    expected = run_and_grads(reference, x_run.double())
     for actual, wanted in zip(got, expected, strict=True):
         if wanted is None:
             assert actual is None
@@ -175,8 +176,8 @@ def test_float64_and_unbatched_input() -> None:
     layer = ut.Conv2d(3, 2, 3, padding=1)
     check_against_torch(layer, (2, 3, 5, 5), torch.float64)
     plain = reference_layer(layer)
-    x = torch.randn(3, 5, 5, dtype=torch.float64)
-    assert_close(layer(x.to(DEVICE)), plain(x), torch.float64)
+    x = torch.randn(3, 5, 5, dtype=torch.float64, device=DEVICE)
+    assert_close(layer(x), plain(x), torch.float64)
 
 
 @pytest.mark.gpu
@@ -185,7 +186,7 @@ def test_a_non_dense_input_is_copied_dense() -> None:
     wide = torch.randn(2, 3, 6, 10, dtype=torch.float64, device=DEVICE)
     x = wide[..., ::2]  # every other column: no dense layout
     assert not x.is_contiguous() and not x.is_contiguous(memory_format=torch.channels_last)
-    assert_close(layer(x), reference_layer(layer)(x.cpu()), torch.float64)
+    assert_close(layer(x), reference_layer(layer)(x), torch.float64)
 
 
 class Calls:
@@ -234,7 +235,7 @@ def test_autocast_runs_the_lower_precision(dtype: torch.dtype) -> None:
     assert layer.weight.grad is not None and layer.weight.grad.dtype == torch.float32
     assert x.grad is not None and x.grad.dtype == torch.float32
     plain = reference_layer(layer)
-    expected = plain(x.detach().to(dtype).double().cpu())
+    expected = plain(x.detach().to(dtype).double())
     assert_close(y, expected, dtype)
 
 
