@@ -2,7 +2,9 @@
 parses, each script and file it runs exists, each `ucudnn.…` name it mentions resolves, each
 link points at a file and section that exist, each Python block passes mypy --strict and runs
 as printed (on the simulated device), and the README stays a short front page that links every
-page. The pages are README.md and docs/*.md (docs/design/ holds design notes, not examples)."""
+page. The pages are README.md and docs/*.md (docs/design/ holds design notes, not examples).
+Where PyTorch is not installed (an optional extra), the blocks and names that need it are
+skipped, saying so."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ import shlex
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -50,6 +53,29 @@ PYTHON_BLOCKS = {
     for match in re.finditer(r"```python\n(.*?)```", text, flags=re.S)
     for line, code in [(text.count("\n", 0, match.start(1)) + 1, match.group(1))]
 }
+
+# ucudnn.torch needs PyTorch, an optional extra that CI's newest-Python pass does not install.
+NO_TORCH = "torch is not installed (ucudnn.torch needs the [torch] extra)"
+TORCH_MISSING = importlib.util.find_spec("torch") is None
+
+
+def needs_torch(name_or_code: str) -> bool:
+    """Whether a dotted name or an import is under ucudnn.torch, or a block imports torch."""
+    return bool(re.match(r"ucudnn\.torch\b", name_or_code)) or bool(
+        re.search(r"^(?:import|from) (?:torch|ucudnn\.torch)\b", name_or_code, flags=re.M)
+    )
+
+
+def case(*values: str, torch: bool) -> Any:
+    """A test case, skipped with the reason where it needs PyTorch and PyTorch is missing."""
+    return pytest.param(*values, marks=pytest.mark.skipif(torch and TORCH_MISSING, reason=NO_TORCH))
+
+
+# The Python blocks, each skipped where it imports torch and PyTorch is missing.
+BLOCK_CASES = [case(where, torch=needs_torch(code)) for where, code in PYTHON_BLOCKS.items()]
+CHECKED_BLOCKS = [
+    where for where, code in PYTHON_BLOCKS.items() if not (TORCH_MISSING and needs_torch(code))
+]
 
 
 def anchors(text: str) -> set[str]:
@@ -105,7 +131,7 @@ def test_each_other_command_runs_something_that_exists(line: str) -> None:
         pytest.fail(f"unchecked command in the docs: {line}")
 
 
-@pytest.mark.parametrize("name", DOTTED_NAMES)
+@pytest.mark.parametrize("name", [case(name, torch=needs_torch(name)) for name in DOTTED_NAMES])
 def test_each_dotted_name_resolves(name: str) -> None:
     parts = name.split(".")
     for split in range(len(parts), 0, -1):
@@ -119,7 +145,9 @@ def test_each_dotted_name_resolves(name: str) -> None:
     pytest.fail(f"{name} does not import")
 
 
-@pytest.mark.parametrize(("module", "names"), PYTHON_IMPORTS)
+@pytest.mark.parametrize(
+    ("module", "names"), [case(*found, torch=needs_torch(found[0])) for found in PYTHON_IMPORTS]
+)
 def test_each_python_import_resolves(module: str, names: str) -> None:
     imported = importlib.import_module(module)
     for name in names.split("#")[0].split(","):
@@ -172,7 +200,7 @@ def _as_script(folder: Path, where: str) -> Path:
 def mypy_errors_by_block(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[str]]:
     """mypy --strict's errors in each Python block, from one run over all of them."""
     folder = tmp_path_factory.mktemp("docs")
-    scripts = {where: _as_script(folder, where) for where in PYTHON_BLOCKS}
+    scripts = {where: _as_script(folder, where) for where in CHECKED_BLOCKS}
     errors = strict_errors(list(scripts.values()))
     return {
         where: [
@@ -188,7 +216,7 @@ def test_the_pages_have_python_blocks() -> None:
     assert len(PYTHON_BLOCKS) >= 4
 
 
-@pytest.mark.parametrize("where", PYTHON_BLOCKS)
+@pytest.mark.parametrize("where", BLOCK_CASES)
 def test_each_python_block_passes_mypy_strict(
     where: str, mypy_errors_by_block: dict[str, list[str]]
 ) -> None:
@@ -196,7 +224,7 @@ def test_each_python_block_passes_mypy_strict(
 
 
 @pytest.mark.simulator
-@pytest.mark.parametrize("where", PYTHON_BLOCKS)
+@pytest.mark.parametrize("where", BLOCK_CASES)
 def test_each_python_block_runs_as_printed(where: str, tmp_path: Path) -> None:
     """In a fresh interpreter, as a reader runs it (a block may configure logging and warnings
     for the whole process), in an empty directory (whatever it writes stays out of the tree)."""

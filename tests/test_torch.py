@@ -316,6 +316,7 @@ def test_wd_without_plan_says_so_once() -> None:
             model(x).sum().backward()
     unplanned = [w for w in caught if w.category is UnplannedNetworkWarning]
     assert len(unplanned) == 1
+    assert unplanned[0].filename == __file__  # the user's line, not torch.nn's
     assert any(w.category is ReplanWarning for w in caught)
 
 
@@ -324,9 +325,8 @@ def test_handles_follow_the_device_and_are_not_pickled() -> None:
     model = ut.convert(small_net(), workspace_limit="1MiB").to(DEVICE)
     model(torch.randn(2, 3, 8, 8, device=DEVICE))
     handles = model[0].ucudnn_handles
-    assert list(handles.handles) == [
-        torch.device(DEVICE, 0) if DEVICE == "cuda" else torch.device("cpu")
-    ]
+    device = torch.device(DEVICE, 0) if DEVICE == "cuda" else torch.device("cpu")
+    assert list(handles.handles) == [(device, False)]
     copied = copy.deepcopy(model)
     assert copied[0].ucudnn_handles is copied[3].ucudnn_handles
     assert copied[0].ucudnn_handles.handles == {}
@@ -423,7 +423,8 @@ def test_cpu_tensors_fall_back_to_torch_once() -> None:
     with pytest.warns(TorchFallbackWarning, match="on cpu") as caught:
         got = model(torch.ones(2, 3, 8, 8))
         model(torch.ones(2, 3, 8, 8))
-    assert len([w for w in caught if w.category is TorchFallbackWarning]) == 1
+    fallbacks = [w for w in caught if w.category is TorchFallbackWarning]
+    assert len(fallbacks) == 1 and fallbacks[0].filename == __file__
     assert torch.equal(got, expected)
 
 
@@ -444,6 +445,43 @@ def test_float32_follows_torchs_tf32_flag() -> None:
         layer(x)
         math_types.append(list(layer._ucudnn_geometries.values())[-1].problem.math_type)
     assert math_types == ["fma", "default"]
+
+
+@pytest.mark.gpu
+def test_tf32_follows_torchs_newer_precision_setting() -> None:
+    from ucudnn.torch.geometry import tf32_allowed
+
+    conv = getattr(torch.backends.cudnn, "conv", None)
+    if conv is None:
+        pytest.skip("PyTorch before 2.9 has no per-operator precision setting")
+    before = conv.fp32_precision
+    try:
+        for precision, allowed in [("ieee", False), ("tf32", True)]:
+            conv.fp32_precision = precision
+            assert tf32_allowed() is allowed
+    finally:
+        conv.fp32_precision = before
+
+
+@pytest.mark.gpu
+def test_torchs_deterministic_setting_picks_a_deterministic_handle(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    layer = ut.Conv2d(2, 2, 3, handles=ut.ModelHandles(workspace_limit="1MiB")).to(DEVICE)
+    monkeypatch.setattr(torch.backends.cudnn, "deterministic", True)
+    layer(torch.randn(1, 2, 5, 5, device=DEVICE)).sum().backward()
+    ((_, deterministic), handle), *others = layer.ucudnn_handles.handles.items()
+    assert deterministic and handle.deterministic and not others
+
+
+@pytest.mark.gpu
+def test_plan_leaves_torchs_random_numbers_alone() -> None:
+    model = ut.convert(nn.Sequential(nn.Dropout(0.5), nn.Conv2d(2, 2, 3)), total_workspace="1MiB")
+    model.to(DEVICE)
+    x = torch.randn(2, 2, 5, 5, device=DEVICE)
+    state = torch.get_rng_state()
+    ut.plan(model, x)
+    assert torch.equal(torch.get_rng_state(), state)
 
 
 @pytest.mark.gpu

@@ -296,11 +296,15 @@ class UcudnnWarning(UserWarning):
     kind with its subclass."""
 
 
-def warn_caller(message: str, category: type[UcudnnWarning]) -> None:
-    """Warn, naming the first frame outside this package: the user's call, however deep
-    inside ucudnn the cause was found."""
+def warn_caller(
+    message: str, category: type[UcudnnWarning], also_inside: tuple[str, ...] = ()
+) -> None:
+    """Warn, naming the first frame outside this package (and outside the directories
+    `also_inside`, say a framework's that calls ucudnn): the user's call, however deep inside
+    ucudnn the cause was found."""
+    inside = (_PACKAGE_DIR, *also_inside)
     frame, level = sys._getframe(1), 2  # level 2: warn_caller's caller
-    while frame.f_back is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
+    while frame.f_back is not None and frame.f_code.co_filename.startswith(inside):
         frame, level = frame.f_back, level + 1
     warnings.warn(message, category, stacklevel=level)
 
@@ -338,8 +342,8 @@ class EngineFallbackWarning(UcudnnWarning):
 
 
 class TorchFallbackWarning(UcudnnWarning):
-    """A converted PyTorch layer got tensors ucudnn cannot take (CPU tensors on a machine with
-    a GPU), and ran PyTorch's own convolution instead; said once per process."""
+    """A converted PyTorch layer got tensors ucudnn cannot take (not on a CUDA device, outside
+    the simulated device), and ran PyTorch's own convolution instead; said once per process."""
 
 
 class UnplannedNetworkWarning(UcudnnWarning):

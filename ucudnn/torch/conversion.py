@@ -104,12 +104,13 @@ def plan(model: nn.Module, *inputs: Any, **kwargs: Any) -> Plan:
     network within total_workspace; in WR mode each alone) and measures what it lacks.
 
     Nothing of the model changes: its buffers (BatchNorm's running statistics) are restored
-    afterwards, and no gradient is made. Returns the plan.
+    afterwards, no gradient is made, and PyTorch's random numbers are left as they were.
+    Returns the plan.
 
     Raises:
         TypeError: `model` is not a torch.nn.Module.
         ValueError: the model has no converted layer, layers converted by several convert
-            calls, or layers that ran on several devices (or none ran).
+            calls, or layers that ran on several devices in the forward (or none ran).
         InfeasibleError, SolverError, CudaError, CudnnError: planning fails (Handle.finalize).
     """
     if not isinstance(model, nn.Module):
@@ -120,9 +121,11 @@ def plan(model: nn.Module, *inputs: Any, **kwargs: Any) -> Plan:
         raise ValueError(f"plan() needs a model converted by one convert() call; it has {what}")
     (handles,) = found
     saved = {name: buffer.clone() for name, buffer in model.named_buffers()}
-    handles.registering = True
+    devices = sorted({p.device.index for p in model.parameters() if p.device.type == "cuda"})
+    handles.start_trace()
     try:
-        with torch.enable_grad():
+        # Its own random numbers (dropout's), so the training's are those it would have drawn.
+        with torch.random.fork_rng(devices=devices), torch.enable_grad():
             model(*inputs, **kwargs)
     finally:
         handles.registering = False

@@ -22,11 +22,13 @@ from ucudnn.torch.handles import ModelHandles
 
 @dataclasses.dataclass(frozen=True)
 class LayerCall:
-    """One call of a layer: its Handles, its name in the plan, and its geometry."""
+    """One call of a layer: its Handles, its name in the plan, its geometry, and whether it
+    must run deterministic algorithms."""
 
     handles: ModelHandles
     layer: str | None
     geometry: Geometry
+    deterministic: bool
 
     def run(
         self,
@@ -36,7 +38,7 @@ class LayerCall:
         bias: torch.Tensor | None = None,
     ) -> None:
         handles = self.handles
-        handle = handles.handle_for(output.device)
+        handle = handles.handle_for(output.device, self.deterministic)
         handles.runs.run(handle, kernel, self.geometry, inputs, output, bias, self.layer)
 
     def empty(self, size: tuple[int, ...], like: torch.Tensor) -> torch.Tensor:

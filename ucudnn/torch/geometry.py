@@ -89,6 +89,20 @@ def runs_channels_last(x: torch.Tensor, w: torch.Tensor) -> bool:
     return is_channels_last(x) or is_channels_last(w)
 
 
+def tf32_allowed() -> bool:
+    """Whether PyTorch lets its cuDNN convolutions use TF32: the first setting of its newer API
+    that is not "none" (for cuDNN's convolutions, for cuDNN, for every backend: PyTorch 2.9 and
+    later), else torch.backends.cudnn.allow_tf32."""
+    conv = getattr(torch.backends.cudnn, "conv", None)
+    if conv is not None:
+        levels = (conv, torch.backends.cudnn, torch.backends)
+        for level in levels:
+            precision = getattr(level, "fp32_precision", "none")
+            if precision != "none":
+                return bool(precision == "tf32")
+    return bool(torch.backends.cudnn.allow_tf32)
+
+
 def geometry_of(
     x: torch.Tensor,
     w: torch.Tensor,

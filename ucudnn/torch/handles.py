@@ -24,7 +24,8 @@ from ucudnn.torch.staging import StagedRuns
 
 
 class ModelHandles:
-    """The options of a converted model, and the Handle of each device it ran on.
+    """The options of a converted model, and the Handle of each device it ran on (two, when
+    it ran both with and without PyTorch's deterministic setting).
 
     Raises (when made):
         TypeError, ValueError: an option the Handle would refuse (both workspace_limit and
@@ -52,38 +53,56 @@ class ModelHandles:
         self.registering = False  # True while plan() traces the model
         self.planned = False  # plan() ran (WD: the network was planned as a whole)
         self.warned_unplanned = False
-        self._handles: dict[torch.device, Handle] = {}
+        self._handles: dict[tuple[torch.device, bool], Handle] = {}
+        self._traced: set[Handle] = set()  # the Handles plan()'s trace registered kernels on
 
-    def handle_for(self, device: torch.device) -> Handle:
-        """The Handle of `device`, made the first time it is asked for."""
-        handle = self._handles.get(device)
+    def handle_for(self, device: torch.device, deterministic: bool = False) -> Handle:
+        """The Handle of `device` that runs deterministic algorithms only or not, made the
+        first time it is asked for."""
+        handle = self._handles.get((device, deterministic))
         if handle is None:
-            handle = self._handles[device] = self._new_handle(device)
+            handle = self._new_handle(device, deterministic)
+            self._handles[device, deterministic] = handle
+        if self.registering:
+            self._traced.add(handle)
         return handle
 
     @property
-    def handles(self) -> dict[torch.device, Handle]:
-        """The Handles made so far, by device."""
+    def handles(self) -> dict[tuple[torch.device, bool], Handle]:
+        """The Handles made so far, by device and whether they are deterministic."""
         return dict(self._handles)
+
+    def start_trace(self) -> None:
+        """plan()'s trace begins: converted layers register their kernels instead of running
+        them."""
+        self.registering = True
+        self._traced.clear()
 
     def workspace_bytes(self) -> int:
         """Device memory the Handles hold for workspace now, outside PyTorch's allocator."""
         return sum(handle.workspace_in_use for handle in self._handles.values())
 
     def finalize(self) -> Plan:
-        """Plan every kernel registered (`Handle.finalize`) on the one device they ran on.
+        """End plan()'s trace: plan every kernel it registered (`Handle.finalize`), on the one
+        Handle they were registered on.
 
         Raises:
-            ValueError: no layer ran, or layers ran on several devices.
+            ValueError: no layer ran in the trace, or layers ran on several devices (or both
+                with and without PyTorch's deterministic setting).
             InfeasibleError, SolverError, CudaError, CudnnError: as `Handle.finalize`.
         """
-        if len(self._handles) != 1:
-            devices = ", ".join(str(device) for device in self._handles) or "none"
+        self.registering = False
+        if len(self._traced) != 1:
+            ran = [
+                f"{device}{' (deterministic)' if deterministic else ''}"
+                for (device, deterministic), handle in self._handles.items()
+                if handle in self._traced
+            ]
             raise ValueError(
-                f"plan() plans a model whose converted layers run on one device; they ran on "
-                f"{devices}"
+                "plan() plans a model whose converted layers run on one device; in its "
+                f"forward they ran on {', '.join(ran) or 'none'}"
             )
-        (handle,) = self._handles.values()
+        (handle,) = self._traced
         plan = handle.finalize()
         self.planned = True
         return plan
@@ -96,17 +115,17 @@ class ModelHandles:
             handle.close()
         self.planned = False
 
-    def _new_handle(self, device: torch.device) -> Handle:
+    def _new_handle(self, device: torch.device, deterministic: bool) -> Handle:
         if device.type != "cuda":
-            return Handle(**self._arguments)
+            return Handle(**self._arguments, deterministic=deterministic)
         with torch.cuda.device(device):
             _cuda.set_device(device.index)  # in case ucudnn's CUDA runtime is not torch's
-            return Handle(**self._arguments)
+            return Handle(**self._arguments, deterministic=deterministic)
 
     # A pickled or copied model keeps its options; its copy makes Handles of its own.
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
-        state["_handles"] = {}
+        state["_handles"], state["_traced"] = {}, set()
         state["planned"] = False
         return state
 

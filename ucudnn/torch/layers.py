@@ -7,15 +7,17 @@ model's layers into them in place (the same objects, their class changed) and `r
 Only padding_mode="zeros" runs: the others are refused when the layer is made.
 
 What runs where:
-- CUDA tensors of float32 (TF32 as torch.backends.cudnn.allow_tf32 says), float16, bfloat16 or
-  float64, contiguous or channels-last (channels_last_3d), batched or not, under
-  torch.autocast too: through the Handle, on PyTorch's current stream.
+- CUDA tensors of float32 (TF32 as PyTorch allows it its cuDNN convolutions), float16,
+  bfloat16 or float64, contiguous or channels-last (channels_last_3d), batched or not, under
+  torch.autocast too: through the Handle, on PyTorch's current stream; deterministic
+  algorithms only while torch.use_deterministic_algorithms or torch.backends.cudnn.deterministic
+  asks for them.
 - A non-dense input (a slice, a transpose): a dense copy in the memory format the call runs
   in, as PyTorch's own cuDNN path makes.
 - padding="same" with an even kernel (more zeros after than before, which cuDNN cannot):
   the input is padded by a copy (memory the size of x, as PyTorch itself does), and its
   gradient cropped back, for every candidate alike.
-- CPU tensors on a machine with a GPU: PyTorch's own convolution, with one
+- Tensors not on a CUDA device (CPU tensors): PyTorch's own convolution, with one
   TorchFallbackWarning per process. On the simulated device (UCUDNN_DEVICE=sim), CPU tensors
   run on the simulator instead (`staging.py`).
 - An empty batch: PyTorch's own convolution (there is nothing to plan).
@@ -23,7 +25,7 @@ What runs where:
 
 from __future__ import annotations
 
-import warnings
+import os
 from typing import Any
 
 import torch
@@ -32,7 +34,7 @@ from torch.nn.common_types import _size_2_t, _size_3_t
 
 from ucudnn._native import SIMULATED
 from ucudnn.core.checks import shown
-from ucudnn.errors import TorchFallbackWarning, UnplannedNetworkWarning
+from ucudnn.errors import TorchFallbackWarning, UnplannedNetworkWarning, warn_caller
 from ucudnn.torch.function import Convolution, LayerCall
 from ucudnn.torch.geometry import (
     DTYPE_NAMES,
@@ -40,6 +42,7 @@ from ucudnn.torch.geometry import (
     LayerSettings,
     geometry_of,
     runs_channels_last,
+    tf32_allowed,
 )
 from ucudnn.torch.handles import ModelHandles, default_handles
 
@@ -154,6 +157,8 @@ def detach(layer: Converted) -> None:
 
 
 _fallback_warned = False
+# Warnings name the user's line, not torch.nn's call of the layer.
+_TORCH_DIRECTORY = (os.path.dirname(os.path.abspath(torch.__file__)) + os.sep,)
 
 
 def converted_forward(layer: Converted, input: torch.Tensor) -> torch.Tensor:
@@ -175,26 +180,29 @@ def converted_forward(layer: Converted, input: torch.Tensor) -> torch.Tensor:
     if x.shape[0] == 0:
         return _torch_forward(layer, x, w, b)
     geometry = _geometry(layer, x, w)
+    deterministic = (
+        torch.are_deterministic_algorithms_enabled() or torch.backends.cudnn.deterministic
+    )
     if handles.registering:
         kernels = ["forward"]
         if torch.is_grad_enabled():
             kernels += ["backward_data"] * input.requires_grad
             kernels += ["backward_filter"] * layer.weight.requires_grad
-        handle = handles.handle_for(x.device)
+        handle = handles.handle_for(x.device, deterministic)
         handle.register(geometry.problem, kernels, layer.ucudnn_layer)
         return _torch_forward(layer, x, w, b)
     if handles.mode == "wd" and not handles.planned and not handles.warned_unplanned:
         handles.warned_unplanned = True
-        warnings.warn(
+        warn_caller(
             "this model's Handles plan the network as a whole (total_workspace), but "
             "ucudnn.torch.plan(model, example_input) was not called: each kernel that appears "
             "plans the whole network again",
             UnplannedNetworkWarning,
-            stacklevel=3,
+            _TORCH_DIRECTORY,
         )
     x = geometry.prepared(geometry.padded_input(x))
     w = geometry.prepared(w)
-    call = LayerCall(handles, layer.ucudnn_layer, geometry)
+    call = LayerCall(handles, layer.ucudnn_layer, geometry, deterministic)
     y: torch.Tensor = Convolution.apply(x, w, b, call)  # type: ignore[no-untyped-call]
     return y
 
@@ -212,11 +220,11 @@ def _warn_fallback(device: torch.device) -> None:
     if _fallback_warned:
         return
     _fallback_warned = True
-    warnings.warn(
+    warn_caller(
         f"a converted layer got tensors on {device}, which ucudnn cannot take; PyTorch's own "
         "convolution runs them (said once per process)",
         TorchFallbackWarning,
-        stacklevel=4,
+        _TORCH_DIRECTORY,
     )
 
 
@@ -252,7 +260,7 @@ def _check_tensors(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None) -> 
 
 def _geometry(layer: Converted, x: torch.Tensor, w: torch.Tensor) -> Geometry:
     channels_last = runs_channels_last(x, w)
-    tf32 = torch.backends.cudnn.allow_tf32
+    tf32 = tf32_allowed()
     key = (x.shape, w.shape, x.dtype, channels_last, tf32)
     geometries = layer._ucudnn_geometries
     geometry = geometries.get(key)
