@@ -26,6 +26,15 @@
 # gpu-suite-<date>.json (the counts, versions and every skip's reason, for
 # benchmarks/results/), capabilities-probe.json and results/<run-id>.{json,md}, -tables.zip
 # and -plots.zip (8 files).
+#
+# TORCH_STEP=1 runs, in the comparison benchmark's place, real training steps of ResNet-50 in
+# PyTorch against the same model converted with ucudnn.torch (benchmarks/torch_step.py; needs
+# torch with CUDA and torchvision on the machine, else it says so): batch 256, AMP float16,
+# channels_last and contiguous, limits 8MiB,64MiB,1GiB, then the largest batch that trains
+# within TORCH_STEP_MEMORY (20GiB), in the time left (three fifths of it for the steps). Its
+# tables go to session.log and its JSON documents to torch-step.zip (5 files in all). Each new
+# batch and layout costs ucudnn a first-use benchmark, so the more time the tests leave, the
+# more it measures: SKIP_TESTS=1 on a second call, say.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 OUT=${OUT:-$PWD/benchmarks/results/session}
@@ -121,6 +130,52 @@ fi
 say "the Handle's host time per call"
 UCUDNN_DEVICE=gpu timeout -s INT 60 python3 benchmarks/handle_overhead.py --calls 2000 \
   --rounds 5 2>&1 | tee -a "$log"
+
+# Seconds as fractional minutes for --max-minutes, keeping $2 seconds for the last
+# configuration or trial batch (at least half a minute).
+minutes_within() {
+  awk -v seconds="$(($1 - $2))" 'BEGIN { printf "%.2f", (seconds < 30 ? 30 : seconds) / 60 }'
+}
+torch_step() {
+  local share=$((budget - SECONDS - 20)) seconds folder="$OUT/torch-step" status
+  if [ "$share" -lt 120 ]; then
+    say "no time left for torch_step.py ($share s)"
+    return
+  fi
+  if ! python3 -c "import torch, torchvision; assert torch.cuda.is_available(), 'no CUDA'" \
+    >>"$log" 2>&1; then
+    say "torch_step.py skipped: torch with CUDA and torchvision do not load (see session.log)"
+    return
+  fi
+  mkdir -p "$folder"
+  seconds=$((share * 3 / 5))
+  say "torch_step.py: ResNet-50 steps, $seconds s of $share"
+  # SIGINT at the share: the script reports what it measured and exits.
+  timeout -s INT -k 30 "$seconds" python3 benchmarks/torch_step.py --model resnet50 --batch 256 \
+    --dtypes float16 --formats channels_last,contiguous --limits 8MiB,64MiB,1GiB --pytorch-twice \
+    --max-minutes "$(minutes_within "$seconds" 150)" --json "$folder/steps.json" \
+    2>>"$log" | tee -a "$log"
+  status=${PIPESTATUS[0]}
+  say "torch_step.py steps exit status $status"
+  seconds=$((share - seconds))
+  say "torch_step.py: ResNet-50 largest batch in ${TORCH_STEP_MEMORY:-20GiB}, $seconds s"
+  timeout -s INT -k 30 "$seconds" python3 benchmarks/torch_step.py --model resnet50 \
+    --largest-batch --memory "${TORCH_STEP_MEMORY:-20GiB}" \
+    --max-minutes "$(minutes_within "$seconds" 150)" --json "$folder/largest.json" \
+    2>>"$log" | tee -a "$log"
+  status=${PIPESTATUS[0]}
+  say "torch_step.py largest batch exit status $status"
+  # One archive, so that the session's files stay few.
+  python3 -c 'import pathlib, sys, zipfile
+folder = pathlib.Path(sys.argv[1])
+with zipfile.ZipFile(folder.with_suffix(".zip"), "w") as archive:
+    for path in sorted(folder.glob("*.json")):
+        archive.write(path, path.name)' "$folder" 2>&1 | tee -a "$log" && rm -rf "$folder"
+}
+if [ "${TORCH_STEP:-0}" = 1 ]; then
+  torch_step
+  exit 0
+fi
 
 left=$((budget - SECONDS - 20))
 if [ "$left" -lt 60 ]; then
