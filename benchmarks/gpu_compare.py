@@ -44,13 +44,14 @@ import warnings
 import zipfile
 from pathlib import Path
 
+import argument_types
 import compare_report
 
 from ucudnn.core.arena import CUDNN_ALIGNMENT
 from ucudnn.core.problem import KERNELS, LAYOUTS
 from ucudnn.core.splits import BATCH
 from ucudnn.faces.info import unusable_reason
-from ucudnn.planner.config import parse_policy, parse_size
+from ucudnn.planner.config import parse_policy
 from ucudnn.planner.files import atomic_write
 from ucudnn.planner.networks import load_network
 from ucudnn.runtime.steps import schedule_steps
@@ -68,44 +69,27 @@ DTYPES = {
 LAYOUT_NAMES = ("NCHW", "NHWC")  # channels first / last; 3D networks use NCDHW / NDHWC
 
 
-def _list(choices=None, parse=str):
-    def convert(text: str) -> list:
-        items = [parse(t.strip()) for t in text.split(",") if t.strip()]
-        bad = [i for i in items if choices is not None and i not in choices]
-        if not items or bad:
-            allowed = f"; choose from {', '.join(choices)}" if choices else ""
-            raise argparse.ArgumentTypeError(f"bad list {text!r}{allowed}")
-        return items
-
-    return convert
-
-
-def _size(text: str) -> int:
-    try:
-        return parse_size(text, "size")
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-
-
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         description=__doc__.splitlines()[0], epilog="Needs a GPU; exits with status 1 without one."
     )
     parser.add_argument(
         "--networks",
-        type=_list(),
+        type=argument_types.comma_list(),
         default=["resnet18"],
         help="built-in network names or layer-list CSV paths, comma-separated (default resnet18)",
     )
     parser.add_argument(
         "--limits",
-        type=_list(parse=_size),
+        type=argument_types.comma_list(parse=argument_types.size),
         default=[8 << 20, 64 << 20, 512 << 20],
         help="workspace limits per kernel, e.g. 8MiB,64MiB (default 8MiB,64MiB,512MiB)",
     )
-    parser.add_argument("--dtypes", type=_list(DTYPES), default=list(DTYPES))
-    parser.add_argument("--layouts", type=_list(LAYOUT_NAMES), default=list(LAYOUT_NAMES))
-    parser.add_argument("--kernels", type=_list(KERNELS), default=list(KERNELS))
+    parser.add_argument("--dtypes", type=argument_types.comma_list(DTYPES), default=list(DTYPES))
+    parser.add_argument(
+        "--layouts", type=argument_types.comma_list(LAYOUT_NAMES), default=list(LAYOUT_NAMES)
+    )
+    parser.add_argument("--kernels", type=argument_types.comma_list(KERNELS), default=list(KERNELS))
     parser.add_argument("--batch", type=int, help="mini-batch for every network (default: its own)")
     parser.add_argument(
         "--policy", default="powerOfTwo", help="micro-batch policy (default powerOfTwo)"
@@ -114,8 +98,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--repeats", type=int, default=10, help="timed calls; the median counts")
     parser.add_argument(
         "--workspace-cap",
-        type=_size,
-        default=_size("4GiB"),
+        type=argument_types.size,
+        default=argument_types.size("4GiB"),
         help="largest workspace benchmarked, so the 'no limit' ceiling (default 4GiB)",
     )
     parser.add_argument(

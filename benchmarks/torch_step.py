@@ -44,10 +44,10 @@ import argparse
 import importlib.util
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import argument_types
 import torch_step_models as models
 import torch_step_report as report
 import torch_step_search as search
@@ -72,29 +72,6 @@ class UsageError(Exception):
 
 
 # -- arguments ---------------------------------------------------------------------------------
-
-
-def _size(text: str) -> int:
-    from ucudnn.planner.config import parse_size
-
-    try:
-        return parse_size(text.strip(), "size")
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-
-
-def _list(choices: tuple[str, ...] | None = None, parse: Callable[[str], Any] = str) -> Any:
-    """An argparse type for a comma-separated list, each item parsed and checked."""
-
-    def convert(text: str) -> list[Any]:
-        items = [parse(t.strip()) for t in text.split(",") if t.strip()]
-        bad = [i for i in items if choices is not None and i not in choices]
-        if not items or bad:
-            allowed = f"; choose from {', '.join(choices)}" if choices else ""
-            raise argparse.ArgumentTypeError(f"bad list {text!r}{allowed}")
-        return items
-
-    return convert
 
 
 def _positive(text: str) -> int:
@@ -125,20 +102,20 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--image-size", type=_positive, help="input height and width (and depth)")
     parser.add_argument(
         "--dtypes",
-        type=_list(DTYPES),
+        type=argument_types.comma_list(DTYPES),
         help=f"comma-separated, of {', '.join(DTYPES)} (default float16; float16,float32 "
         "with --smoke)",
     )
     parser.add_argument(
         "--formats",
-        type=_list(FORMATS),
+        type=argument_types.comma_list(FORMATS),
         default=["channels_last"],
         help="memory formats: channels_last (channels_last_3d for 3D), "
         "contiguous (default channels_last)",
     )
     parser.add_argument(
         "--limits",
-        type=_list(parse=_size),
+        type=argument_types.comma_list(parse=argument_types.size),
         help="ucudnn's workspace limits per kernel (default 8MiB,64MiB,1GiB; "
         "64MiB with --largest-batch)",
     )
@@ -182,8 +159,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     parser.add_argument(
         "--memory",
-        type=_size,
-        default=_size("20GiB"),
+        type=argument_types.size,
+        default=argument_types.size("20GiB"),
         help="device memory for --largest-batch (default 20GiB)",
     )
     parser.add_argument(
