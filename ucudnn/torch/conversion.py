@@ -12,7 +12,7 @@ from torch import nn
 from ucudnn.core.argtypes import PolicyArgument, Size
 from ucudnn.errors import UcudnnWarning
 from ucudnn.planner.plan import Plan
-from ucudnn.torch.handles import ModelHandles, default_handles
+from ucudnn.torch.handles import ModelHandles, is_default
 from ucudnn.torch.layers import CONVERTED, ORIGINAL, Converted, attach, detach
 
 
@@ -84,7 +84,7 @@ def revert(model: nn.Module) -> nn.Module:
     if not isinstance(model, nn.Module):
         raise TypeError(f"revert takes a torch.nn.Module, got {type(model).__name__}")
     for handles in _handles_of(model):
-        if handles is not default_handles():
+        if not is_default(handles):  # other layers of the process may use those
             handles.close()
     for module in model.modules():
         kind = type(module)

@@ -134,6 +134,11 @@ _DEFAULT: ModelHandles | None = None
 _DEFAULT_LOCK = threading.Lock()
 
 
+def is_default(handles: ModelHandles) -> bool:
+    """Whether `handles` are the default ones (without making them)."""
+    return handles is _DEFAULT
+
+
 def default_handles() -> ModelHandles:
     """The ModelHandles of layers made directly rather than by convert(): options from the
     UCUDNN_* variables, shared by every such layer of the process."""
