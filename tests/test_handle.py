@@ -225,6 +225,29 @@ def test_handle_results_match_reference(tmp_path, policy, kernel, beta) -> None:
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("kernel", ["forward", "backward_data", "backward_filter"])
+def test_run_by_name_is_the_kernels_own_method(tmp_path, kernel) -> None:
+    from ucudnn.core.array import DeviceArray
+    from ucudnn.runtime.handle import Handle
+
+    problem = _problem(2, "float32", False, batch=6)
+    _, device = _upload(problem, np.random.default_rng(5))
+    output = ROLES[kernel][2]
+    tensors = [device[t] for t in ROLES[kernel]]
+    with Handle(workspace_limit=MiB, database=tmp_path / "db.sqlite") as handle:
+        getattr(handle, kernel)(*tensors, problem, alpha=1.5, layer="conv")
+        by_method = device[output].to_numpy()
+        handle.run(kernel, problem, tensors, alpha=1.5, layer="conv")
+        np.testing.assert_array_equal(device[output].to_numpy(), by_method)
+        with pytest.raises(ValueError, match="kernel"):
+            handle.run("sideways", problem, tensors)
+        if kernel != "forward":
+            bias = DeviceArray.from_numpy(np.zeros(problem.out_channels, np.float32))
+            with pytest.raises(ValueError, match="bias is added by the forward kernel"):
+                handle.run(kernel, problem, tensors, bias=bias)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("kernel", ["forward", "backward_data", "backward_filter"])
 def test_micro_batches_at_poorly_aligned_offsets_stay_correct(tmp_path, kernel) -> None:
     """3x7x7 float16 samples are 294 bytes, so micro-batches with an odd first sample start
     only 2-byte aligned; every size was benchmarked at such an offset."""

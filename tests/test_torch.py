@@ -195,14 +195,13 @@ class Calls:
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.kernels: list[str] = []
-        for kernel in ("forward", "backward_data", "backward_filter"):
-            original = getattr(Handle, kernel)
+        run = Handle.run
 
-            def spy(self_: Handle, *args: object, _k: str = kernel, _o=original, **kw: object):  # type: ignore[no-untyped-def]
-                self.kernels.append(_k)
-                return _o(self_, *args, **kw)
+        def spy(handle: Handle, kernel: str, *args: object, **kw: object) -> None:
+            self.kernels.append(kernel)
+            run(handle, kernel, *args, **kw)  # type: ignore[arg-type]
 
-            monkeypatch.setattr(Handle, kernel, spy)
+        monkeypatch.setattr(Handle, "run", spy)
 
 
 @pytest.mark.gpu

@@ -500,10 +500,8 @@ def _run_on_device(
     device_bias = None if bias is None else DeviceArray.from_numpy(bias)
     if run.algo is not None:
         handle.run_algorithm(kernel, problem, tensors, run.algo, bias=device_bias)
-    elif kernel == "forward":
-        handle.forward(device["x"], device["w"], device["y"], problem, bias=device_bias)
     else:
-        getattr(handle, kernel)(*tensors, problem)
+        handle.run(kernel, problem, tensors, bias=device_bias)
     return device[output].to_numpy()
 
 

@@ -91,14 +91,13 @@ class Handle(HandlePlanning):
             workspace_sharing=workspace_sharing,
         )  # fmt: skip
         self.deterministic = options.deterministic
-        self._stream = options.stream
         self.check = EquivalenceCheck() if options.check else None
         # Asking for the device first turns "no driver" into NoDeviceError, where cudnnCreate
         # would only say NOT_INITIALIZED.
         self.facts = device_facts()
         self.device = _cuda.get_device()
         self.cudnn = _cudnn.Handle()
-        self.cudnn.set_stream(self._stream)
+        self.cudnn.set_stream(options.stream)
         self.cache = BenchmarkCache(options.database) if options.database is not None else None
         engine_setting = engines_setting(options.engines)
         bench_settings = dataclasses.replace(
@@ -117,8 +116,9 @@ class Handle(HandlePlanning):
 
     @property
     def stream(self) -> int:
-        """The stream the calls enqueue their work on (a cudaStream_t as an int)."""
-        return self._stream
+        """The stream the calls enqueue their work on (a cudaStream_t as an int): the cuDNN
+        handle's, which the equivalence check and the benchmark use too."""
+        return self.cudnn.stream
 
     def set_stream(self, stream: SupportsIndex) -> None:
         """Enqueue the calls from now on on `stream` (a cudaStream_t as an int; 0: the legacy
@@ -131,14 +131,13 @@ class Handle(HandlePlanning):
             TypeError: a stream that is not an integer (a bool or a float included).
             ValueError: a negative stream or one over 64 bits; the Handle is closed.
         """
-        stream = stream_option(stream)
-        if stream == self._stream:
+        stream, old = stream_option(stream), self.cudnn.stream
+        if stream == old:
             return
         if self._closed:
             raise ValueError("this Handle is closed")
-        order_after(self._stream, stream)
+        order_after(old, stream)
         self.cudnn.set_stream(stream)
-        self._stream = stream
 
     # -- the three convolutions -------------------------------------------------------------
     # Tensors are raw device pointers (int), DeviceArrays, or arrays exporting
@@ -211,6 +210,30 @@ class Handle(HandlePlanning):
                 `forward` does, for the same reasons.
         """
         self._run("backward_filter", problem, (x, dy, dw), alpha, beta, layer)
+
+    def run(
+        self,
+        kernel: str,
+        problem: ConvProblem,
+        tensors: Sequence[object],
+        *,
+        bias: object = None,
+        alpha: float = 1.0,
+        beta: float = 0.0,
+        layer: str | None = None,
+    ) -> None:
+        """Run a kernel named by its name ("forward", "backward_data" or "backward_filter"),
+        as its own method does, for callers that choose the kernel at run time. `tensors` are
+        in the kernel's argument order; `bias` is forward's.
+
+        Raises:
+            ValueError: an unknown kernel, or a bias for a kernel other than forward.
+            TypeError, ValueError, InfeasibleError, SolverError, CudaError, CudnnError: as
+                `forward` does, for the same reasons (TypeError too for other than three
+                tensors).
+        """
+        check_kernel(kernel)
+        self._run(kernel, problem, tensors, alpha, beta, layer, bias)
 
     def backward_bias(
         self, dy: object, db: object, problem: ConvProblem, *, alpha: float = 1.0, beta: float = 0.0
@@ -311,7 +334,7 @@ class Handle(HandlePlanning):
         """Device pointers of the kernel's tensors and of the bias, each checked against the
         problem; arrays' pending work is ordered before this handle's stream."""
         self._check_open(problem)
-        stream, device = self._stream, self.device
+        stream, device = self.cudnn.stream, self.device
         pointers = kernel_pointers(kernel, problem, tensors, stream=stream, device=device)
         if bias is None:
             return pointers, None

@@ -35,8 +35,5 @@ class CudaRuns:
         handle.set_stream(torch.cuda.current_stream(output.device).cuda_stream)
         first, second = inputs
         pointers = (first.data_ptr(), second.data_ptr(), output.data_ptr())
-        if kernel == "forward":
-            bias_pointer = None if bias is None else bias.data_ptr()
-            handle.forward(*pointers, geometry.problem, bias=bias_pointer, layer=layer)
-        else:
-            getattr(handle, kernel)(*pointers, geometry.problem, layer=layer)
+        bias_pointer = None if bias is None else bias.data_ptr()
+        handle.run(kernel, geometry.problem, pointers, bias=bias_pointer, layer=layer)

@@ -37,11 +37,9 @@ class StagedRuns:
             )
         first, second = (_to_device(geometry.stored(tensor)) for tensor in inputs)
         result = DeviceArray.empty(geometry.stored(output).shape, geometry.problem.dtype)
-        if kernel == "forward":
-            device_bias = None if bias is None else _to_device(bias)
-            handle.forward(first, second, result, geometry.problem, bias=device_bias, layer=layer)
-        else:
-            getattr(handle, kernel)(first, second, result, geometry.problem, layer=layer)
+        device_bias = None if bias is None else _to_device(bias)
+        tensors = (first, second, result)
+        handle.run(kernel, geometry.problem, tensors, bias=device_bias, layer=layer)
         geometry.stored(output).copy_(_from_device(result))
 
 
