@@ -122,13 +122,11 @@ def plan(model: nn.Module, *inputs: Any, **kwargs: Any) -> Plan:
     (handles,) = found
     saved = {name: buffer.clone() for name, buffer in model.named_buffers()}
     devices = sorted({p.device.index for p in model.parameters() if p.device.type == "cuda"})
-    handles.start_trace()
     try:
         # Its own random numbers (dropout's), so the training's are those it would have drawn.
-        with torch.random.fork_rng(devices=devices), torch.enable_grad():
+        with handles.trace(), torch.random.fork_rng(devices=devices), torch.enable_grad():
             model(*inputs, **kwargs)
     finally:
-        handles.registering = False
         with torch.no_grad():
             for name, buffer in model.named_buffers():
                 buffer.copy_(saved[name])
@@ -143,9 +141,5 @@ def workspace_bytes(model: nn.Module) -> int:
 
 def _handles_of(model: nn.Module) -> list[ModelHandles]:
     """The distinct ModelHandles of the model's converted layers."""
-    found: dict[int, ModelHandles] = {}
-    for module in model.modules():
-        if type(module) in ORIGINAL:
-            handles = cast(Converted, module).ucudnn_handles
-            found.setdefault(id(handles), handles)
-    return list(found.values())
+    converted = (cast(Converted, m) for m in model.modules() if type(m) in ORIGINAL)
+    return list(dict.fromkeys(layer.ucudnn_handles for layer in converted))

@@ -8,8 +8,10 @@ tensors are on: under torch.distributed every process plans for its own GPU.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
+from collections.abc import Iterator
 from typing import Any
 
 import torch
@@ -50,7 +52,7 @@ class ModelHandles:
         # Checked now, so that a bad option fails at convert(), not at the first step.
         self.mode = HandleOptions.resolve(**self._arguments).mode
         self.runs = StagedRuns() if SIMULATED else CudaRuns()
-        self.registering = False  # True while plan() traces the model
+        self.registering = False  # True inside `trace`
         self.planned = False  # plan() ran (WD: the network was planned as a whole)
         self.warned_unplanned = False
         self._handles: dict[tuple[torch.device, bool], Handle] = {}
@@ -72,26 +74,30 @@ class ModelHandles:
         """The Handles made so far, by device and whether they are deterministic."""
         return dict(self._handles)
 
-    def start_trace(self) -> None:
-        """plan()'s trace begins: converted layers register their kernels instead of running
-        them."""
+    @contextlib.contextmanager
+    def trace(self) -> Iterator[None]:
+        """plan()'s forward: inside, converted layers register their kernels (on the Handles
+        `finalize` then plans) and compute with PyTorch's own convolution."""
         self.registering = True
         self._traced.clear()
+        try:
+            yield
+        finally:
+            self.registering = False
 
     def workspace_bytes(self) -> int:
         """Device memory the Handles hold for workspace now, outside PyTorch's allocator."""
         return sum(handle.workspace_in_use for handle in self._handles.values())
 
     def finalize(self) -> Plan:
-        """End plan()'s trace: plan every kernel it registered (`Handle.finalize`), on the one
-        Handle they were registered on.
+        """Plan every kernel the last `trace` registered (`Handle.finalize`), on the one Handle
+        they were registered on.
 
         Raises:
             ValueError: no layer ran in the trace, or layers ran on several devices (or both
                 with and without PyTorch's deterministic setting).
             InfeasibleError, SolverError, CudaError, CudnnError: as `Handle.finalize`.
         """
-        self.registering = False
         if len(self._traced) != 1:
             ran = [
                 f"{device}{' (deterministic)' if deterministic else ''}"
