@@ -4,9 +4,9 @@ cuDNN's convolution descriptors pad both ends of an axis alike. "valid" is no pa
 pads so that a stride-1 output keeps the input's extent: dilation * (kernel - 1) elements in
 all, half of them (rounded down) before and the rest after, as PyTorch splits them. An even
 effective kernel leaves one more after than before, which no descriptor holds:
-`AsymmetricPaddingError` says how much goes where, and the NumPy functions then pad the input
-themselves. As in PyTorch, "same" is refused for strided convolutions, whose output extent
-would depend on how the padding is split.
+`AsymmetricPaddingError` says how much goes where, and the NumPy functions and ucudnn.torch
+then pad the input's end themselves. As in PyTorch, "same" is refused for strided
+convolutions, whose output extent would depend on how the padding is split.
 """
 
 from __future__ import annotations
@@ -27,6 +27,17 @@ class AsymmetricPaddingError(ValueError):
             "but cuDNN's convolution descriptors pad both ends alike: pad the input's end by "
             f"the difference and give padding={before} (the NumPy functions do so themselves)"
         )
+
+    @property
+    def end_extra(self) -> tuple[int, ...]:
+        """The zeros the input lacks after each spatial axis (after minus before), which the
+        caller adds itself, padding the problem by `before` only."""
+        return tuple(a - b for a, b in zip(self.after, self.before, strict=True))
+
+    def padded_dims(self, dims: tuple[int, ...]) -> tuple[int, ...]:
+        """The logical dims (N, C, *spatial) of an input of `dims` with those zeros added."""
+        n, c, *spatial = dims
+        return (n, c, *(s + e for s, e in zip(spatial, self.end_extra, strict=True)))
 
 
 def padding_word(value: object) -> str | None:

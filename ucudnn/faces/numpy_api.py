@@ -393,10 +393,11 @@ def _convolution(
     except AsymmetricPaddingError as uneven:
         # Raised once the shapes and layout were checked, so they can be taken apart here.
         layout = options.layout or LAYOUTS[len(x_shape) - 2][0]
-        n, c, *spatial = to_logical(tuple(map(operator.index, x_shape)), layout)  # checked
-        extra = tuple(a - b for a, b in zip(uneven.after, uneven.before, strict=True))
-        padded = to_physical((n, c, *(s + e for s, e in zip(spatial, extra, strict=True))), layout)
-        return _Convolution(_problem(padded, w_shape, dtype, options, uneven.before), extra)
+        dims = to_logical(tuple(map(operator.index, x_shape)), layout)  # checked
+        padded = to_physical(uneven.padded_dims(dims), layout)
+        return _Convolution(
+            _problem(padded, w_shape, dtype, options, uneven.before), uneven.end_extra
+        )
 
 
 def _problem(

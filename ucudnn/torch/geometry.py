@@ -126,11 +126,9 @@ def geometry_of(
         problem = _problem(x_size, w_size, layout, settings, settings.padding, dtype, tf32)
         return Geometry(problem, channels_last, ())
     except AsymmetricPaddingError as uneven:
-        extra = [after - before for before, after in zip(uneven.before, uneven.after, strict=True)]
-        n, c, *spatial = x_size
-        padded = (n, c, *(size + more for size, more in zip(spatial, extra, strict=True)))
+        padded = uneven.padded_dims(x_size)
         problem = _problem(padded, w_size, layout, settings, uneven.before, dtype, tf32)
-        return Geometry(problem, channels_last, tuple(reversed(extra)))
+        return Geometry(problem, channels_last, tuple(reversed(uneven.end_extra)))
 
 
 def _problem(
