@@ -55,7 +55,6 @@ import torch_step_training as training
 
 if TYPE_CHECKING:
     import torch
-    from torch import nn
 
 DTYPES = tuple(training.TOLERANCE)
 FORMATS = ("channels_last", "contiguous")
@@ -291,15 +290,16 @@ def run(args: argparse.Namespace) -> int:
         cap_memory(args, device)
     header = report.header_lines(args, found)
     training.progress(header[-1])
-    base = models.build_model(args.model, args.seed)
+    setup = training.Setup(args, models.build_model(args.model, args.seed), device)
     warm_process(device)
     deadline = None if args.max_minutes is None else time.monotonic() + args.max_minutes * 60
     configs = configurations(args)
-    groups = [(dtype, fmt) for dtype in args.dtypes for fmt in args.formats]
+    groups = [[training.Case(config, dtype, fmt) for config in configs]
+              for dtype in args.dtypes for fmt in args.formats]  # fmt: skip
     try:
-        for index, (dtype, fmt) in enumerate(groups):
+        for index, cases in enumerate(groups):
             later = (len(groups) - index - 1) * len(configs)
-            run_group(args, base, configs, (dtype, fmt), device, (deadline, later), document)
+            run_group(setup, cases, (deadline, later), document)
     except KeyboardInterrupt:
         document["interrupted"] = True
         training.progress("interrupted: reporting what was measured")
@@ -312,11 +312,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def run_group(
-    args: argparse.Namespace,
-    base: nn.Module,
-    configs: list[training.Config],
-    group: tuple[str, str],
-    device: torch.device,
+    setup: training.Setup,
+    cases: list[training.Case],
     time_left: tuple[float | None, int],
     document: dict[str, Any],
 ) -> None:
@@ -324,23 +321,22 @@ def run_group(
     after each); the ratios and the loss agreement are against the group's PyTorch row.
     `time_left` is the run's deadline and how many configurations come after this group's:
     each largest-batch search gets an even share of the time left."""
-    dtype, fmt = group
+    args = setup.args
     deadline, later = time_left
     pytorch: dict[str, Any] | None = None
-    for index, config in enumerate(configs):
+    for index, case in enumerate(cases):
         if deadline is not None and time.monotonic() >= deadline:
-            not_run = training.label(config, dtype, fmt)
-            training.progress(f"--max-minutes reached: {not_run} not run")
-            document.setdefault("not_run", []).append([config.name, dtype, fmt])
+            training.progress(f"--max-minutes reached: {case.label} not run")
+            document.setdefault("not_run", []).append([case.config.name, case.dtype, case.fmt])
             continue
         if args.largest_batch:
             share = None if deadline is None else (
-                time.monotonic() + (deadline - time.monotonic()) / (len(configs) - index + later)
+                time.monotonic() + (deadline - time.monotonic()) / (len(cases) - index + later)
             )  # fmt: skip
-            row = search.search_configuration(args, base, config, dtype, fmt, device, share)
+            row = search.search_configuration(setup, case, share)
         else:
-            row = training.run_configuration(args, base, config, dtype, fmt, device)
-        if pytorch is None and config.limit is None:
+            row = training.run_configuration(setup, case)
+        if pytorch is None and case.config.limit is None:
             pytorch = row
         elif pytorch is not None:
             training.compare_with_pytorch(row, pytorch)

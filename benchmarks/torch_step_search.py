@@ -19,9 +19,6 @@ import torch_step_training as training
 if TYPE_CHECKING:
     import argparse
 
-    import torch
-    from torch import nn
-
 
 @dataclasses.dataclass(frozen=True)
 class Trial:
@@ -133,23 +130,16 @@ def is_out_of_memory(exc: BaseException) -> bool:
     return isinstance(exc, RuntimeError) and ("out of memory" in text or "alloc_failed" in text)
 
 
-def try_batch(
-    args: argparse.Namespace,
-    base: nn.Module,
-    config: training.Config,
-    dtype: str,
-    fmt: str,
-    device: torch.device,
-    batch: int,
-) -> Trial:
+def try_batch(setup: training.Setup, case: training.Case, batch: int) -> Trial:
     """Whether `batch` trains within --memory (`steps_at`), out of memory being a "no"."""
     import torch
 
+    device = setup.device
     started = time.perf_counter()
-    training.progress(f"{training.label(config, dtype, fmt)}: trying batch {batch}")
+    training.progress(f"{case.label}: trying batch {batch}")
     torch.cuda.reset_peak_memory_stats(device)
     try:
-        trial = steps_at(args, base, config, dtype, fmt, device, batch)
+        trial = steps_at(setup, case, batch)
     except Exception as exc:
         if not is_out_of_memory(exc):
             raise
@@ -160,27 +150,20 @@ def try_batch(
     return trial
 
 
-def steps_at(
-    args: argparse.Namespace,
-    base: nn.Module,
-    config: training.Config,
-    dtype: str,
-    fmt: str,
-    device: torch.device,
-    batch: int,
-) -> Trial:
+def steps_at(setup: training.Setup, case: training.Case, batch: int) -> Trial:
     """One full step at `batch` (its first use), then warm-up and timed steps: it fits when
     torch's peak reserved memory plus ucudnn's workspace, which lives outside torch's
     allocator, is within --memory."""
     import torch
 
-    data = models.synthetic_batches(args, batch, fmt, device, 1)
-    started = training.first_use(args, base, config, dtype, fmt, device, data[0])
+    args, device = setup.args, setup.device
+    data = models.synthetic_batches(args, batch, case.fmt, device, 1)
+    started = training.first_use(setup, case, data[0])
     with started as (trainer, _, first_use_s):
         trainer.steps(data, args.warmup)
         seconds = training.timed(device, lambda: trainer.steps(data, args.steps))
         reserved = torch.cuda.max_memory_reserved(device)
-        workspace = training.workspace_bytes(trainer.model, config)
+        workspace = training.workspace_bytes(trainer.model, case.config)
     fits = reserved + (workspace or 0) <= args.memory
     reason = "" if fits else (
         f"torch's peak {report.mib(reserved)} MiB + ucudnn's workspace "
@@ -195,7 +178,7 @@ def steps_at(
 # -- the search of one configuration -----------------------------------------------------------
 
 
-def planner_guess(args: argparse.Namespace, dtype: str, fmt: str) -> dict[str, Any]:
+def planner_guess(args: argparse.Namespace, case: training.Case) -> dict[str, Any]:
     """ucudnn.planner.tune's largest batch for ResNet-50 within --memory (and its best), from
     the measurements that ship with ucudnn where they cover the network, else from the cost
     model: the first guess of ucudnn's search. Timings are never extrapolated, so the table
@@ -205,10 +188,12 @@ def planner_guess(args: argparse.Namespace, dtype: str, fmt: str) -> dict[str, A
     from ucudnn.planner.synthetic import model_tables
     from ucudnn.planner.tune import tune
 
-    layout = "NHWC" if fmt == "channels_last" else "NCHW"
+    layout = "NHWC" if case.fmt == "channels_last" else "NCHW"
     table_batch = 512
     while True:
-        graph = load_network("resnet50", table_batch, dtype, layout, image_size=args.image_size)
+        graph = load_network(
+            "resnet50", table_batch, case.dtype, layout, image_size=args.image_size
+        )
         shipped = shipped_tables("resnet50", graph)
         if shipped is not None:
             tables, source = shipped.tables, shipped.label
@@ -234,21 +219,16 @@ def planner_guess(args: argparse.Namespace, dtype: str, fmt: str) -> dict[str, A
 
 
 def search_configuration(
-    args: argparse.Namespace,
-    base: nn.Module,
-    config: training.Config,
-    dtype: str,
-    fmt: str,
-    device: torch.device,
-    deadline: float | None,
+    setup: training.Setup, case: training.Case, deadline: float | None
 ) -> dict[str, Any]:
     """The largest-batch search of one configuration, as a result row; a failure is recorded
     in it, not raised."""
-    row = training.new_row(config, dtype, fmt, memory_bytes=args.memory)
+    args = setup.args
+    row = case.new_row(memory_bytes=args.memory)
     start, first_step = args.batch, args.batch
-    if config.limit is not None and args.model == "resnet50":
+    if case.config.limit is not None and args.model == "resnet50":
         try:
-            guess = planner_guess(args, dtype, fmt)
+            guess = planner_guess(args, case)
         except Exception as exc:  # the search then starts as PyTorch's does
             row["guess_error"] = training.failure_text(exc)
         else:
@@ -259,9 +239,9 @@ def search_configuration(
     row["start"] = start
     started = time.perf_counter()
     try:
-        with training.precision(dtype), training.recorded_warnings(row):
+        with training.precision(case.dtype), training.recorded_warnings(row):
             search = find_largest(
-                lambda batch: try_batch(args, base, config, dtype, fmt, device, batch),
+                lambda batch: try_batch(setup, case, batch),
                 start, first_step, args.granularity, args.max_batch, deadline,
             )  # fmt: skip
     except Exception as exc:

@@ -53,6 +53,37 @@ class Config:
         return f"ucudnn {self.mode.upper()} {format_size(self.limit)}{note}"
 
 
+@dataclasses.dataclass(frozen=True)
+class Case:
+    """What one configuration runs: the config in a dtype (--dtypes) and a memory format
+    (--formats)."""
+
+    config: Config
+    dtype: str
+    fmt: str
+
+    @property
+    def label(self) -> str:
+        """How progress lines name a configuration."""
+        return f"{self.config.name}, {self.dtype}, {self.fmt}"
+
+    def new_row(self, **more: Any) -> dict[str, Any]:
+        """A result row as it starts: which configuration, then `more` (the mode's own
+        fields)."""
+        return {"config": self.config.name, "limit_bytes": self.config.limit,
+                "dtype": self.dtype, "format": self.fmt, **more}  # fmt: skip
+
+
+@dataclasses.dataclass(frozen=True)
+class Setup:
+    """What every configuration of a run shares: the arguments, the model each one starts
+    from a copy of (on the CPU), and the device."""
+
+    args: argparse.Namespace
+    base: nn.Module
+    device: torch.device
+
+
 # -- training steps ----------------------------------------------------------------------------
 
 
@@ -132,13 +163,13 @@ def timed(device: torch.device, work: Callable[[], object]) -> float:
 
 
 @contextlib.contextmanager
-def converted(
-    base: nn.Module, config: Config, model_name: str, fmt: str, device: torch.device
-) -> Iterator[nn.Module]:
-    """A copy of `base` on `device` in `fmt`, converted to ucudnn at the config's limit;
-    reverted when done, which closes ucudnn's Handles and so gives back the workspace they
-    hold outside torch's allocator."""
-    model = copy.deepcopy(base).to(device, memory_format=models.memory_format(model_name, fmt))
+def converted(setup: Setup, case: Case) -> Iterator[nn.Module]:
+    """A copy of the base model on the device in the case's format, converted to ucudnn at
+    its config's limit; reverted when done, which closes ucudnn's Handles and so gives back
+    the workspace they hold outside torch's allocator."""
+    config = case.config
+    memory_format = models.memory_format(setup.args.model, case.fmt)
+    model = copy.deepcopy(setup.base).to(setup.device, memory_format=memory_format)
     model.train()
     if config.limit is None:
         yield model
@@ -167,21 +198,16 @@ def plan_network(trainer: Trainer, config: Config, images: torch.Tensor) -> None
 
 @contextlib.contextmanager
 def first_use(
-    args: argparse.Namespace,
-    base: nn.Module,
-    config: Config,
-    dtype: str,
-    fmt: str,
-    device: torch.device,
-    batch: tuple[torch.Tensor, torch.Tensor],
+    setup: Setup, case: Case, batch: tuple[torch.Tensor, torch.Tensor]
 ) -> Iterator[tuple[Trainer, torch.Tensor, float]]:
     """The configuration's trainer after its first step on `batch`, that step's loss, and the
     seconds of its first use (the conversion, WD's planning and the step), timed alone."""
+    device = setup.device
     synchronize(device)
     start = time.perf_counter()
-    with converted(base, config, args.model, fmt, device) as model:
-        trainer = Trainer(model, dtype, device)
-        plan_network(trainer, config, batch[0])
+    with converted(setup, case) as model:
+        trainer = Trainer(model, case.dtype, device)
+        plan_network(trainer, case.config, batch[0])
         loss = trainer.step(batch)
         synchronize(device)
         yield trainer, loss, time.perf_counter() - start
@@ -210,20 +236,14 @@ def workspace_bytes(model: nn.Module, config: Config) -> int | None:
 # -- the steps mode ----------------------------------------------------------------------------
 
 
-def measure(
-    args: argparse.Namespace,
-    base: nn.Module,
-    config: Config,
-    dtype: str,
-    fmt: str,
-    device: torch.device,
-) -> dict[str, Any]:
+def measure(setup: Setup, case: Case) -> dict[str, Any]:
     """One configuration: the first use timed alone, the rest of the loss steps, warm-up,
     then the timed steps, whose images/s leave out everything before them."""
     import torch
 
-    batches = models.synthetic_batches(args, args.batch, fmt, device, DATA_BATCHES)
-    started = first_use(args, base, config, dtype, fmt, device, batches[0])
+    args, device = setup.args, setup.device
+    batches = models.synthetic_batches(args, args.batch, case.fmt, device, DATA_BATCHES)
+    started = first_use(setup, case, batches[0])
     with started as (trainer, first_loss, first_use_s):
         losses = [first_loss, *trainer.steps(batches, args.loss_steps - 1, first=1)]
         trainer.steps(batches, args.warmup)
@@ -240,28 +260,22 @@ def measure(
             "peak_allocated_bytes": (
                 torch.cuda.max_memory_allocated(device) if device.type == "cuda" else None
             ),
-            "workspace_bytes": workspace_bytes(trainer.model, config),
+            "workspace_bytes": workspace_bytes(trainer.model, case.config),
         }
 
 
-def run_configuration(
-    args: argparse.Namespace,
-    base: nn.Module,
-    config: Config,
-    dtype: str,
-    fmt: str,
-    device: torch.device,
-) -> dict[str, Any]:
+def run_configuration(setup: Setup, case: Case) -> dict[str, Any]:
     """A result row for one configuration; a failure is recorded in it, not raised, so that
     the others still run."""
-    row = new_row(config, dtype, fmt, batch=args.batch)
-    progress(f"{label(config, dtype, fmt)}, batch {args.batch}")
+    batch = setup.args.batch
+    row = case.new_row(batch=batch)
+    progress(f"{case.label}, batch {batch}")
     try:
-        with precision(dtype), recorded_warnings(row):
-            row.update(measure(args, base, config, dtype, fmt, device))
+        with precision(case.dtype), recorded_warnings(row):
+            row.update(measure(setup, case))
     except Exception as exc:
         record_failure(row, exc)
-    collect_memory(device)
+    collect_memory(setup.device)
     return row
 
 
@@ -280,17 +294,6 @@ def compare_with_pytorch(row: dict[str, Any], pytorch: dict[str, Any]) -> None:
 
 
 # -- result rows and progress ------------------------------------------------------------------
-
-
-def new_row(config: Config, dtype: str, fmt: str, **more: Any) -> dict[str, Any]:
-    """A result row as it starts: which configuration, then `more` (the mode's own fields)."""
-    return {"config": config.name, "limit_bytes": config.limit, "dtype": dtype, "format": fmt,
-            **more}  # fmt: skip
-
-
-def label(config: Config, dtype: str, fmt: str) -> str:
-    """How progress lines name a configuration."""
-    return f"{config.name}, {dtype}, {fmt}"
 
 
 @contextlib.contextmanager
