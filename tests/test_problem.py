@@ -78,7 +78,7 @@ def test_every_field_changes_the_key() -> None:
         "groups": 2, "layout": "NHWC", "filter_layout": "NHWC", "dtype": "float16",
         "compute_dtype": "float16", "math_type": "tensor_op", "mode": "convolution",
         "x_strides": (16 * 28 * 28 * 2, 28 * 28, 28, 1),
-        "y_strides": (32 * 28 * 28 * 2, 28 * 28, 28, 1),
+        "y_strides": (32 * 28 * 28 * 2, 28 * 28, 28, 1), "padding_after": (0, 1),
     }  # fmt: skip
     fields = {f.name for f in dataclasses.fields(ConvProblem)}
     assert set(changes) == fields, "every field must be exercised"

@@ -34,7 +34,8 @@ MAX_DIM = 2**31 - 1
 # The least value of each integer field; tuples bound each of their entries.
 _MINIMUM = {
     "batch": 0, "in_channels": 1, "out_channels": 1, "groups": 1, "input_size": 1,
-    "filter_size": 1, "padding": 0, "stride": 1, "dilation": 1, "x_strides": 1, "y_strides": 1,
+    "filter_size": 1, "padding": 0, "padding_after": 0, "stride": 1, "dilation": 1,
+    "x_strides": 1, "y_strides": 1,
 }  # fmt: skip
 _TUPLE_FIELDS = ("input_size", "filter_size", "padding", "stride", "dilation")
 # The text fields, in the order they are checked (and layer lists write their columns).
@@ -73,9 +74,13 @@ def check_kernel(kernel: str) -> Kernel:
     return kernel
 
 
-def conv_output_size(size: int, kernel: int, pad: int, stride: int, dilation: int) -> int:
-    """Output extent of one spatial dimension (cuDNN's formula); may be < 1 for bad inputs."""
-    return (size + 2 * pad - dilation * (kernel - 1) - 1) // stride + 1
+def conv_output_size(
+    size: int, kernel: int, pad: int, stride: int, dilation: int, pad_after: int | None = None
+) -> int:
+    """Output extent of one spatial dimension (cuDNN's formula) padded by `pad` before and
+    `pad_after` (default: `pad`) after; may be < 1 for bad inputs."""
+    after = pad if pad_after is None else pad_after
+    return (size + pad + after - dilation * (kernel - 1) - 1) // stride + 1
 
 
 def packed_strides(dims: tuple[int, ...], layout: str) -> tuple[int, ...]:
@@ -207,6 +212,11 @@ class ConvProblem:
     mode: str = "cross_correlation"
     x_strides: tuple[int, ...] = ()
     y_strides: tuple[int, ...] = ()
+    # Zeros after each spatial axis, where they differ from `padding` (zeros before it): ()
+    # pads both ends alike, as every problem a caller gives does. Only the parts of a spatial
+    # split have it (`ucudnn.core.slabs`): a border slab is padded on one side. The graph API
+    # runs it; cuDNN's legacy descriptors cannot.
+    padding_after: tuple[int, ...] = ()
 
     @classmethod
     def create(
@@ -363,8 +373,10 @@ class ConvProblem:
         refused."""
         for name in ("batch", "in_channels", "out_channels", "groups"):
             object.__setattr__(self, name, _dimension(getattr(self, name), name))
-        for name in (*_TUPLE_FIELDS, "x_strides", "y_strides"):
+        for name in (*_TUPLE_FIELDS, "x_strides", "y_strides", "padding_after"):
             object.__setattr__(self, name, _dimensions(getattr(self, name), name))
+        if self.padding_after == self.padding:  # one spelling per problem, so one key
+            object.__setattr__(self, "padding_after", ())
         for name in TEXT_FIELDS:
             object.__setattr__(self, name, _text(getattr(self, name), name))
 
@@ -372,6 +384,8 @@ class ConvProblem:
         for name in ("filter_size", "padding", "stride", "dilation"):
             if len(getattr(self, name)) != rank:
                 raise ValueError(f"{name} has {len(getattr(self, name))} dims, expected {rank}")
+        if self.padding_after and len(self.padding_after) != rank:
+            raise ValueError(f"padding_after has {len(self.padding_after)} dims, expected {rank}")
         if self.in_channels % self.groups or self.out_channels % self.groups:
             raise ValueError(
                 f"groups={self.groups} must divide in_channels={self.in_channels} "
@@ -421,16 +435,27 @@ class ConvProblem:
     def rank(self) -> int:
         return len(self.input_size)
 
+    @property
+    def padding_end(self) -> tuple[int, ...]:
+        """Zeros after each spatial axis (`padding` is before it)."""
+        return self.padding_after or self.padding
+
+    @property
+    def symmetric(self) -> bool:
+        """Whether both ends of every axis are padded alike, as legacy descriptors pad."""
+        return not self.padding_after
+
     @functools.cached_property  # the cost models ask for it per candidate and micro-batch
     def output_size(self) -> tuple[int, ...]:
         return tuple(
-            conv_output_size(*args)
-            for args in zip(
+            conv_output_size(size, kernel, before, stride, dilation, after)
+            for size, kernel, before, stride, dilation, after in zip(
                 self.input_size,
                 self.filter_size,
                 self.padding,
                 self.stride,
                 self.dilation,
+                self.padding_end,
                 strict=True,
             )
         )
@@ -513,7 +538,12 @@ class ConvProblem:
 
     # -- identity ---------------------------------------------------------------------------
     def to_dict(self) -> dict[str, object]:
-        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        """Every field, but `padding_after` only where it differs from `padding`: the keys,
+        plans and caches of problems padded alike read as before it existed."""
+        fields = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        if not self.padding_after:
+            del fields["padding_after"]
+        return fields
 
     @classmethod
     def from_dict(cls, data: dict[str, object]) -> ConvProblem:
@@ -544,6 +574,7 @@ class ConvProblem:
             self.groups,
             self.layout,
             self.dtype,
+            self.padding_after,
         )
 
 
@@ -556,14 +587,18 @@ def describe_convolution(
     groups: int,
     layout: str,
     dtype: str,
+    padding_after: Sequence[int] = (),
 ) -> str:
     """A convolution in one line, from its logical dims x (N, C, *spatial) and w (K, C/groups,
-    *filter): what error messages and reports show of a problem."""
+    *filter): what error messages and reports show of a problem. An axis padded unequally
+    shows as before+after."""
     n, c, *size = x_dims
     k, _, *filt = w_dims
     extras = []
-    if any(p for p in padding):
-        extras.append(f"pad={','.join(map(str, padding))}")
+    after = tuple(padding_after) or tuple(padding)
+    if any(padding) or any(after):
+        pads = (str(b) if b == a else f"{b}+{a}" for b, a in zip(padding, after, strict=True))
+        extras.append(f"pad={','.join(pads)}")
     if any(s != 1 for s in stride):
         extras.append(f"stride={','.join(map(str, stride))}")
     if any(d != 1 for d in dilation):
