@@ -76,6 +76,13 @@ class Slab:
         """Its planes of the tensor the kernel's slabs cut."""
         return self.x_planes if sliced_tensor(kernel) == "x" else self.y_planes
 
+    def describe(self) -> str:
+        """Its planes and padding, said for people: "y 8:16 of x 7:17, padded 0+0"."""
+        return (
+            f"y {self.y_first}:{self.y_first + self.y_planes} of x "
+            f"{self.x_first}:{self.x_first + self.x_planes}, padded {self.pre}+{self.post}"
+        )
+
     def problem(self, whole: ConvProblem) -> ConvProblem:
         """The convolution this slab runs: `whole` on its planes, padded by its `pre` and
         `post`, with the whole problem's tensor strides, so that its x and y are views of the
