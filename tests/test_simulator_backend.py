@@ -58,7 +58,7 @@ def _convolution(problem: ConvProblem, compute: str = "FLOAT"):
     conv.set("CONVOLUTION_CONV_MODE", "CONVOLUTION_MODE", [mode])
     conv.set("CONVOLUTION_SPATIAL_DIMS", "INT64", [problem.rank])
     conv.set("CONVOLUTION_PRE_PADDINGS", "INT64", list(problem.padding))
-    conv.set("CONVOLUTION_POST_PADDINGS", "INT64", list(problem.padding))
+    conv.set("CONVOLUTION_POST_PADDINGS", "INT64", list(problem.padding_end))
     conv.set("CONVOLUTION_DILATIONS", "INT64", list(problem.dilation))
     conv.set("CONVOLUTION_FILTER_STRIDES", "INT64", list(problem.stride))
     conv.finalize()

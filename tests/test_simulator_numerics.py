@@ -25,6 +25,7 @@ def _sim(problem: ConvProblem, kernel: str) -> SimProblem:
         filter_layout=problem.filter_layout, x_dims=problem.x_dims, w_dims=problem.w_dims,
         y_dims=problem.y_dims, padding=problem.padding, stride=problem.stride,
         dilation=problem.dilation, groups=problem.groups, mode=problem.mode,
+        padding_after=problem.padding_end,
     )  # fmt: skip
 
 
@@ -106,6 +107,33 @@ def test_the_adjoint_identities_tie_the_three_kernels_together(geometry) -> None
     inner = np.vdot(_run(problem, "forward", x, w, dy), dy)
     assert np.vdot(x, _run(problem, "backward_data", x, w, dy)) == pytest.approx(inner)
     assert np.vdot(w, _run(problem, "backward_filter", x, w, dy)) == pytest.approx(inner)
+
+
+@pytest.mark.parametrize(
+    ("size", "filt", "pre", "post", "stride", "dilation"),
+    [((7, 6), 3, (2, 0), (0, 1), (2, 1), 1),
+     ((6, 5, 4), (3, 2, 3), (0, 1, 2), (2, 0, 1), (1, 2, 1), (1, 1, 2))],
+)  # fmt: skip
+def test_unequal_pre_and_post_paddings_match_a_direct_convolution(
+    size, filt, pre, post, stride, dilation
+) -> None:
+    """A border slab's padding (issue 40), against the direct convolution tests/test_slabs.py
+    checks its geometry with; integer values make every sum exact."""
+    from tests import test_slabs as direct
+
+    problem = ConvProblem.create(
+        2, 3, 4, size, filt, pre, stride, dilation, padding_after=post, dtype="float64"
+    )
+    rng = np.random.default_rng(40)
+    x, w, dy = (rng.integers(-3, 4, d).astype(np.float64)
+                for d in (problem.x_dims, problem.w_dims, problem.y_dims))  # fmt: skip
+    expected = {
+        "forward": direct._forward(problem, x, w),
+        "backward_data": direct._backward_data(problem, w, dy),
+        "backward_filter": direct._backward_filter(problem, x, dy),
+    }
+    for kernel in KERNELS:
+        np.testing.assert_array_equal(_run(problem, kernel, x, w, dy), expected[kernel])
 
 
 def test_a_batch_too_big_to_unroll_at_once_is_convolved_in_slices(monkeypatch) -> None:

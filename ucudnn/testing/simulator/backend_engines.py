@@ -235,12 +235,19 @@ def plan(reader: Reader) -> Plan:
         raise reader.fail("the simulator does not deserialize plans", NOT_SUPPORTED)
     reader.refuse_deviceprop("EXECUTION_PLAN_DEVICEPROP")
     found = reader.state("EXECUTION_PLAN_ENGINE_CONFIG", Config)
-    facts = found.facts
-    if not facts.blends and found.engine.graph.operation.beta != 0:
+    facts, operation = found.facts, found.engine.graph.operation
+    if not facts.blends and operation.beta != 0:
         raise reader.fail(
-            f"{facts.tag} builds no plan with beta = {found.engine.graph.operation.beta} (the "
-            "simulator's rule: a backward-filter configuration choosing the workspace knob "
-            "k25=1 does not blend into dw)",
+            f"{facts.tag} builds no plan with beta = {operation.beta} (the simulator's rule: "
+            "a backward-filter configuration choosing the workspace knob k25=1 does not blend "
+            "into dw)",
+            NOT_SUPPORTED,
+        )
+    if not facts.pads_unequally and not operation.problem.symmetric:
+        raise reader.fail(
+            f"{facts.tag} builds no plan for {operation.problem.describe()}, whose pre and "
+            f"post paddings differ (the simulator's rule: engines "
+            f"{', '.join(map(str, sorted(engines.PAD_ALIKE_ONLY)))} pad both ends alike)",
             NOT_SUPPORTED,
         )
     return Plan(handle, found)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from ucudnn.core.problem import ITEMSIZE, LAYOUTS, packed_strides
+from ucudnn.core.problem import ITEMSIZE, LAYOUTS, conv_output_size, packed_strides
 from ucudnn.testing.simulator import engines
 from ucudnn.testing.simulator.backend_names import NOT_SUPPORTED
 from ucudnn.testing.simulator.backend_states import Entry, Reader, State, live_handle
@@ -212,8 +212,6 @@ def _problem(
                 f"tensor {t.uid} is virtual, by value or vectorized: a lone convolution reads "
                 "and writes plain device tensors", NOT_SUPPORTED,
             )  # fmt: skip
-    if conv.pre_paddings != conv.post_paddings:
-        raise reader.fail("unequal pre and post paddings are not simulated", NOT_SUPPORTED)
     filter_layout = next(
         (name for name in LAYOUTS[rank] if w.strides == packed_strides(w.dims, name)), None
     )
@@ -238,16 +236,19 @@ def _problem(
         dilation=conv.dilations,
         groups=x.dims[1] // w.dims[1],
         mode="cross_correlation" if conv.mode == "CROSS_CORRELATION" else "convolution",
+        padding_after=conv.post_paddings,
     )
 
 
 def _output(x: tuple[int, ...], w: tuple[int, ...], conv: Convolution) -> tuple[int, ...]:
-    out = [
-        (size + 2 * pad - dil * (f - 1) - 1) // step + 1
-        for size, f, pad, step, dil in zip(
-            x[2:], w[2:], conv.pre_paddings, conv.strides, conv.dilations, strict=True
+    """y's dims: x padded by the pre and the post paddings, convolved with w."""
+    out = (
+        conv_output_size(size, f, pre, step, dil, post)
+        for size, f, pre, step, dil, post in zip(
+            x[2:], w[2:], conv.pre_paddings, conv.strides, conv.dilations, conv.post_paddings,
+            strict=True,
         )
-    ]
+    )  # fmt: skip
     return (x[0], w[0], *out)
 
 

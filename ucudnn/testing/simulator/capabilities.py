@@ -189,7 +189,8 @@ def _model_workspace(problem: SimProblem, name: str) -> int:
     item = _ITEMSIZE[problem.dtype]
     b, c, k = problem.batch, problem.x_dims[1], problem.w_dims[0]
     filt, out = math.prod(problem.filter_size), math.prod(problem.y_dims[2:])
-    planes = math.prod(s + 2 * p for s, p in zip(problem.x_dims[2:], problem.padding, strict=True))
+    padded = zip(problem.x_dims[2:], problem.padding, problem.padding_end, strict=True)
+    planes = math.prod(s + p + q for s, p, q in padded)
     if name == "gemm":
         return item * b * c * filt * out
     if name in ("fft", "fft_tiling", "winograd_nonfused"):
@@ -351,6 +352,7 @@ def _problem_shape(problem: SimProblem) -> tuple[object, ...] | None:
     math_class = _MEASURED_MATH.get((problem.dtype, problem.math_type))
     if (
         math_class is None
+        or not problem.symmetric  # the tables measured legacy calls, which pad alike
         or problem.layout != "NCHW"
         or problem.filter_layout != "NCHW"
         or problem.mode != "cross_correlation"

@@ -192,10 +192,9 @@ def find(
     problem = descs.problem(call)
     _raise_fault(call, problem)
     first, second, out = descs.operands(*pointers, call)
-    spans = [first, second]
-    if workspace and workspace_bytes:
-        spans.append(workspace_operand(workspace, workspace_bytes, call))
-    check_disjoint(out, spans, call)
+    given = workspace and workspace_bytes
+    space = workspace_operand(workspace, workspace_bytes, call) if given else None
+    check_apart((first, second), out, space, call)
     short, _ = DEVICE.caps.contract_status("find_without_workspace")
     rows = []
     for facts in DEVICE.caps.facts(problem):
@@ -210,6 +209,16 @@ def find(
     DEVICE.defer(span, True, (), lambda _: span.allocation.fill(span.offset, span.nbytes, 0xFF))
     DEVICE.advance(stream, sum(r.time_ms for r in rows if r.status == 0))
     return _ranked(rows)[:requested]
+
+
+def check_apart(
+    inputs: tuple[Operand, Operand], out: Operand, workspace: Operand | None, call: str
+) -> None:
+    """A convolution writes its output and its workspace: neither may share a byte with
+    another operand (a staged input must lie outside the workspace the kernel is given)."""
+    check_disjoint(out, [*inputs, *([workspace] if workspace else [])], call)
+    if workspace is not None:
+        check_disjoint(workspace, list(inputs), call)
 
 
 def workspace_operand(ptr: int, nbytes: int, call: str) -> Operand:
@@ -262,7 +271,7 @@ def launch(
     """Enqueue one convolution on checked operands (its two inputs and output, in role
     order): computed when its output is read, timed `time_ms` on `stream`, logged."""
     first, second, out = operands
-    check_disjoint(out, [first, second, *([workspace] if workspace else [])], record.call)
+    check_apart((first, second), out, workspace, record.call)
     inputs = (first, second, out) if beta != 0 else (first, second)  # beta 0 never reads y
 
     def compute(views: list[Array]) -> None:

@@ -31,10 +31,19 @@ The probe has no notes; they are modelled, per engine and kernel:
 The probe's answers hold in every UCUDNN_SIM_CAPS mode; the model's follow the legacy
 capabilities of that mode (fuzzed ones included).
 
-And one refusal of the simulator's own: a backward-filter configuration choosing the
-WORKSPACE knob (k25) = 1 builds no plan whose beta is not 0 (`blends`), so that the runtime's
-beta = 1 check and its undivided-only restriction meet a refusal (the model's fast
-backward-filter configuration is one of them).
+A problem whose pre and post paddings differ (a border slab of a spatial micro-batch) is
+never one the probe measured, so the model answers it, pricing x padded by both.
+
+And two refusals of the simulator's own, both when the execution plan is finalized (cuDNN's
+heuristics may offer a configuration whose plan then fails to build, so callers must try):
+- a backward-filter configuration choosing the WORKSPACE knob (k25) = 1 builds no plan whose
+  beta is not 0 (`blends`), so that the runtime's beta = 1 check and its undivided-only
+  restriction meet a refusal (the model's fast backward-filter configuration is one of them);
+- engines `PAD_ALIKE_ONLY` (62, 65 and 73) build no plan for a graph whose pre and post
+  paddings differ (`pads_unequally`), so that the runtime's fallback for border slabs meets a
+  refusal: the model's fast configurations are on them, for every kernel, and so is its
+  tensor-core configuration for backward filter; the others (and FALLBACK's generic engines)
+  build. Assumed, never measured: which engines of a real cuDNN refuse is unknown.
 """
 
 from __future__ import annotations
@@ -57,6 +66,8 @@ ENGINES = "h100-engines-cudnn-9.19.0.json.gz"
 RUNTIME_COMPILED = frozenset({19, 70, 71, 78})
 NONDETERMINISTIC = {"backward_data": frozenset({0}), "backward_filter": frozenset({0})}
 WORKSPACE_KNOB = 25  # CUDNN_KNOB_TYPE_WORKSPACE
+# Engines whose plans need the pre and post paddings equal (the model's rule, see above).
+PAD_ALIKE_ONLY = frozenset({62, 65, 73})
 _HALF_TYPES = ("float16", "bfloat16")
 # The model's configurations per kernel, mode A then FALLBACK: (tag, kind, time factor). Kinds:
 # "fast" (tensor cores, workspace bytes(x) + bytes(y), factor x the best legacy time under
@@ -94,6 +105,7 @@ class EngineFacts:
     numerical_notes: tuple[str, ...]
     behavior_notes: tuple[str, ...]
     blends: bool  # whether a plan with beta != 0 builds
+    pads_unequally: bool  # whether a plan builds for pre and post paddings that differ
     provenance: str
 
     @functools.cached_property
@@ -160,7 +172,10 @@ def _facts(
         numerical.append("NONDETERMINISTIC")
     behavior = ("RUNTIME_COMPILATION",) if config.index in RUNTIME_COMPILED else ()
     blends = problem.kernel != "backward_filter" or (WORKSPACE_KNOB, 1) not in config.knobs
-    return EngineFacts(config, workspace, time_ms, tuple(numerical), behavior, blends, where)
+    pads_unequally = config.index not in PAD_ALIKE_ONLY
+    return EngineFacts(
+        config, workspace, time_ms, tuple(numerical), behavior, blends, pads_unequally, where
+    )
 
 
 def _probe_key(problem: SimProblem) -> tuple[str, str] | None:
@@ -174,7 +189,7 @@ def _probe_key(problem: SimProblem) -> tuple[str, str] | None:
         return None
     text = describe_convolution(
         problem.x_dims, problem.w_dims, problem.padding, problem.stride, problem.dilation,
-        problem.groups, problem.layout, problem.dtype,
+        problem.groups, problem.layout, problem.dtype, problem.padding_after,
     )  # fmt: skip
     return text, problem.kernel
 

@@ -143,9 +143,13 @@ def _filter_windows(problem: SimProblem) -> Iterator[tuple[slice, ...]]:
     return _windows(problem.filter_size, problem.dilation, problem.stride, problem.y_dims[2:])
 
 
-def _pad(values: Array, padding: Sequence[int], value: float = 0) -> Array:
-    """(N, C, *spatial) padded on both sides of each spatial dim."""
-    return np.pad(values, [(0, 0), (0, 0), *((p, p) for p in padding)], constant_values=value)
+def _pad(
+    values: Array, padding: Sequence[int], value: float = 0, after: Sequence[int] | None = None
+) -> Array:
+    """(N, C, *spatial) padded with `value` by `padding` before each spatial dim and `after`
+    (default: `padding`) after it."""
+    widths = zip(padding, padding if after is None else after, strict=True)
+    return np.pad(values, [(0, 0), (0, 0), *widths], constant_values=value)
 
 
 def _inner(padding: Sequence[int], size: Sequence[int]) -> tuple[Any, ...]:
@@ -166,7 +170,7 @@ def _columns(problem: SimProblem, x: Array) -> Array:
     the filter's order) the padded input value each of the P output positions meets."""
     n, c = x.shape[:2]
     out = problem.y_dims[2:]
-    xp = _pad(x, problem.padding)
+    xp = _pad(x, problem.padding, after=problem.padding_end)
     columns = np.empty((n, c, math.prod(problem.filter_size), *out), x.dtype)
     for i, slices in enumerate(_filter_windows(problem)):
         columns[:, :, i] = xp[_at(slices)]
@@ -189,7 +193,7 @@ def _backward_data(problem: SimProblem, w: Array, dy: Array) -> Array:
     n, c, size = dy.shape[0], problem.x_dims[1], problem.x_dims[2:]
     columns = _filter_matrix(problem, w).swapaxes(1, 2) @ _by_group(dy, problem.groups)
     columns = columns.reshape(n, c, math.prod(problem.filter_size), *problem.y_dims[2:])
-    padded = (s + 2 * p for s, p in zip(size, problem.padding, strict=True))
+    padded = (s + p + q for s, p, q in zip(size, problem.padding, problem.padding_end, strict=True))
     dx = np.zeros((n, c, *padded), dy.dtype)
     for i, slices in enumerate(_filter_windows(problem)):
         dx[_at(slices)] += columns[:, :, i]

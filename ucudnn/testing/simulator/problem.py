@@ -23,7 +23,10 @@ class SimProblem:
 
     Dims are logical: x (N, C, *spatial), w (K, C/groups, *filter), y (N, K, *out). `layout`
     is the memory order of x and y: "NCHW"/"NHWC" (rank 2), "NCDHW"/"NDHWC" (rank 3), or
-    "strided" when their strides are not packed in either order.
+    "strided" when their strides are not packed in either order. `padding` is the zeros before
+    each spatial axis, `padding_after` those after it where they differ (a graph's POST_PADDINGS;
+    legacy descriptors pad alike): empty when equal, as in `ConvProblem`, so that problems
+    padded alike are one problem to every cache.
     """
 
     kernel: Kernel
@@ -40,6 +43,21 @@ class SimProblem:
     dilation: tuple[int, ...]
     groups: int
     mode: str  # cross_correlation, convolution
+    padding_after: tuple[int, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.padding_after == self.padding:
+            object.__setattr__(self, "padding_after", ())
+
+    @property
+    def padding_end(self) -> tuple[int, ...]:
+        """Zeros after each spatial axis."""
+        return self.padding_after or self.padding
+
+    @property
+    def symmetric(self) -> bool:
+        """Whether both ends of every axis are padded alike."""
+        return not self.padding_after
 
     @property
     def batch(self) -> int:
@@ -58,7 +76,7 @@ class SimProblem:
         """One line for error messages, in ucudnn's words."""
         text = describe_convolution(
             self.x_dims, self.w_dims, self.padding, self.stride, self.dilation, self.groups,
-            self.layout, self.dtype,
+            self.layout, self.dtype, self.padding_after,
         )  # fmt: skip
         return f"{self.kernel} {text} ({self.math_type} math)"
 
