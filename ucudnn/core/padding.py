@@ -16,6 +16,24 @@ from ucudnn.core.checks import shown
 PADDING_WORDS = ("same", "valid")
 
 
+class PaddedEnds:
+    """What a convolution padded by `padding` before each spatial axis and `padding_after`
+    after it (() where both ends are alike, its one spelling then) says of its ends."""
+
+    padding: tuple[int, ...]
+    padding_after: tuple[int, ...]
+
+    @property
+    def padding_end(self) -> tuple[int, ...]:
+        """Zeros after each spatial axis (`padding` is before it)."""
+        return self.padding_after or self.padding
+
+    @property
+    def symmetric(self) -> bool:
+        """Whether both ends of every axis are padded alike, as legacy descriptors pad."""
+        return not self.padding_after
+
+
 class AsymmetricPaddingError(ValueError):
     """ "same" padding that needs more after than before on some axis."""
 

@@ -11,12 +11,13 @@ import functools
 import json
 import math
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from typing import Literal, SupportsIndex, TypeGuard, cast
 
 from ucudnn.core.argtypes import Dimensions, PerDimension
 from ucudnn.core.checks import boolean, integer, parse_bool, shown
-from ucudnn.core.padding import padding_word, word_padding
+from ucudnn.core.description import describe_convolution
+from ucudnn.core.padding import PaddedEnds, padding_word, word_padding
 
 Kernel = Literal["forward", "backward_data", "backward_filter"]
 KERNELS: tuple[Kernel, ...] = ("forward", "backward_data", "backward_filter")
@@ -178,7 +179,7 @@ def _span(dims: tuple[int, ...], strides: tuple[int, ...]) -> int:
 
 
 @dataclasses.dataclass(frozen=True)
-class ConvProblem:
+class ConvProblem(PaddedEnds):
     """A convolution y = conv(x, w) of rank 2 (NCHW/NHWC) or 3 (NCDHW/NDHWC).
 
     Dimensions are logical: `input_size` and `filter_size` are spatial extents in the order
@@ -435,16 +436,6 @@ class ConvProblem:
     def rank(self) -> int:
         return len(self.input_size)
 
-    @property
-    def padding_end(self) -> tuple[int, ...]:
-        """Zeros after each spatial axis (`padding` is before it)."""
-        return self.padding_after or self.padding
-
-    @property
-    def symmetric(self) -> bool:
-        """Whether both ends of every axis are padded alike, as legacy descriptors pad."""
-        return not self.padding_after
-
     @functools.cached_property  # the cost models ask for it per candidate and micro-batch
     def output_size(self) -> tuple[int, ...]:
         return tuple(
@@ -576,40 +567,6 @@ class ConvProblem:
             self.dtype,
             self.padding_after,
         )
-
-
-def describe_convolution(
-    x_dims: Sequence[int],
-    w_dims: Sequence[int],
-    padding: Sequence[int],
-    stride: Sequence[int],
-    dilation: Sequence[int],
-    groups: int,
-    layout: str,
-    dtype: str,
-    padding_after: Sequence[int] = (),
-) -> str:
-    """A convolution in one line, from its logical dims x (N, C, *spatial) and w (K, C/groups,
-    *filter): what error messages and reports show of a problem. An axis padded unequally
-    shows as before+after."""
-    n, c, *size = x_dims
-    k, _, *filt = w_dims
-    extras = []
-    after = tuple(padding_after) or tuple(padding)
-    if any(padding) or any(after):
-        pads = (str(b) if b == a else f"{b}+{a}" for b, a in zip(padding, after, strict=True))
-        extras.append(f"pad={','.join(pads)}")
-    if any(s != 1 for s in stride):
-        extras.append(f"stride={','.join(map(str, stride))}")
-    if any(d != 1 for d in dilation):
-        extras.append(f"dil={','.join(map(str, dilation))}")
-    if groups != 1:
-        extras.append(f"groups={groups}")
-    tail = (" " + " ".join(extras)) if extras else ""
-    return (
-        f"N={n} C={c}->K={k} {'x'.join(map(str, size))} "
-        f"filter {'x'.join(map(str, filt))}{tail} {layout} {dtype}"
-    )
 
 
 def check_problem(problem: object) -> ConvProblem:

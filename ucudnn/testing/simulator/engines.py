@@ -56,8 +56,9 @@ import math
 from collections.abc import Iterable
 from typing import Any
 
+from ucudnn.core.description import describe_convolution
 from ucudnn.core.engines import EngineConfig, parse_tag
-from ucudnn.core.problem import ITEMSIZE, describe_convolution
+from ucudnn.core.problem import ITEMSIZE
 from ucudnn.testing.simulator.capabilities import DATA
 from ucudnn.testing.simulator.device import DEVICE
 from ucudnn.testing.simulator.problem import SimProblem

@@ -8,7 +8,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Literal
 
-from ucudnn.core.problem import describe_convolution
+from ucudnn.core.description import describe_convolution
+from ucudnn.core.padding import PaddedEnds
 
 Kernel = Literal["forward", "backward_data", "backward_filter"]
 
@@ -18,7 +19,7 @@ NOT_SUPPORTED = 3000
 
 
 @dataclasses.dataclass(frozen=True)
-class SimProblem:
+class SimProblem(PaddedEnds):
     """One kernel of one convolution at one micro-batch, as its descriptors say.
 
     Dims are logical: x (N, C, *spatial), w (K, C/groups, *filter), y (N, K, *out). `layout`
@@ -48,16 +49,6 @@ class SimProblem:
     def __post_init__(self) -> None:
         if self.padding_after == self.padding:
             object.__setattr__(self, "padding_after", ())
-
-    @property
-    def padding_end(self) -> tuple[int, ...]:
-        """Zeros after each spatial axis."""
-        return self.padding_after or self.padding
-
-    @property
-    def symmetric(self) -> bool:
-        """Whether both ends of every axis are padded alike."""
-        return not self.padding_after
 
     @property
     def batch(self) -> int:
