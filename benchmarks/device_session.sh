@@ -17,6 +17,9 @@
 #   bash benchmarks/device_session.sh --networks deepbench --limits 8MiB --dtypes float32
 # or, with cuDNN's graph-API engine configurations measured beside the legacy algorithms,
 #   bash benchmarks/device_session.sh --engines on --networks resnet50 --dtypes float16
+# or, for spatial micro-batches (kernels cut into slabs, docs/spatial.md) on large volumes,
+#   bash benchmarks/device_session.sh --networks cnn3d-large --layouts NCDHW \
+#     --dtypes float16,float32 --limits 8MiB,64MiB --slab-policy powerOfTwo
 # (gpu_compare.py --help lists them all). SKIP_TESTS=1 skips the test suite (a second run
 # on the same machine); SESSION_SECONDS (570) is the time the whole script may take,
 # TEST_SECONDS (240) the tests' share, TEST_TIMEOUT (120) the seconds one test may take,

@@ -51,7 +51,7 @@ from ucudnn.core.arena import CUDNN_ALIGNMENT
 from ucudnn.core.problem import KERNELS, LAYOUTS
 from ucudnn.core.splits import BATCH
 from ucudnn.faces.info import unusable_reason
-from ucudnn.planner.config import parse_policy
+from ucudnn.planner.config import parse_policy, parse_slab_policy
 from ucudnn.planner.files import atomic_write
 from ucudnn.planner.networks import load_network
 from ucudnn.runtime.steps import schedule_steps
@@ -93,6 +93,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--batch", type=int, help="mini-batch for every network (default: its own)")
     parser.add_argument(
         "--policy", default="powerOfTwo", help="micro-batch policy (default powerOfTwo)"
+    )
+    parser.add_argument(
+        "--slab-policy",
+        default="undivided",
+        help="slab extents also measured and planned at each micro-batch size, each kernel cut "
+        "along its outermost spatial axis: undivided (none), powerOfTwo or a list "
+        "(default undivided)",
     )
     parser.add_argument("--warmup", type=int, default=3, help="untimed calls first (>= 1)")
     parser.add_argument("--repeats", type=int, default=10, help="timed calls; the median counts")
@@ -140,6 +147,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         parser.error("--batch must be >= 1")
     try:
         args.policy = parse_policy(args.policy, "--policy")
+        args.slab_policy = parse_slab_policy(args.slab_policy, "--slab-policy")
     except ValueError as exc:
         parser.error(str(exc))
     return args
@@ -212,7 +220,8 @@ class Comparison:
             self.check_time()
             self.attempt(
                 f"{key} ceiling", self.ucudnn, key, None, "ceiling", None, work, db,
-                {"workspace_limit": self.args.workspace_cap, "policy": "undivided"},
+                {"workspace_limit": self.args.workspace_cap, "policy": "undivided",
+                 "slab_policy": "undivided"},
             )  # fmt: skip
             if not self.args.no_peers:
                 self.attempt(f"{key} pytorch", self.pytorch, key, work)
@@ -247,7 +256,9 @@ class Comparison:
             with BenchmarkCache(db) as cache:
                 benchmarker = Benchmarker(_cudnn.Handle(), device_facts(), cache, self.settings)
                 start = time.perf_counter()
-                tables = benchmarker.tables(work, self.args.policy)
+                tables = benchmarker.tables(
+                    work, self.args.policy, slab_policy=self.args.slab_policy
+                )
                 counts = {**benchmarker.counts, **dataclasses.asdict(benchmarker.search_counts)}
                 return time.perf_counter() - start, counts, tables
 
@@ -266,7 +277,11 @@ class Comparison:
         from ucudnn.runtime.handle import Handle
         from ucudnn.runtime.measure import measure_plan
 
-        handle_args = {"policy": self.args.policy, **handle_args}
+        handle_args = {
+            "policy": self.args.policy,
+            "slab_policy": self.args.slab_policy,
+            **handle_args,
+        }
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             with Handle(database=db, benchmark=self.settings, **handle_args) as handle:
@@ -354,7 +369,8 @@ def schedule_record(problem, kernel_plan) -> dict:
     schedule = kernel_plan.schedule
     steps = [
         {"micro_batch": step.micro_batch, "algo": step.algo, "engine": step.engine,
-         "beta": step.beta, "first_sample": step.first_sample,
+         **({"slab": step.slab.describe()} if step.slab else {}), "beta": step.beta,
+         "first_sample": step.first_sample,
          "alignment_bytes": _alignment(problem, step.first_sample),
          "benchmark_alignment_bytes": _alignment(
              problem, BATCH.benchmark_first(problem, step.micro_batch))}
@@ -431,7 +447,9 @@ def _environment(commit: str) -> dict:
 
 def _settings(args: argparse.Namespace) -> dict:
     settings = {k: v for k, v in vars(args).items() if k not in ("out", "commit")}
-    settings["policy"] = args.policy if isinstance(args.policy, str) else list(args.policy)
+    for name in ("policy", "slab_policy"):
+        value = getattr(args, name)
+        settings[name] = value if isinstance(value, str) else list(value)
     return settings
 
 

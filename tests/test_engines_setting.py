@@ -231,7 +231,7 @@ def test_the_numpy_functions_follow_the_setting(monkeypatch, environ, argument, 
     numpy_api.release_handles()
     ucudnn.conv_forward(x, w, padding=1, workspace_limit="64MiB", engines=argument)
     key = argument if argument is not None else engines_from_env()
-    handle = numpy_api._default_handle(64 << 20, "powerOfTwo", None, key)
+    handle = numpy_api._default_handle(64 << 20, "powerOfTwo", "undivided", None, key)
     assert handle.engines.enabled is enabled
     assert handle.plan is not None
     ran = [part.engine for kernel in handle.plan.kernels for part in kernel.schedule.parts]

@@ -182,21 +182,41 @@ def test_limits_and_policies_reach_the_handle_plain_and_hashable(
 ) -> None:
     with pytest.raises(_Reached):
         ucudnn.conv_forward(X, W, **options)
-    ((got_limit, got_policy, database, engines),) = reached
+    ((got_limit, got_policy, slab_policy, database, engines),) = reached
     assert (got_limit, got_policy, database, engines) == (limit, policy, None, None)
-    assert type(got_limit) is int
+    assert slab_policy == "undivided" and type(got_limit) is int
+
+
+@pytest.mark.parametrize(
+    ("slab_policy", "expected"),
+    [("POWEROFTWO", "powerOfTwo"), ("16, 4", (4, 16)), (np.array([8, 2]), (2, 8))],
+)
+def test_a_slab_policy_reaches_the_handle_plain_and_hashable(reached, slab_policy, expected):
+    with pytest.raises(_Reached):
+        ucudnn.conv_forward(X, W, slab_policy=slab_policy)
+    assert reached[0][2] == expected
+
+
+def test_a_bad_slab_policy_names_itself(reached) -> None:
+    with pytest.raises(ValueError, match="slab_policy"):
+        ucudnn.conv_forward(X, W, slab_policy="sometimes")
+    assert reached == []
 
 
 def test_unset_limit_and_policy_come_from_the_environment(reached, monkeypatch) -> None:
     monkeypatch.setenv("UCUDNN_DEFAULT_WORKSPACE_LIMIT", "2MiB")
     monkeypatch.setenv("UCUDNN_BATCH_SIZE_POLICY", "4,1")
+    monkeypatch.setenv("UCUDNN_SLAB_POLICY", "8,2")
     with pytest.raises(_Reached):
         ucudnn.conv_forward(X, W)
     monkeypatch.setenv("UCUDNN_ENGINES", "off")
     with pytest.raises(_Reached):
         ucudnn.conv_forward(X, W)
     # None: not set, so the Handle's default decides (on wherever engines can run)
-    assert reached == [(2 << 20, (1, 4), None, None), (2 << 20, (1, 4), None, False)]
+    assert reached == [
+        (2 << 20, (1, 4), (2, 8), None, None),
+        (2 << 20, (1, 4), (2, 8), None, False),
+    ]
 
 
 @pytest.mark.parametrize(("argument", "environ"), [(False, "on"), (True, "off"), (True, "")])
@@ -211,7 +231,7 @@ def test_the_engines_argument_beats_the_environment(reached, monkeypatch, argume
     for call in calls:
         with pytest.raises(_Reached):
             call()
-    assert [key[3] for key in reached] == [argument] * 3
+    assert [key[4] for key in reached] == [argument] * 3
 
 
 def test_a_bad_engines_argument_names_itself(reached) -> None:
@@ -297,7 +317,7 @@ def test_sweeping_limits_holds_a_bounded_number_of_handles(monkeypatch) -> None:
     kept = numpy_api._RecentHandles(4, _maker(made))
     monkeypatch.setattr(numpy_api, "_HANDLES", kept)
     for limit in range(10):
-        numpy_api._default_handle(limit << 20, "powerOfTwo", None)
+        numpy_api._default_handle(limit << 20, "powerOfTwo", "undivided", None)
     assert [k.key[0] >> 20 for k in made if not k.closed] == [6, 7, 8, 9]
 
 

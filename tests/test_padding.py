@@ -90,7 +90,7 @@ def _options(layout: str, dilation: tuple[int, ...]) -> numpy_api._Options:
     return numpy_api._Options(
         padding="same", stride=1, dilation=dilation, groups=1, layout=layout,
         mode="cross_correlation", allow_tf32=None, math_type=None, workspace_limit=None,
-        policy=None, database=None, algo=None, engines=None,
+        policy=None, slab_policy=None, database=None, algo=None, engines=None,
     )  # fmt: skip
 
 

@@ -116,6 +116,7 @@ def problem_variants() -> dict[str, ConvProblem]:
         "mode": replace(PROBLEM, mode="convolution"),
         "x_strides": replace(PROBLEM, x_strides=(500, 100, 10, 1)),
         "y_strides": replace(PROBLEM, y_strides=(800, 100, 10, 1)),
+        "padding_after": replace(PROBLEM, padding_after=(1, 0)),
     }
 
 

@@ -133,7 +133,7 @@ def test_the_tune_plot_names_the_source(
 def test_a_gpu_measures_rather_than_use_them(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    def measure(args: object, graph: object, policy: object) -> tuple[TimingTables, str]:
+    def measure(*args: object) -> tuple[TimingTables, str]:
         return table_of("alexnet").read(), "measurements on a test GPU"
 
     monkeypatch.setattr(commands, "unusable_reason", lambda: "")

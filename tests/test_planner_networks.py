@@ -82,7 +82,8 @@ def test_options() -> None:
 
 
 @pytest.mark.parametrize(
-    ("name", "count"), [("deepbench", 94), ("cnn3d", 11), ("ucudnn-alexnet", 5)]
+    ("name", "count"),
+    [("deepbench", 94), ("cnn3d", 11), ("cnn3d-large", 9), ("ucudnn-alexnet", 5)],
 )
 def test_bundled_lists(name: str, count: int) -> None:
     assert name in network_names()
@@ -116,4 +117,10 @@ def test_unknown_names() -> None:
 
 def test_bundled_data_files_are_package_data() -> None:
     names = {entry.name for entry in DATA.iterdir()}
-    assert {"alexnet.csv", "resnet18.csv", "deepbench_conv_train.csv", "cnn3d.csv"} <= names
+    assert {
+        "alexnet.csv",
+        "resnet18.csv",
+        "deepbench_conv_train.csv",
+        "cnn3d.csv",
+        "cnn3d_large.csv",
+    } <= names

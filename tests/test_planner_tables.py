@@ -619,7 +619,8 @@ def test_a_legacy_algorithm_and_an_engine_of_the_same_number_are_distinct() -> N
     legacy = Candidate(4, 1, 2.0, 0)
     engine = Candidate(4, 1, 2.0, 0, engine="eng1_k2=3")
     other = Candidate(4, 1, 1.0, 0, engine="eng1_k2=4")
-    assert legacy.slot() == (1, "", "default") and engine.slot() == (1, "eng1_k2=3", "default")
+    assert legacy.slot() == (1, "", "default", 0)
+    assert engine.slot() == (1, "eng1_k2=3", "default", 0)
     table = KernelTable("c", "forward", 4, [other, engine, legacy])
     assert table.candidates[4] == [legacy, engine, other]
     with pytest.raises(ValueError, match="algo eng1_k2=3, math_type default is already in"):
@@ -674,7 +675,7 @@ def test_a_content_key_follows_what_the_table_holds() -> None:
     table.add(Candidate(2, 1, 0.5, 0, engine="eng1"))
     assert table.content_key() != key
     assert table.content_key() == KernelTable("d", "forward", 4, list(table)).content_key()
-    assert Candidate(4, 1, 2.0, 0).values() == (4, 1, 2.0, 0, "default", False, "")
+    assert Candidate(4, 1, 2.0, 0).values() == (4, 1, 2.0, 0, "default", False, "", 0)
 
 
 def test_equal_tables_read_from_a_file_share_their_content_key_until_one_changes() -> None:

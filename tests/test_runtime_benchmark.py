@@ -8,7 +8,7 @@ import pytest
 
 from ucudnn.core.dtypes import host_dtype
 from ucudnn.core.problem import ConvProblem
-from ucudnn.runtime.benchmark import FILL_BYTES, fill_byte
+from ucudnn.runtime.bench_buffers import FILL_BYTES, fill_byte
 
 # Largest finite value of each type (bfloat16 has float32's exponent range).
 _LARGEST = {

@@ -12,7 +12,7 @@ pytestmark = pytest.mark.gpu
 def test_each_time_is_one_call_of_a_back_to_back_run() -> None:
     from ucudnn._native import _cuda, _cudnn
     from ucudnn.runtime import backend
-    from ucudnn.runtime.benchmark import ProblemBuffers
+    from ucudnn.runtime.bench_buffers import ProblemBuffers
     from ucudnn.runtime.timing import Timer
 
     problem = ConvProblem.create(32, 64, 64, (28, 28), 3, padding=1, math_type="fma")

@@ -292,6 +292,17 @@ def test_a_converted_model_trains_as_torch_does() -> None:
 
 
 @pytest.mark.gpu
+def test_a_converted_3d_layer_with_a_slab_policy_matches_torch() -> None:
+    """One sample of a volume, each kernel measured whole and cut into slabs (docs/spatial.md):
+    the values and gradients of PyTorch's own convolution."""
+    layer = ut.Conv3d(2, 4, 3, padding=1)
+    ut.convert(layer, workspace_limit="1MiB", slab_policy="powerOfTwo")
+    check_against_torch(layer, (1, 2, 6, 4, 5), torch.float32)
+    made = layer.ucudnn_handles.handles.values()
+    assert [handle.slab_policy for handle in made] == ["powerOfTwo"]
+
+
+@pytest.mark.gpu
 def test_wd_plans_the_network_from_one_forward() -> None:
     model = ut.convert(small_net(), total_workspace="4MiB").to(DEVICE)
     running_mean = model[1].running_mean.clone()

@@ -48,6 +48,7 @@ from ucudnn.planner.cli import (
     plan_output,
     plan_tables,
     policy_from_args,
+    slab_policy_from_args,
 )
 from ucudnn.planner.config import (
     MAX_BYTES,
@@ -58,7 +59,7 @@ from ucudnn.planner.config import (
 from ucudnn.planner.documents import document_text
 from ucudnn.planner.errors import InfeasibleError, SolverError
 from ucudnn.planner.networks import load_network
-from ucudnn.planner.policies import policy_text
+from ucudnn.planner.policies import UNDIVIDED, policy_text
 from ucudnn.planner.units import format_size
 
 if TYPE_CHECKING:
@@ -210,10 +211,11 @@ def bench(args: argparse.Namespace) -> int:
 
     config = Config.from_env()
     graph, policy = _network(args), policy_from_args(args, config)
+    slab_policy = slab_policy_from_args(args, config)
     _require_gpu()
     with open_benchmarker(database_path(args, config), _benchmark_settings(args)) as benchmarker:
         start = time.perf_counter()
-        tables = benchmarker.tables(work_from_graph(graph), policy)
+        tables = benchmarker.tables(work_from_graph(graph), policy, slab_policy=slab_policy)
         elapsed = time.perf_counter() - start
         counts, facts = benchmarker.counts, benchmarker.facts
     kernels = len(graph.kernel_ids())
@@ -249,9 +251,10 @@ def plan(args: argparse.Namespace) -> int:
     else:
         graph = _network(args)
         if args.model:
-            tables, source = _model_tables_for(graph, options.policy), MODEL_NOTE
+            tables = _model_tables_for(graph, options.policy, options.slab_policy)
+            source = MODEL_NOTE
         else:
-            tables, source = _network_timings(args, graph, options.policy)
+            tables, source = _network_timings(args, graph, options.policy, options.slab_policy)
     if not args.quiet:
         print(f"planning from {source}", file=sys.stderr)
     print(plan_output(plan_tables(tables, options, args, source), tables, args))
@@ -260,10 +263,17 @@ def plan(args: argparse.Namespace) -> int:
 
 def _timings_file(args: argparse.Namespace) -> tuple[TimingTables, str]:
     """The timings of --timings and where they come from; without their engine rows when
-    engines are off (--engines off, else UCUDNN_ENGINES), as a Handle would run them."""
+    engines are off (--engines off, else UCUDNN_ENGINES), as a Handle would run them. Their
+    slab rows are what was measured: --slab-policy, which says what to measure or model, is
+    refused beside them."""
     from ucudnn.planner.tables import TimingTables
     from ucudnn.runtime.engines_setting import EnginesRequest
 
+    if getattr(args, "slab_policy", None) is not None:
+        raise CommandError(
+            "--slab-policy says which slab extents to measure or model; a timings file holds "
+            "those it was measured with"
+        )
     tables = TimingTables.read_csv(args.timings)
     source = f"timings file {args.timings}"
     if tables.device is not None:
@@ -287,7 +297,7 @@ def tune(args: argparse.Namespace) -> int:
     memory = parse_size(args.memory, "--memory")
     overhead = parse_overhead(args.framework_overhead, "--framework-overhead")
     batches = None if args.batches is None else batch_list(args.batches)
-    policy = policy_from_args(args, config)
+    policy, slab_policy = policy_from_args(args, config), slab_policy_from_args(args, config)
     graph = _network(args)
     if args.timings is not None:
         if args.model:
@@ -298,9 +308,9 @@ def tune(args: argparse.Namespace) -> int:
             )
         tables, source = _timings_file(args)
     elif args.model:
-        tables, source = _model_tables_for(graph, policy), MODEL_NOTE
+        tables, source = _model_tables_for(graph, policy, slab_policy), MODEL_NOTE
     else:
-        tables, source = _network_timings(args, graph, policy)
+        tables, source = _network_timings(args, graph, policy, slab_policy)
     if not args.quiet:
         print(f"tuning from {source}", file=sys.stderr)
     result = tune_network(
@@ -332,30 +342,31 @@ def _check_plotting() -> None:
 
 
 def _network_timings(
-    args: argparse.Namespace, graph: LayerGraph, policy: Policy
+    args: argparse.Namespace, graph: LayerGraph, policy: Policy, slab_policy: Policy
 ) -> tuple[TimingTables, str]:
     """NETWORK's timings, and where they come from, when neither --timings nor --model is
     given: measured on the GPU; without one, the measurements that ship with ucudnn where they
-    cover the network exactly, else MODEL timings (the log says why)."""
+    cover the network exactly (they hold no slabs: only under slab policy undivided), else
+    MODEL timings (the log says why)."""
     from ucudnn.planner.measured import shipped_tables
 
     if not unusable_reason():
-        return _measured_tables(args, graph, policy)
-    shipped = shipped_tables(args.network, graph)
+        return _measured_tables(args, graph, policy, slab_policy)
+    shipped = shipped_tables(args.network, graph) if slab_policy == UNDIVIDED else None
     if shipped is not None:
         return shipped.tables, shipped.label
-    return _model_tables_for(graph, policy), MODEL_NOTE
+    return _model_tables_for(graph, policy, slab_policy), MODEL_NOTE
 
 
 def _measured_tables(
-    args: argparse.Namespace, graph: LayerGraph, policy: Policy
+    args: argparse.Namespace, graph: LayerGraph, policy: Policy, slab_policy: Policy
 ) -> tuple[TimingTables, str]:
     from ucudnn.runtime.session import open_benchmarker
     from ucudnn.runtime.work import work_from_graph
 
     database = database_path(args, Config.from_env())
     with open_benchmarker(database, _benchmark_settings(args)) as benchmarker:
-        tables = benchmarker.tables(work_from_graph(graph), policy)
+        tables = benchmarker.tables(work_from_graph(graph), policy, slab_policy=slab_policy)
         tables.device = benchmarker.facts
     return tables, f"measurements on {tables.device.describe()}"
 
@@ -388,6 +399,7 @@ def _run_network(args: argparse.Namespace) -> tuple[int, RunDocument | None]:
         workspace_limit=limit if mode == "wr" else None,
         total_workspace=None if mode == "wr" else limit,
         policy=policy_from_args(args, config),
+        slab_policy=slab_policy_from_args(args, config),
         database=database_path(args, config),
         benchmark=_benchmark_settings(args),
     ) as handle:
@@ -488,10 +500,13 @@ def _with_baselines_of(plan: Plan, reference: Plan) -> Plan:
     )
 
 
-def _model_tables_for(graph: LayerGraph, policy: Policy = "powerOfTwo") -> TimingTables:
+def _model_tables_for(
+    graph: LayerGraph, policy: Policy = "powerOfTwo", slab_policy: Policy = UNDIVIDED
+) -> TimingTables:
     from ucudnn.planner.synthetic import model_tables
 
-    return model_tables(((n, graph.problem(n), graph.kernels(n)) for n in graph.layers()), policy)
+    layers = ((n, graph.problem(n), graph.kernels(n)) for n in graph.layers())
+    return model_tables(layers, policy, slab_policy)
 
 
 def _demo_gpu(args: argparse.Namespace, limit: int) -> tuple[int, NumpyCheck, RunDocument | None]:

@@ -44,7 +44,7 @@ from ucudnn.core.argtypes import Dimensions, PerDimension, PolicyArgument, Size
 from ucudnn.core.checks import boolean, shown
 from ucudnn.core.padding import AsymmetricPaddingError
 from ucudnn.core.problem import LAYOUTS, MAX_DIM, ConvProblem, to_logical, to_physical
-from ucudnn.planner.config import Config, byte_count, file_path, micro_batch_policy
+from ucudnn.planner.config import Config, byte_count, file_path, micro_batch_policy, slab_policy
 from ucudnn.planner.errors import NoAlgorithmError
 from ucudnn.runtime.steps import ROLES
 
@@ -77,6 +77,10 @@ _OPTIONS_DOC = """
     policy: the micro-batch sizes to try: "powerOfTwo", "all" or "undivided" (any letter
         case), text such as "1,8,32", or an iterable of positive sizes; None (the default):
         UCUDNN_BATCH_SIZE_POLICY, else "powerOfTwo".
+    slab_policy: the slab extents also tried at each micro-batch size, each kernel cut into
+        slabs of its outermost spatial axis (D, or H in 2D; docs/spatial.md): "undivided"
+        (none), "powerOfTwo", text such as "4,16" or an iterable of positive extents; None
+        (the default): UCUDNN_SLAB_POLICY, else "undivided".
     database: the SQLite file that keeps benchmarks between runs; None (the default):
         UCUDNN_DATABASE, else ucudnn/benchmarks.sqlite in the user's cache directory.
     algo: run this one cuDNN algorithm on the whole batch, within workspace_limit: its
@@ -135,6 +139,7 @@ def conv_forward(
     math_type: str | None = None,
     workspace_limit: Size | None = None,
     policy: PolicyArgument | None = None,
+    slab_policy: PolicyArgument | None = None,
     database: str | os.PathLike[str] | None = None,
     algo: SupportsIndex | str | None = None,
     engines: bool | None = None,
@@ -170,6 +175,7 @@ def conv_backward_data(
     math_type: str | None = None,
     workspace_limit: Size | None = None,
     policy: PolicyArgument | None = None,
+    slab_policy: PolicyArgument | None = None,
     database: str | os.PathLike[str] | None = None,
     algo: SupportsIndex | str | None = None,
     engines: bool | None = None,
@@ -203,6 +209,7 @@ def conv_backward_filter(
     math_type: str | None = None,
     workspace_limit: Size | None = None,
     policy: PolicyArgument | None = None,
+    slab_policy: PolicyArgument | None = None,
     database: str | os.PathLike[str] | None = None,
     algo: SupportsIndex | str | None = None,
     engines: bool | None = None,
@@ -261,6 +268,7 @@ class _Options:
     math_type: str | None
     workspace_limit: Size | None
     policy: PolicyArgument | None
+    slab_policy: PolicyArgument | None
     database: str | os.PathLike[str] | None
     algo: SupportsIndex | str | None
     engines: bool | None
@@ -286,6 +294,7 @@ class _RunOptions:
 
     workspace_limit: int
     policy: str | tuple[int, ...]
+    slab_policy: str | tuple[int, ...]
     database: Path | None
     algo: int | None
     engines: bool | None  # the argument, else UCUDNN_ENGINES; None: the Handle's default
@@ -431,6 +440,11 @@ def _run_options(kernel: str, options: _Options) -> _RunOptions:
             if options.policy is None
             else micro_batch_policy(options.policy, "policy")
         ),
+        slab_policy=(
+            config.slab_policy
+            if options.slab_policy is None
+            else slab_policy(options.slab_policy, "slab_policy")
+        ),
         database=None if options.database is None else file_path(options.database, "database"),
         algo=None if options.algo is None else algorithm_number(kernel, options.algo),
         engines=config.engines if options.engines is None else boolean(options.engines, "engines"),
@@ -459,7 +473,9 @@ def _execute(
     if problem.batch == 0:
         # An empty batch has an empty output, and contributes nothing to a filter gradient.
         return np.zeros(out_shape, dtype=dtype)
-    handle = _default_handle(run.workspace_limit, run.policy, run.database, run.engines)
+    handle = _default_handle(
+        run.workspace_limit, run.policy, run.slab_policy, run.database, run.engines
+    )
     try:
         return _run_on_device(handle, kernel, problem, inputs, out_shape, run, bias)
     except NoAlgorithmError as exc:
@@ -544,13 +560,18 @@ class _RecentHandles(Generic[_Kept]):
 
 
 def _new_handle(
-    workspace_limit: int, policy: str | tuple[int, ...], database: Path | None, engines: bool | None
+    workspace_limit: int,
+    policy: str | tuple[int, ...],
+    slab_policy: str | tuple[int, ...],
+    database: Path | None,
+    engines: bool | None,
 ) -> Handle:
     from ucudnn.runtime.handle import Handle
 
     return Handle(
-        workspace_limit=workspace_limit, policy=policy, database=database, engines=engines
-    )
+        workspace_limit=workspace_limit, policy=policy, slab_policy=slab_policy,
+        database=database, engines=engines,
+    )  # fmt: skip
 
 
 # Enough for a program that alternates between a few configurations, while a sweep over many
@@ -568,9 +589,10 @@ def release_handles() -> None:
 def _default_handle(
     workspace_limit: int,
     policy: str | tuple[int, ...],
+    slab_policy: str | tuple[int, ...],
     database: Path | None,
     engines: bool | None = None,
 ) -> Handle:
     """The WR handle of this configuration, reused so plans and workspaces persist across calls
     (one shared workspace buffer: see docs/handle.md, "One buffer or slices")."""
-    return _HANDLES.get(workspace_limit, policy, database, engines)
+    return _HANDLES.get(workspace_limit, policy, slab_policy, database, engines)

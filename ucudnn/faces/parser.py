@@ -22,11 +22,12 @@ from ucudnn.planner.arguments import (
     add_limit_arguments,
     add_plan_arguments,
     add_policy_argument,
+    add_slab_policy_argument,
     add_solver_arguments,
 )
 from ucudnn.planner.choices import DEFAULT_OVERHEAD_TEXT, DEFAULT_TIME_LIMIT_S, SEARCHES
 
-NETWORKS = "alexnet, vgg16, resnet18, resnet50, deepbench, cnn3d, ucudnn-alexnet"
+NETWORKS = "alexnet, vgg16, resnet18, resnet50, deepbench, cnn3d, cnn3d-large, ucudnn-alexnet"
 ENDINGS = "130 interrupted (Ctrl-C), 141 its reader went away, 143 terminated (SIGTERM)"
 
 
@@ -251,6 +252,7 @@ def build_parser() -> CommandLine:
     _network_arguments(bench)
     _device_arguments(bench)
     add_policy_argument(bench)
+    add_slab_policy_argument(bench)
     bench.add_argument("--export", metavar="FILE.csv", help="also write the timings as a CSV")
     _json_argument(bench, "ucudnn-bench")
 
@@ -312,6 +314,7 @@ def build_parser() -> CommandLine:
         "--model", action="store_true", help="plan from the built-in cost MODEL (not measurements)"
     )
     add_policy_argument(tune)
+    add_slab_policy_argument(tune)
     add_solver_arguments(tune)
     tune.add_argument("--plot", metavar="FILE.png", help="also plot samples/s and memory by batch")
     _json_argument(tune, "ucudnn-tune")
@@ -328,6 +331,7 @@ def build_parser() -> CommandLine:
     _network_arguments(run)
     _device_arguments(run)
     add_limit_arguments(run)
+    add_slab_policy_argument(run)
     run.add_argument(
         "--repeats", default=10, help="timed runs per kernel (median), 1 to 10000 (default: 10)"
     )

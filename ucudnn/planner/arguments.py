@@ -18,7 +18,7 @@ from ucudnn.planner.choices import (
 
 TIMINGS_FORMAT = """\
 The timings CSV (or .csv.gz) has the header layer,kernel,batch,micro_batch,algo,time_ms,
-workspace_bytes and optionally math_type,deterministic,engine (see ucudnn.planner.tables).
+workspace_bytes and optionally math_type,deterministic,engine,slab (see ucudnn.planner.tables).
 Sizes are whole bytes and take units: 64MiB, 1.5GiB (KB, MB, GB, TB are decimal)."""
 
 MODE_RULE = """\
@@ -33,8 +33,22 @@ POLICY_HELP = (
 )
 
 
+SLAB_POLICY_HELP = (
+    "slab extents (planes of the outermost spatial axis per slab) tried at each micro-batch "
+    "size, for volumes too large to run whole within the workspace: undivided (none), "
+    "powerOfTwo (1, 2, 4, ... below the planes), or a list such as 4,8 "
+    "(default: UCUDNN_SLAB_POLICY, else undivided)"
+)
+
+
 def add_policy_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--policy", metavar="POLICY", help=POLICY_HELP)
+
+
+def add_slab_policy_argument(parser: argparse.ArgumentParser) -> None:
+    """--slab-policy: for the commands that measure or model their timings (a timings file
+    holds the slab candidates it was measured with)."""
+    parser.add_argument("--slab-policy", metavar="POLICY", help=SLAB_POLICY_HELP)
 
 
 def add_limit_arguments(parser: argparse.ArgumentParser) -> None:
@@ -92,6 +106,7 @@ def add_plan_arguments(parser: argparse.ArgumentParser) -> None:
     """The options of `ucudnn plan` that shape the plan and its output."""
     parser.add_argument("--timings", metavar="FILE.csv", help="timings to plan from")
     add_limit_arguments(parser)
+    add_slab_policy_argument(parser)
     add_solver_arguments(parser)
     parser.add_argument(
         "--json", action="store_true", help="print the plan as a ucudnn-plan JSON document"

@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 
-from ucudnn.planner.config import Config, parse_policy, parse_size
+from ucudnn.planner.config import Config, parse_policy, parse_size, parse_slab_policy
 from ucudnn.planner.documents import document_text
 from ucudnn.planner.explain import explain_plan
 from ucudnn.planner.kernel_table import KernelTable
@@ -27,6 +27,15 @@ def policy_from_args(args: argparse.Namespace, config: Config) -> Policy:
     if args.policy is None:
         return config.batch_size_policy
     return parse_policy(args.policy, "--policy")
+
+
+def slab_policy_from_args(args: argparse.Namespace, config: Config) -> Policy:
+    """--slab-policy (of the commands that take it), else UCUDNN_SLAB_POLICY, else
+    undivided."""
+    text: str | None = getattr(args, "slab_policy", None)
+    if text is None:
+        return config.slab_policy
+    return parse_slab_policy(text, "--slab-policy")
 
 
 def _size_mode(args: argparse.Namespace, config: Config) -> str:
@@ -89,12 +98,14 @@ class PlanOptions:
     mode: str  # "wr" or "wd"
     limit: int  # WR's per-kernel limit or WD's budget, in bytes
     policy: Policy
+    slab_policy: Policy  # the slab extents measured or modelled, where timings are made
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> PlanOptions:
         config = Config.from_env()
         mode, limit = mode_from_args(args, config), limit_from_args(args, config)
-        return cls(mode, limit, policy_from_args(args, config))
+        policy, slab_policy = policy_from_args(args, config), slab_policy_from_args(args, config)
+        return cls(mode, limit, policy, slab_policy)
 
 
 def legacy_only(tables: TimingTables) -> TimingTables:

@@ -7,7 +7,8 @@ is a whole number of bytes: "1.5KiB" (1536) is one, "1.5" and "0.5B" are refused
 either way would give a limit the user did not write.
 
 The same checks serve values passed from Python (`byte_count`, `micro_batch_policy`,
-`file_path`, `boolean`), so a `Config` built directly is held to what the environment is held to.
+`slab_policy`, `file_path`, `boolean`), so a `Config` built directly is held to what the
+environment is held to.
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ if TYPE_CHECKING:
     from decimal import Decimal
 
 POLICY_NAMES = ("undivided", "powerOfTwo", "all")
+# A slab policy's names: the extents below a kernel's planes that are powers of two, or none.
+SLAB_POLICY_NAMES = ("undivided", "powerOfTwo")
 
 _UNITS = {
     "": 1,
@@ -44,12 +47,9 @@ _SIZE_HELP = (
 # CUDA sizes are size_t; a count beyond a signed 64-bit integer is never a real size.
 MAX_BYTES = 2**63 - 1
 
-# A micro-batch size: positive, at most as many digits as MAX_DIM (checked after).
+# A micro-batch size or slab extent: positive, at most as many digits as MAX_DIM (checked
+# after).
 _POLICY_SIZE = re.compile("0*[1-9][0-9]{0,9}")
-_POLICY_HELP = (
-    f"one of {', '.join(POLICY_NAMES)} (any letter case) or a comma-separated list of "
-    f"positive micro-batch sizes up to {MAX_DIM} such as 1,2,4,32"
-)
 
 
 def _setting(name: str, text: str) -> str:
@@ -124,32 +124,70 @@ def _too_large(name: str, value: object) -> str:
     return f"{name}={shown(value)} is larger than any memory ({MAX_BYTES} bytes)"
 
 
+@dataclasses.dataclass(frozen=True)
+class _PolicyKind:
+    """What a kind of policy names: its words, and what its lists count."""
+
+    names: tuple[str, ...]
+    unit: str  # one entry of a list, as messages say it
+
+    @property
+    def help(self) -> str:
+        return (
+            f"one of {', '.join(self.names)} (any letter case) or a comma-separated list of "
+            f"positive {self.unit}s up to {MAX_DIM} such as 1,2,4,32"
+        )
+
+
+_MICRO_BATCHES = _PolicyKind(POLICY_NAMES, "micro-batch size")
+_SLABS = _PolicyKind(SLAB_POLICY_NAMES, "slab extent")
+
+
 def parse_policy(text: str, name: str) -> str | tuple[int, ...]:
     """A policy name (any letter case) or a comma list of positive micro-batch sizes."""
-    if text in POLICY_NAMES:  # as the planner passes it on, again and again
+    return _parse_policy(text, name, _MICRO_BATCHES)
+
+
+def parse_slab_policy(text: str, name: str) -> str | tuple[int, ...]:
+    """A slab policy name (any letter case) or a comma list of positive slab extents."""
+    return _parse_policy(text, name, _SLABS)
+
+
+def _parse_policy(text: str, name: str, kind: _PolicyKind) -> str | tuple[int, ...]:
+    if text in kind.names:  # as the planner passes it on, again and again
         return text
     if not text.strip():
-        raise ValueError(f"{name} is empty; expected {_POLICY_HELP}")
-    by_lower = {p.lower(): p for p in POLICY_NAMES}
+        raise ValueError(f"{name} is empty; expected {kind.help}")
+    by_lower = {p.lower(): p for p in kind.names}
     if text.strip().lower() in by_lower:
         return by_lower[text.strip().lower()]
     parts = [p.strip() for p in text.split(",")]
     sizes = [int(p) for p in parts if _POLICY_SIZE.fullmatch(p)]
     if len(sizes) == len(parts) and max(sizes) <= MAX_DIM:
         return tuple(sorted(set(sizes)))
-    raise ValueError(f"{_setting(name, text)} is not a policy; expected {_POLICY_HELP}")
+    raise ValueError(f"{_setting(name, text)} is not a policy; expected {kind.help}")
 
 
 def micro_batch_policy(value: object, name: str) -> str | tuple[int, ...]:
     """A policy passed from Python: text as `parse_policy` reads it, or any iterable of
     positive integers (list, tuple, set, numpy array). Sizes come back as a sorted tuple, so
     a policy can key a cache."""
+    return _policy(value, name, _MICRO_BATCHES)
+
+
+def slab_policy(value: object, name: str) -> str | tuple[int, ...]:
+    """A slab policy passed from Python, as `micro_batch_policy` takes a policy: text as
+    `parse_slab_policy` reads it, or any iterable of positive slab extents."""
+    return _policy(value, name, _SLABS)
+
+
+def _policy(value: object, name: str, kind: _PolicyKind) -> str | tuple[int, ...]:
     if isinstance(value, str):
-        return parse_policy(value, name)
+        return _parse_policy(value, name, kind)
     entries = _policy_entries(value, name)
-    sizes = {integer(v, f"{name} micro-batch size", minimum=1, maximum=MAX_DIM) for v in entries}
+    sizes = {integer(v, f"{name} {kind.unit}", minimum=1, maximum=MAX_DIM) for v in entries}
     if not sizes:
-        raise ValueError(f"{name} names no micro-batch size; expected {_POLICY_HELP}")
+        raise ValueError(f"{name} names no {kind.unit}; expected {kind.help}")
     return tuple(sorted(sizes))
 
 
@@ -245,11 +283,14 @@ class Config:
     # How a total workspace serves the kernels: "divided" (each its own slice, WD) or "shared"
     # (one buffer every kernel uses in turn: WR at the total).
     workspace_sharing: str = "divided"
+    # Which slab extents are tried at each micro-batch size (`policies.slab_extents`).
+    slab_policy: str | tuple[int, ...] = "undivided"
 
     def __post_init__(self) -> None:
         # Built from Python as well as from the environment: both are checked here.
         checked = {
             "batch_size_policy": micro_batch_policy(self.batch_size_policy, "batch_size_policy"),
+            "slab_policy": slab_policy(self.slab_policy, "slab_policy"),
             "default_workspace_limit": byte_count(
                 self.default_workspace_limit, "default_workspace_limit"
             ),
@@ -282,6 +323,8 @@ class Config:
         }
         if (text := get("UCUDNN_BATCH_SIZE_POLICY")) is not None:
             fields["batch_size_policy"] = parse_policy(text, "UCUDNN_BATCH_SIZE_POLICY")
+        if (text := get("UCUDNN_SLAB_POLICY")) is not None:
+            fields["slab_policy"] = parse_slab_policy(text, "UCUDNN_SLAB_POLICY")
         if (text := get("UCUDNN_DEFAULT_WORKSPACE_LIMIT")) is not None:
             fields["default_workspace_limit"] = parse_size(text, "UCUDNN_DEFAULT_WORKSPACE_LIMIT")
         if (text := get("UCUDNN_TOTAL_WORKSPACE_SIZE")) is not None:

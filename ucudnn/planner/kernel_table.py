@@ -15,6 +15,7 @@ from ucudnn.core.problem import check_kernel
 from ucudnn.core.splits import BATCH, Axis
 from ucudnn.planner.candidate import (
     ROW_DETERMINISTIC,
+    ROW_SLAB,
     ROW_TIME,
     Candidate,
     Row,
@@ -24,6 +25,7 @@ from ucudnn.planner.candidate import (
 from ucudnn.planner.values import check_batch, layer_name
 
 KernelId = tuple[str, str]  # (layer, kernel)
+_ROW_SLAB = operator.itemgetter(ROW_SLAB)
 
 
 class ContentKey(tuple[int, tuple[Row, ...]]):
@@ -55,9 +57,9 @@ class KernelTable:
     of a part (the batch's names, kept for the files and code that use them; plain integers,
     so that the planners' loops over sizes are the same for any axis).
 
-    Each size's candidates are kept in one canonical order, by (algo, engine, math_type), so two
-    tables with the same rows are equal and iterate alike whatever order the rows came in
-    (cuDNN's Find order when measured, the cache's order when read back).
+    Each size's candidates are kept in one canonical order, by (algo, engine, math_type, slab),
+    so two tables with the same rows are equal and iterate alike whatever order the rows came
+    in (cuDNN's Find order when measured, the cache's order when read back).
 
     They are kept as their field values (`Row`s, as `Candidate.values()` gives them), and made
     Candidates when `candidates` is first read: a network's tables hold up to 1e5 rows, and
@@ -138,9 +140,10 @@ class KernelTable:
         at_size = list(self._rows.get(c.micro_batch, ()))
         index = bisect.bisect_left(at_size, c.slot(), key=row_slot)
         if index < len(at_size) and row_slot(at_size[index]) == c.slot():
+            slab = f", slab {c.slab}" if c.slab else ""
             raise ValueError(
                 f"duplicate candidate: micro_batch {c.micro_batch}, algo {c.name}, "
-                f"math_type {c.math_type} is already in {self.layer}/{self.kernel}"
+                f"math_type {c.math_type}{slab} is already in {self.layer}/{self.kernel}"
             )
         at_size.insert(index, c.values())  # type: ignore[arg-type]
         self._rows[c.micro_batch] = tuple(at_size)
@@ -186,6 +189,18 @@ class KernelTable:
         if self._candidates is not None:  # made already: share them, rather than make more
             table._candidates = {b: found for b, found in self._candidates.items() if b <= batch}
         table._records = self._records
+        return table
+
+    def whole_volume(self) -> KernelTable:
+        """The table of this kernel's whole runs (slab 0) at its batch alone: what its
+        undivided baseline is chosen from. This table itself where no run there is cut into
+        slabs, as in every table without slab rows."""
+        rows = self._rows.get(self.batch, ())
+        if not any(map(_ROW_SLAB, rows)):
+            return self
+        table = KernelTable(self.layer, self.kernel, self.batch, axis=self.axis)
+        whole = tuple(row for row in rows if not row[ROW_SLAB])
+        table._rows = {self.batch: whole} if whole else {}
         return table
 
     def renamed(self, layer: str) -> KernelTable:

@@ -4,8 +4,13 @@ Generated: alexnet (torchvision's), vgg16, resnet18 and resnet50 (torchvision's 
 on the 3x3 convolution), named as in torchvision (Caffe's names for VGG). Only convolutions
 become layers; pooling and residual additions shape the data flow between them. Bundled
 lists (in ucudnn/planner/data): "deepbench" (DeepBench training convolutions), "cnn3d" (3D
-layers) and "ucudnn-alexnet" (the AlexNet list of the original µ-cuDNN, whose conv4/conv5
-channels differ from torchvision's).
+layers), "cnn3d-large" (the first layers of CosmoFlow and of a 3D U-Net encoder at 256^3, one
+sample each: volumes whose batch cannot be split, for spatial micro-batches) and
+"ucudnn-alexnet" (the AlexNet list of the original µ-cuDNN, whose conv4/conv5 channels differ
+from torchvision's).
+
+cnn3d-large's CosmoFlow runs at 256^3, not at CosmoFlow's 512^3: there its first layer's
+output (4.3e9 values) is past cuDNN's 2^31-element descriptors, which ConvProblem refuses.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ DEFAULT_IMAGE_SIZE = 224
 _BUNDLED = {
     "deepbench": "deepbench_conv_train.csv",
     "cnn3d": "cnn3d.csv",
+    "cnn3d-large": "cnn3d_large.csv",
     "ucudnn-alexnet": "alexnet.csv",
 }
 

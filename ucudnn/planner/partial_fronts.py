@@ -113,7 +113,16 @@ class _Front:
                 gap = (below.last + 1, above.point.time_ms)
                 if (stand_in := self._stand_in_of_gap.get(gap)) is None:
                     # A row's fields: the figures are a point's and a size's, checked already.
-                    fields = (self.table.batch, 0, gap[1], self.sizes[gap[0]], "default", False, "")
+                    fields = (
+                        self.table.batch,
+                        0,
+                        gap[1],
+                        self.sizes[gap[0]],
+                        "default",
+                        False,
+                        "",
+                        0,
+                    )
                     stand_in = Schedule.of_parts((Candidate.of_row(fields),))
                     self._stand_in_of_gap[gap] = stand_in
                 self.stand_ins[id(stand_in)] = below

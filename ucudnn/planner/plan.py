@@ -59,15 +59,16 @@ _SLOWER_BY_MORE_THAN = 1e-6
 def baseline(
     table: KernelTable, limit_bytes: Size, deterministic_only: bool = False
 ) -> Candidate | None:
-    """The fastest single candidate at the full batch within `limit_bytes` (bytes, or text
-    such as "64MiB"), if any.
+    """The fastest single whole run (no slabs) at the full batch within `limit_bytes` (bytes,
+    or text such as "64MiB"), if any.
 
     Raises:
         TypeError: `limit_bytes` is neither an integer nor text.
         ValueError: text that is no size, a negative size or one larger than any memory.
     """
     limit_bytes = byte_count(limit_bytes, "limit_bytes")
-    row = fastest_by_size(table, limit_bytes, "undivided", deterministic_only).get(table.batch)
+    whole = table.whole_volume()
+    row = fastest_by_size(whole, limit_bytes, "undivided", deterministic_only).get(table.batch)
     return None if row is None else Candidate.of_row(row)
 
 
@@ -211,7 +212,9 @@ def make_plan_wd(
             )
         undivided = _per_content(
             tables,
-            lambda t: desirable_set(t, budget_bytes, "undivided", deterministic_only),
+            lambda t: desirable_set(
+                t.whole_volume(), budget_bytes, "undivided", deterministic_only
+            ),
             KernelTable.content_key,
         )
         try:

@@ -78,10 +78,19 @@ class _Run(TypedDict):
     deterministic: Annotated[bool, "whether the algorithm gives bit-identical results run to run"]
 
 
+_Slab = Annotated[
+    int,
+    "planes of the outermost spatial axis (D, or H in 2D) per slab of the tensor the kernel's "
+    "slabs cut (y, or dx for backward_data); given only where the run is cut into slabs",
+    Minimum(1),
+]
+
+
 class Candidate(_Run):
     """one run of the kernel on some samples"""
 
     engine: _Engine
+    slab: NotRequired[_Slab]  # absent: the whole volume
 
 
 class Schedule(TypedDict):
@@ -98,6 +107,12 @@ class Schedule(TypedDict):
     engines: Annotated[list[_Engine], "each part's engine configuration, in the same order"]
     time_ms: Annotated[float, "the parts' times added up, milliseconds"]
     workspace_bytes: Annotated[int, "the largest part's workspace (they share one buffer), bytes"]
+    slabs: NotRequired[
+        Annotated[
+            list[Annotated[int, "planes per slab, 0 for the whole volume"]],
+            "each part's slab extent, in the same order; given only where a part is cut into slabs",
+        ]
+    ]
 
 
 # -- ucudnn-timings (TimingTables.to_document; `bench` includes one) ------------------------
@@ -106,6 +121,7 @@ class TimingsRow(_KernelAtBatch, _Run):
 
     engine: NotRequired[_Engine]  # added within version 1: older rows lack it
     axis: NotRequired[_Axis]  # absent: the batch
+    slab: NotRequired[_Slab]  # absent: the whole volume
 
 
 class TimingsDocument(TypedDict):

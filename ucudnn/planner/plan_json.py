@@ -27,7 +27,13 @@ READ_VERSIONS = (1, 2, JSON_VERSION)
 # texts, totals) and recomputed.
 KERNEL_FIELDS = ("layer", "kernel", "batch", "parts", "baseline", "offset_bytes")
 KERNEL_OPTIONAL = ("axis",)  # absent: the batch
-KERNEL_DERIVED = ("micro_batches", "algos", "engines", "time_ms", "workspace_bytes", "speedup")
+KERNEL_DERIVED = (
+    "micro_batches", "algos", "engines", "slabs", "time_ms", "workspace_bytes", "speedup",
+)  # fmt: skip
+# A part's or baseline's fields: all of the Candidate's, but the slab, written only where a
+# run is cut into slabs (absent: 0, the whole volume).
+_CANDIDATE_OPTIONAL = ("slab",)
+_CANDIDATE_REQUIRED = tuple(f for f in CANDIDATE_FIELDS if f not in _CANDIDATE_OPTIONAL)
 PLAN_FIELDS = (
     "mode", "limit_bytes", "policy", "kernels", "deterministic_only", "solver",
     "solver_status", "alignment_bytes", "device", "timings_source",
@@ -70,7 +76,7 @@ def read_candidate(data: object, place: str, kernel: str) -> Candidate:
     """A part or baseline of `kernel` read back; a legacy algorithm must be one of the
     kernel's, or every call of the kernel would fail."""
     with field_errors(place):
-        check_fields(data, CANDIDATE_FIELDS)
+        check_fields(data, _CANDIDATE_REQUIRED, _CANDIDATE_OPTIONAL)
         candidate = Candidate(**data)  # type: ignore[arg-type]
         if not candidate.engine:
             with field_errors("field 'algo'"):

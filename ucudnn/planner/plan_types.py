@@ -6,6 +6,7 @@ A plan records, per (layer, kernel), the schedule, its arena offset (WD only), a
 it is measured against: the best undivided run under the same constraint. In WR mode that is
 the fastest single candidate at the full batch within the limit; in WD mode it is the WD
 optimum over full-batch candidates only, so that the baselines too fit the budget together.
+Either way the baseline runs the whole volume: a candidate cut into slabs is no baseline.
 """
 
 from __future__ import annotations
@@ -62,19 +63,24 @@ def speedup(baseline_ms: float | None, time_ms: float) -> float | None:
 
 def schedule_numbers(schedule: Schedule) -> plan_formats.Schedule:
     """A schedule in a plan document: each part's micro-batch, algorithm and engine tag, in
-    the order they run, then its time and workspace."""
-    return {
+    the order they run, then its time and workspace; and each part's slab extent, only where
+    a part has one, so that schedules without slabs are written as before."""
+    numbers: plan_formats.Schedule = {
         "micro_batches": [p.micro_batch for p in schedule.parts],
         "algos": [p.algo for p in schedule.parts],
         "engines": [p.engine for p in schedule.parts],
         "time_ms": schedule.time_ms,
         "workspace_bytes": schedule.workspace_bytes,
     }
+    if any(p.slab for p in schedule.parts):
+        numbers["slabs"] = [p.slab for p in schedule.parts]
+    return numbers
 
 
 def candidate_numbers(candidate: Candidate) -> plan_formats.Candidate:
-    """A candidate in a plan document, a part or a baseline: its fields, in order."""
-    return {
+    """A candidate in a plan document, a part or a baseline: its fields, in order; its slab
+    only where it has one, so that candidates of the whole volume are written as before."""
+    numbers: plan_formats.Candidate = {
         "micro_batch": candidate.micro_batch,
         "algo": candidate.algo,
         "time_ms": candidate.time_ms,
@@ -83,6 +89,9 @@ def candidate_numbers(candidate: Candidate) -> plan_formats.Candidate:
         "deterministic": candidate.deterministic,
         "engine": candidate.engine,
     }
+    if candidate.slab:
+        numbers["slab"] = candidate.slab
+    return numbers
 
 
 @dataclasses.dataclass(frozen=True)
@@ -137,9 +146,14 @@ class KernelPlan:
                 )
         with field_errors("field 'baseline'"):
             if self.baseline is not None and (
-                not isinstance(self.baseline, Candidate) or self.baseline.micro_batch != self.batch
+                not isinstance(self.baseline, Candidate)
+                or self.baseline.micro_batch != self.batch
+                or self.baseline.slab
             ):
-                raise ValueError(f"must be a Candidate at the batch {self.batch} or null")
+                raise ValueError(
+                    f"must be a Candidate of the whole volume (no slab) at the batch "
+                    f"{self.batch} or null"
+                )
         if self.offset is not None:
             with field_errors("field 'offset_bytes'"):
                 offset = integer(self.offset, "offset_bytes", minimum=0, maximum=MAX_BYTES)

@@ -11,6 +11,18 @@ candidate, so a plan is never slower than the best single algorithm that fits th
 Sizes below N / MAX_PARTS are left out, so that no schedule makes more than MAX_PARTS cuDNN
 calls (this matters only above 65,536 samples). A policy is taken in any form that
 `config.micro_batch_policy` takes ("ALL", "1,8,32", a list of numpy integers).
+
+Slab policies: which slab extents (planes per slab of the tensor a kernel's slabs cut,
+`ucudnn.core.slabs`) are benchmarked, or modelled, at every micro-batch size of the policy
+above (`slab_extents`):
+
+- ``undivided`` (the default): none; every candidate runs the whole volume.
+- ``powerOfTwo``: {1, 2, 4, ...} below the kernel's planes.
+- an explicit list of positive extents; those not below the planes are left out, as the sizes
+  above N are.
+
+The whole volume (slab 0) is always a candidate, as N is above. A slab policy is taken in any
+form that `config.slab_policy` takes.
 """
 
 from __future__ import annotations
@@ -20,11 +32,13 @@ from collections.abc import Sequence
 
 from ucudnn.core.checks import integer
 from ucudnn.core.problem import MAX_DIM
-from ucudnn.planner.config import micro_batch_policy
+from ucudnn.planner.config import micro_batch_policy, slab_policy
 
 Policy = str | Sequence[int]
 
+UNDIVIDED = "undivided"
 DEFAULT_POLICY = "powerOfTwo"
+DEFAULT_SLAB_POLICY = UNDIVIDED
 # Each size is benchmarked (or modelled) for every kernel: beyond this many it never ends.
 MAX_MEASURED_SIZES = 4096
 # A schedule is one cuDNN call per part, so micro-batches are at least batch / MAX_PARTS.
@@ -53,7 +67,7 @@ def _sizes(policy: Policy, batch: int) -> tuple[int, ...] | range:
     batch = integer(batch, "batch", minimum=1, maximum=MAX_DIM)
     policy = micro_batch_policy(policy, "policy")
     smallest = -(-batch // MAX_PARTS)
-    if policy == "undivided":
+    if policy == UNDIVIDED:
         return (batch,)
     if policy == "all":
         return range(smallest, batch + 1)
@@ -63,6 +77,26 @@ def _sizes(policy: Policy, batch: int) -> tuple[int, ...] | range:
 
 
 _kept_sizes = functools.lru_cache(maxsize=1024)(_sizes)
+
+
+def slab_extents(policy: Policy, planes: int) -> list[int]:
+    """The slab extents `policy` (a slab policy) tries on a kernel whose slabs cut `planes`
+    planes, ascending: all below `planes` (one slab of them all is the whole volume, which
+    is always a candidate); refused when there are more than MAX_MEASURED_SIZES."""
+    planes = integer(planes, "planes", minimum=1, maximum=MAX_DIM)
+    policy = slab_policy(policy, "slab policy")
+    if policy == UNDIVIDED:
+        return []
+    # Of the names, only "powerOfTwo" is left.
+    extents = [1 << i for i in range(planes.bit_length())] if isinstance(policy, str) else policy
+    kept = [e for e in extents if e < planes]
+    if len(kept) > MAX_MEASURED_SIZES:
+        raise ValueError(
+            f"slab policy {policy_text(policy)!r} at {planes} planes asks for {len(kept)} slab "
+            f"extents, more than the {MAX_MEASURED_SIZES} that can be measured; use powerOfTwo "
+            "or fewer extents"
+        )
+    return kept
 
 
 def sizes_to_measure(policy: Policy, batch: int) -> list[int]:

@@ -1,4 +1,5 @@
-"""A Schedule: the micro-batches a kernel's batch is run as, one Candidate each, in turn."""
+"""A Schedule: the micro-batches a kernel's batch is run as, one Candidate each, in turn (each
+whole, or cut into slabs)."""
 
 from __future__ import annotations
 
@@ -96,9 +97,14 @@ class Schedule:
 
     def algos_text(self) -> str:
         """The algorithm (or engine configuration tag) of each run of `micro_batches_text`
-        ("1" when they all agree), with a non-default math type."""
-        names = [
-            p.name if p.math_type == "default" else f"{p.name}/{p.math_type}"
-            for _, p in self._runs()
-        ]
+        ("1" when they all agree), with a non-default math type and a slab extent:
+        "1/tensor_op in slabs of 8 planes"."""
+        names = [_run_text(p) for _, p in self._runs()]
         return names[0] if len(set(names)) == 1 else ",".join(names)
+
+
+def _run_text(part: Candidate) -> str:
+    name = part.name if part.math_type == "default" else f"{part.name}/{part.math_type}"
+    if not part.slab:
+        return name
+    return f"{name} in slabs of {part.slab} plane{'s' if part.slab > 1 else ''}"

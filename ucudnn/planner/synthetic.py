@@ -17,7 +17,25 @@ arithmetic and BANDWIDTH_GBS of memory bandwidth:
 - FFT tiling: the same on 32x32 tiles, so a smaller spectrum but some overlap overhead;
 - Winograd (fused): 3x3, stride 1, 2D; no workspace; 2.25x fewer multiplies;
 - Winograd non-fused: 3x3 or 5x5, stride 1, 2D; workspace ∝ b*(C+K)*tiles*36; 4x fewer
-  multiplies for 3x3, 2x for 5x5, plus the traffic of its transformed tensors.
+  multiplies for 3x3, 2x for 5x5, plus the traffic of its transformed tensors;
+- tensor cores: for half types (float16, bfloat16), in 2D and 3D alike, each GEMM-like
+  family (implicit, precomputed and explicit GEMM) also runs as a math_type "tensor_op"
+  candidate of the same algorithm number (as cuDNN's Find reports one algorithm under several
+  math types), whose arithmetic is TENSOR_SPEEDUP times faster. Tensor cores want channels
+  last: in a channels-first layout (NCHW, NCDHW) it works on channels-last copies of x and y
+  made in its workspace, b*(C*input volume + K*output volume)*itemsize more bytes, written and
+  read (so charged as workspace traffic); a channels-last layout needs no copies. So large
+  volumes in channels-first layouts have a fast candidate whose workspace grows with the
+  volume.
+
+Slabs (`ucudnn.core.slabs`): a candidate cut into slabs of e planes at micro-batch b (the slab
+policy's extents, `policies.slab_extents`) costs the sum of its slabs' times, each slab
+priced as the convolution it runs (`Slab.problem`: its input planes with the halo, one-sided
+padding at a border, as the graph API runs it), and needs the most workspace any slab needs.
+Each distinct slab is priced once (the interior ones repeat); a family that cannot run, or
+does not fit, at some slab has no candidate at that (b, e). The slabs of a run pay for a
+launch each, lower occupancy and their halos, so they win mainly where the whole run's
+workspace does not fit the limit: the tensor-core runs of large channels-first volumes.
 
 Times are rounded to whole nanoseconds.
 
@@ -29,17 +47,25 @@ MAX_TIME_MS) is left out, as a GPU could not run it either.
 
 from __future__ import annotations
 
+import collections
 import math
 from collections.abc import Iterable
 
+from ucudnn.core import slabs
 from ucudnn.core.argtypes import PolicyArgument
 from ucudnn.core.checks import integer
 from ucudnn.core.problem import MAX_DIM, ConvProblem, check_kernel
-from ucudnn.planner.candidate import Candidate, Row
+from ucudnn.planner.candidate import ROW_TIME, ROW_WORKSPACE, Candidate, Row
 from ucudnn.planner.collector import collector_paused
-from ucudnn.planner.config import micro_batch_policy
+from ucudnn.planner.config import micro_batch_policy, slab_policy as check_slab_policy
 from ucudnn.planner.kernel_table import KernelTable
-from ucudnn.planner.policies import DEFAULT_POLICY, sizes_to_measure
+from ucudnn.planner.policies import (
+    DEFAULT_POLICY,
+    DEFAULT_SLAB_POLICY,
+    Policy,
+    sizes_to_measure,
+    slab_extents,
+)
 from ucudnn.planner.tables import TimingTables
 from ucudnn.planner.values import MAX_TIME_MS, MAX_WORKSPACE_BYTES
 
@@ -47,6 +73,7 @@ PEAK_TFLOPS = 15.0
 BANDWIDTH_GBS = 900.0
 LAUNCH_MS = 0.005
 HALF_OCCUPANCY = 2**19  # output values at which the notional GPU is half busy
+TENSOR_SPEEDUP = 4.0  # tensor-core arithmetic over FMA's, for half types
 
 # family -> (efficiency, flop factor); applicability and workspace are below.
 _FAMILIES = {
@@ -58,6 +85,12 @@ _FAMILIES = {
     "winograd": (0.45, 1 / 2.25),
     "winograd_nonfused": (0.6, 1 / 4),
 }
+
+# The families that also run on tensor cores, for these data types.
+_TENSOR_OP_FAMILIES = ("implicit_gemm", "precomp_gemm", "gemm")
+_HALF_TYPES = ("float16", "bfloat16")
+# Layouts whose channels are innermost, as tensor cores want them: no copies.
+_CHANNELS_LAST = ("NHWC", "NDHWC")
 
 # Backward passes run somewhat below forward efficiency on real GPUs.
 _KERNEL_EFFICIENCY = {"forward": 1.0, "backward_data": 0.9, "backward_filter": 0.8}
@@ -109,7 +142,7 @@ def _applies(family: str, p: ConvProblem) -> bool:
 
 def _spectrum(p: ConvProblem, tile: int | None) -> int:
     """Complex values of one channel's spectrum: the padded image, or one tile per tile."""
-    padded = [s + 2 * q for s, q in zip(p.input_size, p.padding, strict=True)]
+    padded = [s + q + r for s, q, r in zip(p.input_size, p.padding, p.padding_end, strict=True)]
     if tile is None:
         h, w = (1 << (n - 1).bit_length() for n in padded)
         return h * (w // 2 + 1)
@@ -130,13 +163,21 @@ class _Family:
     "all"). Its flops and workspace are linear in the micro-batch size b, so each is worked out
     as b * (per sample) + (fixed)."""
 
-    def __init__(self, kernel: str, family: str, p: ConvProblem) -> None:
+    def __init__(self, kernel: str, family: str, p: ConvProblem, tensor_op: bool = False) -> None:
         self.family = family
+        self.math_type = "tensor_op" if tensor_op else "default"
         self.c, self.k, self.item = p.in_channels // p.groups, p.out_channels, p.itemsize
         self.taps, self.outputs = math.prod(p.filter_size), math.prod(p.output_size)
         self.factor = _FAMILIES[family][1]
         # PEAK_TFLOPS * 1e12 * efficiency: the arithmetic rate when the GPU is fully busy.
         self.speed = PEAK_TFLOPS * 1e12 * (_FAMILIES[family][0] * _KERNEL_EFFICIENCY[kernel])
+        # Tensor cores: faster arithmetic, on channels-last copies of x and y per sample.
+        self.copies = 0
+        if tensor_op:
+            self.speed *= TENSOR_SPEEDUP
+            if p.layout not in _CHANNELS_LAST:
+                volumes = p.in_channels * math.prod(p.input_size) + self.k * self.outputs
+                self.copies = volumes * self.item
         self.spectrum = 0
         if family in ("fft", "fft_tiling"):
             self.spectrum = _spectrum(p, None if family == "fft" else 32)
@@ -146,14 +187,14 @@ class _Family:
         """(per sample, fixed) of the workspace, in bytes."""
         c, k, item, family = self.c, self.k, self.item, self.family
         if family == "precomp_gemm":
-            return 0, 4 * c * self.taps
+            return self.copies, 4 * c * self.taps
         if family == "gemm":
-            return c * self.taps * self.outputs * item, 0
+            return c * self.taps * self.outputs * item + self.copies, 0
         if family in ("fft", "fft_tiling"):
             return (c + k) * self.spectrum * 8, c * k * self.spectrum * 8
         if family == "winograd_nonfused":
             return (c + k) * self.tiles * 36 * item, c * k * 36 * item
-        return 0, 0
+        return self.copies, 0
 
     def _flop_terms(self) -> tuple[float, float]:
         """(per sample, fixed) of the flops. An FFT transforms b*C inputs, b*K outputs and C*K
@@ -177,7 +218,7 @@ class _Family:
         # for w output values, and the traffic writes and reads the workspace once.
         ms_per_flop, ms_per_byte = 1e3 / self.speed, 2e3 / (BANDWIDTH_GBS * 1e9)
         # The constants as locals, which the loop reads faster than globals.
-        half, launch, whole = HALF_OCCUPANCY, LAUNCH_MS, _WHOLE
+        half, launch, whole, math_type = HALF_OCCUPANCY, LAUNCH_MS, _WHOLE, self.math_type
         most_ms, most_bytes = MAX_TIME_MS, MAX_WORKSPACE_BYTES
         rows: list[Row | None] = []
         for b in sizes:
@@ -188,29 +229,94 @@ class _Family:
             time_ms = (time_ms * 1e6 + whole - whole) / 1e6  # see _WHOLE
             fits = time_ms <= most_ms and workspace <= most_bytes
             rows.append(
-                (b, algo, time_ms, workspace, "default", deterministic, "") if fits else None
+                (b, algo, time_ms, workspace, math_type, deterministic, "", 0) if fits else None
             )
         return rows
 
 
 def _families(problem: ConvProblem, kernel: str) -> list[tuple[int, _Family, bool]]:
-    """(algo, cost model, deterministic) of each family that applies to the problem."""
-    return [
-        (algo, _Family(kernel, family, problem), deterministic)
-        for algo, family, deterministic in _ALGORITHMS[kernel]
-        if _applies(family, problem)
-    ]
+    """(algo, cost model, deterministic) of each family that applies to the problem, a
+    family's tensor-op run right after its default one (the order of their slots)."""
+    half = problem.dtype in _HALF_TYPES
+    found = []
+    for algo, family, deterministic in _ALGORITHMS[kernel]:
+        if _applies(family, problem):
+            found.append((algo, _Family(kernel, family, problem), deterministic))
+            if half and family in _TENSOR_OP_FAMILIES:
+                tensor_op = _Family(kernel, family, problem, tensor_op=True)
+                found.append((algo, tensor_op, deterministic))
+    return found
 
 
-def _rows_by_size(
-    families: list[tuple[int, _Family, bool]], sizes: list[int]
-) -> dict[int, list[Row]]:
-    """Each size's Candidate field values, the sizes where no family fits left out."""
-    by_family = [model.rows(algo, deterministic, sizes) for algo, model, deterministic in families]
-    if not by_family:
+def _columns(
+    problem: ConvProblem, kernel: str, sizes: list[int], extents: list[int]
+) -> list[list[Row | None]]:
+    """Each candidate slot's rows at `sizes` (None where it does not fit), in slot order: each
+    family's whole run, then its runs in slabs of each of `extents`."""
+    cut = [_slab_columns(problem, kernel, extent, sizes) for extent in extents]
+    columns = []
+    for algo, model, deterministic in _families(problem, kernel):
+        columns.append(model.rows(algo, deterministic, sizes))
+        columns += [
+            by_slot[algo, model.math_type] for by_slot in cut if (algo, model.math_type) in by_slot
+        ]
+    return columns
+
+
+def _slab_columns(
+    problem: ConvProblem, kernel: str, extent: int, sizes: list[int]
+) -> dict[tuple[int, str], list[Row | None]]:
+    """The rows at `sizes` of each (algo, math type) that runs every slab of `kernel` of
+    `problem` cut into slabs of `extent` planes: its slabs' times added up, the most
+    workspace one of them needs. Each distinct slab is priced once: a slab's convolution
+    depends only on its planes and padding."""
+    shapes: collections.Counter[tuple[int, int, int]] = collections.Counter()
+    first: dict[tuple[int, int, int], slabs.Slab] = {}
+    for slab in slabs.slabs(problem, kernel, extent):
+        shape = (slab.x_planes, slab.pre, slab.post)
+        shapes[shape] += 1
+        first.setdefault(shape, slab)
+    counts, priced = [], []  # slabs of each shape, and each slot's rows for one of them
+    for shape, count in shapes.items():
+        part = first[shape].problem(problem)
+        counts.append(count)
+        priced.append(
+            {
+                (algo, model.math_type): model.rows(algo, deterministic, sizes)
+                for algo, model, deterministic in _families(part, kernel)
+            }
+        )
+    everywhere = set.intersection(*map(set, priced))
+    return {
+        slot: [
+            _summed(extent, counts, [rows[slot][i] for rows in priced]) for i in range(len(sizes))
+        ]
+        for slot in sorted(everywhere)
+    }
+
+
+def _summed(extent: int, counts: list[int], rows: list[Row | None]) -> Row | None:
+    """The row of a run in slabs of `extent` planes whose distinct slabs, run counts[i] times
+    each, have `rows` (None where one does not fit): None if one does not fit or if they take
+    longer together than a table may hold."""
+    fit = [row for row in rows if row is not None]
+    if len(fit) < len(rows):
+        return None
+    time_ms = math.fsum(count * row[ROW_TIME] for count, row in zip(counts, fit, strict=True))
+    time_ms = (time_ms * 1e6 + _WHOLE - _WHOLE) / 1e6  # whole nanoseconds: see _WHOLE
+    if time_ms > MAX_TIME_MS:
+        return None
+    b, algo, _, _, math_type, deterministic, engine, _ = fit[0]
+    workspace = max(row[ROW_WORKSPACE] for row in fit)
+    return (b, algo, time_ms, workspace, math_type, deterministic, engine, extent)
+
+
+def _rows_by_size(columns: list[list[Row | None]], sizes: list[int]) -> dict[int, list[Row]]:
+    """Each size's Candidate field values, the sizes where no candidate fits left out."""
+    if not columns:
         return {}
     found: dict[int, list[Row]] = {}
-    for b, at_size in zip(sizes, zip(*by_family, strict=True), strict=True):
+    for b, at_size in zip(sizes, zip(*columns, strict=True), strict=True):
         if None in at_size:
             at_size = tuple(row for row in at_size if row is not None)
         if at_size:
@@ -218,29 +324,52 @@ def _rows_by_size(
     return found
 
 
-def model_candidates(problem: ConvProblem, kernel: str, micro_batch: int) -> list[Candidate]:
-    """The model's candidates for `kernel` of `problem` run on `micro_batch` samples."""
+def _extents(problem: ConvProblem, kernel: str, policy: Policy) -> list[int]:
+    """The slab extents `policy` tries on `kernel` of `problem`: none where it cannot be cut."""
+    if slabs.unsplittable(problem) is not None:
+        return []
+    return slab_extents(policy, slabs.planes(problem, kernel))
+
+
+def model_candidates(
+    problem: ConvProblem,
+    kernel: str,
+    micro_batch: int,
+    slab_policy: PolicyArgument = DEFAULT_SLAB_POLICY,
+) -> list[Candidate]:
+    """The model's candidates for `kernel` of `problem` run on `micro_batch` samples, whole
+    and cut into slabs of each extent of `slab_policy`."""
     check_kernel(kernel)
     micro_batch = integer(micro_batch, "micro_batch", minimum=1, maximum=MAX_DIM)
-    rows = _rows_by_size(_families(problem, kernel), [micro_batch]).get(micro_batch, [])
-    return [Candidate(*row) for row in rows]
+    slab_policy = check_slab_policy(slab_policy, "slab_policy")
+    sizes = [micro_batch]
+    columns = _columns(problem, kernel, sizes, _extents(problem, kernel, slab_policy))
+    return [Candidate(*row) for row in _rows_by_size(columns, sizes).get(micro_batch, [])]
 
 
 def model_table(
-    layer: str, kernel: str, problem: ConvProblem, policy: PolicyArgument = DEFAULT_POLICY
+    layer: str,
+    kernel: str,
+    problem: ConvProblem,
+    policy: PolicyArgument = DEFAULT_POLICY,
+    slab_policy: PolicyArgument = DEFAULT_SLAB_POLICY,
 ) -> KernelTable:
-    """A MODEL table of one kernel at the problem's batch, at every size of `policy`.
+    """A MODEL table of one kernel at the problem's batch, at every size of `policy`, whole
+    and cut into slabs of each extent of `slab_policy` at each of those sizes.
 
     Raises:
-        TypeError: a micro-batch size that is not an integer.
+        TypeError: a micro-batch size or slab extent that is not an integer.
         ValueError: an unknown kernel, a layer name that cannot be one, an empty batch, or an
-            unknown policy or one that asks for more sizes than can be measured.
+            unknown policy or slab policy or one that asks for more sizes than can be
+            measured.
     """
     policy = micro_batch_policy(policy, "policy")
+    slab_policy = check_slab_policy(slab_policy, "slab_policy")
     check_kernel(kernel)
     table = KernelTable(layer, kernel, problem.batch)
     sizes = sizes_to_measure(policy, problem.batch)
-    for b, rows in _rows_by_size(_families(problem, kernel), sizes).items():
+    columns = _columns(problem, kernel, sizes, _extents(problem, kernel, slab_policy))
+    for b, rows in _rows_by_size(columns, sizes).items():
         table.set_checked_size(b, rows)
     return table
 
@@ -249,6 +378,7 @@ def model_table(
 def model_tables(
     layers: Iterable[tuple[str, ConvProblem, Iterable[str]]],
     policy: PolicyArgument = DEFAULT_POLICY,
+    slab_policy: PolicyArgument = DEFAULT_SLAB_POLICY,
 ) -> TimingTables:
     """MODEL tables for (layer name, problem, kernels) triples, e.g. from a LayerGraph. Layers
     that share a problem share its candidates, which are made once: networks repeat their
@@ -258,14 +388,18 @@ def model_tables(
         TypeError, ValueError: as `model_table` does; ValueError also for a (layer, kernel)
             given twice.
     """
-    policy = micro_batch_policy(policy, "policy")  # checked once, not per layer
+    # Checked once, not per layer.
+    policy = micro_batch_policy(policy, "policy")
+    slab_policy = check_slab_policy(slab_policy, "slab_policy")
     made: dict[tuple[str, str], KernelTable] = {}
     tables = []
     for name, problem, kernels in layers:
         for kernel in kernels:
             same = made.get((problem.key(), kernel))
             if same is None:
-                same = made[problem.key(), kernel] = model_table(name, kernel, problem, policy)
+                same = made[problem.key(), kernel] = model_table(
+                    name, kernel, problem, policy, slab_policy
+                )
                 tables.append(same)
             else:
                 tables.append(same.renamed(name))

@@ -29,6 +29,7 @@ from ucudnn.planner.timings_reading import (
     COLUMNS,
     JSON_FORMAT,
     JSON_VERSION,
+    SLAB_COLUMN,
     tables_from_csv,
     tables_from_json,
     tables_from_rows,
@@ -128,12 +129,12 @@ class TimingTables:
         return tables_from_rows(cls, rows, source)
 
     def to_rows(self) -> list[plan_formats.TimingsRow]:
-        """One mapping per candidate; the batch axis is implied (see `AXIS_COLUMN`)."""
+        """One mapping per candidate; the batch axis and the whole volume are implied (see
+        `AXIS_COLUMN` and `SLAB_COLUMN`)."""
         rows: list[plan_formats.TimingsRow] = []
         for table in self._tables.values():
-            axis: plan_formats.AxisNamed = {} if table.axis is BATCH else {"axis": table.axis.name}
-            rows += (
-                {
+            for c in table:
+                row: plan_formats.TimingsRow = {
                     "layer": table.layer,
                     "kernel": table.kernel,
                     "batch": table.batch,
@@ -144,10 +145,12 @@ class TimingTables:
                     "math_type": c.math_type,
                     "deterministic": c.deterministic,
                     "engine": c.engine,
-                    **axis,
                 }
-                for c in table
-            )
+                if table.axis is not BATCH:
+                    row["axis"] = table.axis.name
+                if c.slab:
+                    row["slab"] = c.slab
+                rows.append(row)
         return rows
 
     # -- CSV --------------------------------------------------------------------------------
@@ -176,12 +179,21 @@ class TimingTables:
     def _write_csv(self, f: IO[str]) -> None:
         if self.device is not None:
             f.write(device_comment(self.device) + "\n")
+        rows = self.to_rows()
         split_otherwise = any(t.axis is not BATCH for t in self._tables.values())
-        columns = (*COLUMNS, AXIS_COLUMN) if split_otherwise else COLUMNS
+        sliced = any(SLAB_COLUMN in row for row in rows)
+        columns = (
+            *COLUMNS,
+            *((AXIS_COLUMN,) if split_otherwise else ()),
+            *((SLAB_COLUMN,) if sliced else ()),
+        )
+        # Where the slab column is written, whole runs say 0 in it.
+        whole: dict[str, object] = {SLAB_COLUMN: 0} if sliced else {}
         writer = csv.DictWriter(f, fieldnames=columns, lineterminator="\n")
         writer.writeheader()
-        for row in self.to_rows():
-            writer.writerow({**row, "deterministic": "true" if row["deterministic"] else "false"})
+        for row in rows:
+            deterministic = "true" if row["deterministic"] else "false"
+            writer.writerow({**whole, **row, "deterministic": deterministic})
 
     def to_csv(self) -> str:
         out = io.StringIO()

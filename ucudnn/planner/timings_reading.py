@@ -39,7 +39,10 @@ COLUMNS = REQUIRED_COLUMNS + OPTIONAL_COLUMNS
 # The split axis of a row's table: written only for tables split along another axis than the
 # batch, so that files of batch splits are as they were; empty or absent, the batch.
 AXIS_COLUMN = "axis"
-READ_COLUMNS = (*COLUMNS, AXIS_COLUMN)
+# A row's planes per slab (Candidate.slab): written only for files that hold a candidate cut
+# into slabs, so that other files are as they were; empty or absent, 0 (the whole volume).
+SLAB_COLUMN = "slab"
+READ_COLUMNS = (*COLUMNS, AXIS_COLUMN, SLAB_COLUMN)
 
 JSON_FORMAT: Final = "ucudnn-timings"
 JSON_VERSION: Final = 1
@@ -199,6 +202,7 @@ _CHECKS: dict[str, Callable[[object], object]] = {
 }
 _DEFAULTS: dict[str, object] = {
     "math_type": "default", "deterministic": False, "engine": "", AXIS_COLUMN: BATCH.name,
+    SLAB_COLUMN: 0,
 }  # fmt: skip
 
 

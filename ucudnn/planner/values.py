@@ -22,7 +22,7 @@ MAX_WORKSPACE_BYTES = 2**50
 # cell with more digits than it has before converting the cell.
 INTEGER_MAXIMUM = {
     "batch": MAX_DIM, "micro_batch": MAX_DIM, "algo": MAX_DIM,
-    "workspace_bytes": MAX_WORKSPACE_BYTES,
+    "workspace_bytes": MAX_WORKSPACE_BYTES, "slab": MAX_DIM,
 }  # fmt: skip
 
 # Characters that would break a name across lines or hide in it: C0/C1 controls (NUL, tab,
@@ -116,6 +116,8 @@ CANDIDATE_CHECKS: dict[str, Callable[[object], object]] = {
     "math_type": _math_type,
     "deterministic": functools.partial(flag, name="deterministic"),
     "engine": _engine,
+    # Planes per slab of the sliced tensor (`ucudnn.core.slabs`); 0: the whole volume.
+    "slab": functools.partial(integer, name="slab", minimum=0, maximum=INTEGER_MAXIMUM["slab"]),
 }
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ucudnn.core.argtypes import PolicyArgument, Size
-from ucudnn.planner.candidate import Candidate, Row
+from ucudnn.planner.candidate import ROW_SLAB, Candidate, Row
 from ucudnn.planner.config import byte_count, micro_batch_policy
 from ucudnn.planner.dp import SplitDP
 from ucudnn.planner.eligible import fastest_by_size
@@ -52,11 +52,15 @@ def fastest_and_undivided(
     candidate: Callable[[Row], Candidate] = Candidate.of_row,
 ) -> tuple[Schedule | None, Candidate | None]:
     """`plan_wr`'s schedule of checked arguments (None where it has none), and the fastest
-    candidate at the whole batch within the limit (None where none is): every policy has the
-    batch among its sizes, so the one look at the rows finds both. `candidate` makes a row's
-    Candidate (`DesirableSets.candidate` makes each once for many plans)."""
+    whole run (no slabs) at the whole batch within the limit (None where none is): every
+    policy has the batch among its sizes, so the one look at the rows finds both, unless the
+    fastest there is cut into slabs. `candidate` makes a row's Candidate
+    (`DesirableSets.candidate` makes each once for many plans)."""
     fastest = fastest_by_size(table, limit_bytes, policy, deterministic_only)
     undivided = fastest.get(table.batch)
+    if undivided is not None and undivided[ROW_SLAB]:
+        whole = fastest_by_size(table.whole_volume(), limit_bytes, "undivided", deterministic_only)
+        undivided = whole.get(table.batch)
     dp = SplitDP(table.batch, candidate=candidate)
     dp.offer_fastest(fastest)
     return dp.solve(), None if undivided is None else candidate(undivided)

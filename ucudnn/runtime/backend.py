@@ -17,6 +17,7 @@ from ucudnn.core.checks import integer, shown
 from ucudnn.core.engines import MATH_LICENCE
 from ucudnn.core.problem import KERNELS, LAYOUTS, ConvProblem, check_kernel, packed_strides
 from ucudnn.core.splits import BATCH, Axis
+from ucudnn.runtime.staging import Staging
 from ucudnn.runtime.steps import ROLES
 
 # A kernel's operand: a tensor, or the filter (w).
@@ -47,16 +48,20 @@ def algorithm_number(kernel: str, algo: object) -> int:
 
 class ProblemDescriptors:
     """cuDNN descriptors of one problem split along `axis`; x/y descriptors are made once per
-    part size."""
+    part size. An unequally padded problem (a border slab) has legacy descriptors of its
+    `staging`'s problem, whose x the legacy calls here stage."""
 
     def __init__(self, problem: ConvProblem, axis: Axis = BATCH) -> None:
         self.problem = problem
         self.axis = axis
+        self.staging = Staging.of(problem)
+        legacy = problem if self.staging is None else self.staging.legacy
+        self._legacy = legacy
         self.w = _cudnn.FilterDescriptor(problem.dtype, problem.filter_layout, problem.w_dims)
         self.conv = _cudnn.ConvolutionDescriptor(
-            problem.padding,
-            problem.stride,
-            problem.dilation,
+            legacy.padding,
+            legacy.stride,
+            legacy.dilation,
             mode=problem.mode,
             compute_dtype=problem.compute_dtype,
             groups=problem.groups,
@@ -84,8 +89,9 @@ class ProblemDescriptors:
         return self.xy(self.axis.extent(self.problem))
 
     def xy(self, micro_batch: int) -> tuple[_cudnn.TensorDescriptor, _cudnn.TensorDescriptor]:
+        """x and y of a part as the legacy calls take them (x staged, for a staged problem)."""
         if micro_batch not in self._xy:
-            p = self.part(micro_batch)
+            p = self.axis.part(self._legacy, micro_batch)
             self._xy[micro_batch] = (
                 _cudnn.TensorDescriptor(p.dtype, p.x_dims, p.x_strides),
                 _cudnn.TensorDescriptor(p.dtype, p.y_dims, p.y_strides),
@@ -184,7 +190,8 @@ def workspace_size(
     descriptor may still hold another candidate's)."""
     d1, d2, d3 = descs.by_role(kernel, micro_batch)
     descs.conv.set_math_type(math_type)
-    return _cudnn.workspace_size(handle, kernel, d1, d2, descs.conv, d3, algo)
+    need = _cudnn.workspace_size(handle, kernel, d1, d2, descs.conv, d3, algo)
+    return need + (descs.staging.nbytes(micro_batch) if descs.staging else 0)
 
 
 def find(
@@ -199,7 +206,11 @@ def find(
     workspace_bytes: int,
 ) -> list[_cudnn.AlgoPerf]:
     """cuDNN's own trial of every algorithm on our buffers (used as a pre-filter only), under
-    the problem's own math type."""
+    the problem's own math type. A staged problem's trial runs on its staged x, at the start of
+    the workspace (Find only times: what that x holds does not matter)."""
+    if descs.staging is not None:
+        staged = descs.staging.nbytes(micro_batch)
+        x, workspace, workspace_bytes = workspace, workspace + staged, workspace_bytes - staged
     d1, d2, d3 = descs.by_role(kernel, micro_batch)
     p1, p2, p3 = _pointers(kernel, x, w, y)
     descs.conv.set_math_type(descs.problem.math_type)
@@ -245,7 +256,42 @@ def prepared_run(
         )  # fmt: skip
         return False
 
-    return call
+    if descs.staging is None:
+        return call
+    return _staged(descs.staging, kernel, micro_batch, call)
+
+
+def _staged(staging: Staging, kernel: str, micro_batch: int, call: PreparedRun) -> PreparedRun:
+    """`call`, a legacy launch of `staging`'s problem, run on the staged x at the start of the
+    workspace (`ucudnn.runtime.staging`)."""
+    staged_bytes = staging.nbytes(micro_batch)
+    writes_x = kernel == "backward_data"
+
+    def staged(
+        handle: _cudnn.Handle,
+        alpha: float,
+        beta: float,
+        x: int,
+        w: int,
+        y: int,
+        workspace: int,
+        workspace_bytes: int,
+    ) -> bool:
+        buffer, rest, rest_bytes = (
+            workspace,
+            workspace + staged_bytes,
+            workspace_bytes - staged_bytes,
+        )
+        if not writes_x:
+            staging.stage_input(handle, micro_batch, x, buffer)
+        elif beta != 0.0:
+            staging.load_output(handle, micro_batch, x, buffer)
+        call(handle, alpha, beta, buffer, w, y, rest, rest_bytes)
+        if writes_x:
+            staging.store_output(handle, micro_batch, x, buffer)
+        return False
+
+    return staged
 
 
 def run(

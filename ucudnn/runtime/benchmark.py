@@ -23,8 +23,8 @@ from typing import Never, cast
 
 from tqdm import tqdm
 
-from ucudnn._native import _cuda, _cudnn
-from ucudnn.core import engines
+from ucudnn._native import _cudnn
+from ucudnn.core import engines, slabs
 from ucudnn.core.arena import GrowingArena
 from ucudnn.core.checks import integer, shown
 from ucudnn.core.facts import DeviceFacts, cudnn_version_string
@@ -33,11 +33,13 @@ from ucudnn.core.splits import BATCH, Axis
 from ucudnn.planner import search
 from ucudnn.planner.cache import BenchmarkCache, Measurement
 from ucudnn.planner.cache.records import axis_source
-from ucudnn.planner.choices import FAST, SEARCHES
+from ucudnn.planner.choices import EXHAUSTIVE, FAST, SEARCHES
 from ucudnn.planner.config import byte_count
 from ucudnn.planner.errors import NoAlgorithmError
-from ucudnn.planner.policies import Policy, sizes_to_measure
+from ucudnn.planner.policies import UNDIVIDED, Policy, sizes_to_measure, slab_extents
 from ucudnn.planner.tables import Candidate, KernelTable, TimingTables
+from ucudnn.runtime import slab_bench
+from ucudnn.runtime.bench_buffers import ProblemBuffers, SampleBuffers
 from ucudnn.runtime.engines_at_size import BETA1_UNCHECKED
 from ucudnn.runtime.engines_setting import engines_argument
 from ucudnn.runtime.families import families_source
@@ -55,29 +57,6 @@ logger = logging.getLogger(__name__)
 # rivals across sizes; a split size's set names the sizes done above it, and only confirmed
 # times are planned with.
 SEARCH_VERSION = "v2"
-
-# Buffers are filled with one repeated byte (memset fills gigabytes faster than a copy). The
-# value only has to be harmless: a normal number whose products are normal in the type cuDNN
-# computes in, and whose sums of products stay finite in it and in the stored type, since inf,
-# NaN or denormals could take paths real data does not. So the fill is keyed on (stored type,
-# compute type): the configurations of cuDNN's legacy convolution API (float, double, pseudo
-# bfloat16, pseudo and true half). Backward-filter sums the most products, N times the output
-# pixels per weight (3.2e6 for a ResNet first layer at N = 256). The longest sums assumed:
-# 2**31 terms in a float32 or float64 accumulator (cuDNN's sizes are 32-bit), 2**16 in a
-# float16 one (half-precision compute holds no longer sums anyway: 2**16 terms near 1 already
-# pass its largest value, 65504).
-FILL_BYTES = {
-    ("float32", "float32"): 0x3C,  # 0x3C3C3C3C = 0.0115: sums of 2**31 products 2.8e5
-    ("bfloat16", "float32"): 0x3C,  # 0x3C3C = 0.0115, as float32 (the same exponent range)
-    ("float64", "float64"): 0x3C,  # 1.5e-18: products 2.3e-36, far above float64's smallest normal
-    # Pseudo half, float32 products: 0x1818 = 0.0020, whose sums of 2**31 products (8.6e3) the
-    # float16 output still holds (0x3C3C would be 1.06: sums of 6e4 products overflow).
-    ("float16", "float32"): 0x18,
-    # True half: 0x1818's products (4.0e-6) would be subnormal in float16. 0x2C2C = 0.065 has
-    # products 4.2e-3 (70 times float16's smallest normal) and sums of 2**16 of them 279.
-    ("float16", "float16"): 0x2C,
-}
-
 
 BUILD_THREADS_VARIABLE = "UCUDNN_BUILD_THREADS"
 # The H200 check built 6,000 plans alike on 1, 4 and 8 threads; 8 were 2.9x faster than one
@@ -105,17 +84,6 @@ def build_threads_from_env(environ: Mapping[str, str] = os.environ) -> int:
     if not text.isdigit() or int(text) < 1:
         raise ValueError(f"{BUILD_THREADS_VARIABLE} must be a whole number >= 1, got {text!r}")
     return int(text)
-
-
-def fill_byte(dtype: str, compute_dtype: str) -> int:
-    """The byte to fill buffers of `dtype` with when cuDNN computes in `compute_dtype`."""
-    if (dtype, compute_dtype) not in FILL_BYTES:
-        known = ", ".join(f"{d} computed in {c}" for d, c in FILL_BYTES)
-        raise ValueError(
-            f"cannot benchmark {dtype} data computed in {compute_dtype}; "
-            f"cuDNN's legacy convolutions take {known}"
-        )
-    return FILL_BYTES[(dtype, compute_dtype)]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -167,36 +135,6 @@ class BenchmarkSettings:
         return cast(int, self.workspace_cap)
 
 
-class ProblemBuffers:
-    """x, w and y of a problem filled with a harmless constant (see FILL_BYTES); parts split
-    along `axis` run on slices of them at `at_sample`."""
-
-    def __init__(self, problem: ConvProblem, stream: int, axis: Axis = BATCH) -> None:
-        self.problem = problem
-        self.axis = axis
-        fill = fill_byte(problem.dtype, problem.compute_dtype)
-        self.owned = [_cuda.DeviceBuffer(problem.nbytes(t)) for t in ("x", "w", "y")]
-        for buffer in self.owned:
-            _cuda.memset(buffer.ptr, fill, buffer.nbytes, stream)
-        self.x, self.w, self.y = (b.ptr for b in self.owned)
-
-    @property
-    def pointers(self) -> dict[str, int]:
-        return self.at_sample(0)
-
-    def at_sample(self, first_sample: int) -> dict[str, int]:
-        """Pointers of x, w and y for parts that start at `first_sample` along the axis."""
-        return {
-            "x": self.x + self.axis.offset_bytes(self.problem, "x", first_sample),
-            "w": self.w,
-            "y": self.y + self.axis.offset_bytes(self.problem, "y", first_sample),
-        }
-
-    def release(self) -> None:
-        for buffer in self.owned:
-            buffer.release()
-
-
 class Benchmarker:
     """Measures the candidates of (problem, kernel, micro-batch) on one device, through a cache.
 
@@ -230,12 +168,21 @@ class Benchmarker:
         return bool(self.settings.engines) and self.facts.cudnn_version >= engines.MIN_ENGINES_CUDNN
 
     def tables(
-        self, work: Sequence[Work], policy: Policy, excluded: EngineParts = frozenset()
+        self,
+        work: Sequence[Work],
+        policy: Policy,
+        excluded: EngineParts = frozenset(),
+        slab_policy: Policy = UNDIVIDED,
     ) -> TimingTables:
         """Tables for each (layer, problem, kernel), without the `excluded` engine parts; each
-        problem at each size is measured once."""
+        problem at each size is measured once. At every size, each kernel is also measured cut
+        into slabs of each extent of `slab_policy` (`slab_bench`)."""
         jobs = [
-            (item, search.size_order(sizes_to_measure(policy, item.axis.extent(item.problem))))
+            (
+                item,
+                search.size_order(sizes_to_measure(policy, item.axis.extent(item.problem))),
+                _slab_extents(slab_policy, item),
+            )
             for item in work
         ]
         tables = TimingTables()
@@ -249,13 +196,15 @@ class Benchmarker:
                     self.handle, self._timer, self._workspace,
                     self.settings.workspace_cap_bytes, builders, wave=threads,
                 )  # fmt: skip
-                total = sum(len(sizes) for _, sizes in jobs)
+                total = sum(len(sizes) * (1 + len(extents)) for _, sizes, extents in jobs)
                 with progress_bar(total, self.settings.progress, "ucudnn benchmark", "size") as bar:
-                    for item, sizes in jobs:
+                    for item, sizes, extents in jobs:
                         table = KernelTable(
                             item.layer, item.kernel, item.axis.extent(item.problem), axis=item.axis
                         )
-                        candidates = self._kernel_candidates(bench, item, sizes, excluded, bar)
+                        candidates = self._kernel_candidates(
+                            bench, item, sizes, extents, excluded, bar
+                        )
                         for candidate in candidates:
                             table.add(candidate)
                         tables.add(table)
@@ -279,9 +228,16 @@ class Benchmarker:
         )  # fmt: skip
 
     def _kernel_candidates(
-        self, bench: Bench, item: Work, sizes: list[int], excluded: EngineParts, bar: tqdm[Never]
+        self,
+        bench: Bench,
+        item: Work,
+        sizes: list[int],
+        extents: list[int],
+        excluded: EngineParts,
+        bar: tqdm[Never],
     ) -> Iterable[Candidate]:
-        """The candidates that ran at each size; NoAlgorithmError when none ran at any."""
+        """The candidates that ran at each size, whole and cut into slabs of each of
+        `extents`; NoAlgorithmError when none ran whole at any size."""
         layer, problem, kernel, axis = item
         kernel_search = search.KernelSearch(
             search.Rules.named(self.settings.search),
@@ -289,7 +245,7 @@ class Benchmarker:
             axis.extent(problem),
             self.settings.deterministic_only,
         )
-        buffers: list[ProblemBuffers] = []  # made on the first measurement
+        buffers: list[SampleBuffers] = []  # made on the first measurement
         ran_any, statuses = False, None  # statuses: of the largest size (the first)
         try:
             for micro_batch in sizes:
@@ -308,10 +264,52 @@ class Benchmarker:
                 bar.update(1)
             if not ran_any:
                 raise self._no_algorithm(layer, problem, kernel, sizes, statuses or {})
+            for extent in extents:
+                for micro_batch in sizes:
+                    yield from self._slab_candidates(
+                        bench, item, micro_batch, extent, sizes, excluded, buffers
+                    )
+                    bar.update(1)
         finally:
             for made in buffers:
                 made.release()
             self.search_counts.add(kernel_search.counts)
+
+    def _slab_candidates(
+        self,
+        bench: Bench,
+        item: Work,
+        micro_batch: int,
+        extent: int,
+        sizes: list[int],
+        excluded: EngineParts,
+        buffers: list[SampleBuffers],
+    ) -> list[Candidate]:
+        """The candidates at `micro_batch` cut into slabs of `extent` planes, each distinct
+        slab measured at its first slab's place in the whole problem's buffers, every
+        candidate timed in full (the exhaustive search: a slab's screen says little of the
+        others')."""
+        _, problem, kernel, axis = item
+        if not buffers:
+            buffers.append(self._buffers(problem, axis, sizes))
+        measured = []
+        for shape in slab_bench.slab_shapes(problem, kernel, extent):
+            shape_search = search.KernelSearch(
+                search.Rules.named(EXHAUSTIVE), kernel, micro_batch,
+                self.settings.deterministic_only,
+            )  # fmt: skip
+            view = slab_bench.ShapeBuffers(buffers[0].at_sample, problem, shape)
+            at_shape = self._size(
+                bench, shape_search, shape.problem, BATCH, micro_batch, [micro_batch], excluded,
+                [view],
+            )  # fmt: skip
+            measured.append((shape, at_shape))
+
+        def plannable(shape_problem: ConvProblem, m: Measurement) -> bool:
+            # Backward filter's slabs add to dW: each must run with beta 1.
+            return self.plannable(m, shape_problem, kernel, excluded, BATCH, accumulates=True)
+
+        return slab_bench.composed(micro_batch, extent, measured, plannable)
 
     def plannable(
         self,
@@ -320,17 +318,19 @@ class Benchmarker:
         kernel: str,
         excluded: EngineParts,
         axis: Axis,
+        accumulates: bool = False,
     ) -> bool:
         """Whether a plan for the whole of `problem`, split along `axis`, may choose a
         measurement: it ran, its time is not a screen's and it is deterministic where plans
-        must be (`search.SizeSearch.plannable`); if it is a backward-filter part of a split, it
-        can add to dW (beta 1); and it is not an `excluded` engine part."""
+        must be (`search.SizeSearch.plannable`); if it is a backward-filter part of a split
+        (or of a kernel whose parts all add to dW: `accumulates`), it can add to dW (beta 1);
+        and it is not an `excluded` engine part."""
         if not measurement.ok or measurement.confirmed is False:
             return False
         if self.settings.deterministic_only and not measurement.deterministic:
             return False
         b = measurement.micro_batch
-        split = kernel == "backward_filter" and b < axis.extent(problem)
+        split = kernel == "backward_filter" and (accumulates or b < axis.extent(problem))
         if split and {engines.BETA1_UNSUPPORTED, BETA1_UNCHECKED} & set(measurement.notes):
             return False
         return not (
@@ -358,7 +358,7 @@ class Benchmarker:
         micro_batch: int,
         sizes: list[int],
         excluded: EngineParts,
-        buffers: list[ProblemBuffers],
+        buffers: list[SampleBuffers],
     ) -> list[Measurement]:
         """One size's measurements: known already, or measured now and stored."""
         kernel = kernel_search.kernel
@@ -413,11 +413,10 @@ class Benchmarker:
         axis: Axis,
         micro_batch: int,
         sizes: list[int],
-        buffers: list[ProblemBuffers],
+        buffers: list[SampleBuffers],
     ) -> list[Measurement]:
         if not buffers:
-            whole = axis.part(problem, axis.benchmark_extent(problem, sizes))
-            buffers.append(ProblemBuffers(whole, self.handle.stream, axis))
+            buffers.append(self._buffers(problem, axis, sizes))
         at_size = axis.part(problem, micro_batch)
         at = buffers[0].at_sample(axis.benchmark_first(problem, micro_batch))
         size = kernel_search.at_size(micro_batch)
@@ -431,6 +430,11 @@ class Benchmarker:
         )
         search.search_size(size, on_device.offers(), on_device.device(), timing)
         return on_device.measurements(size)
+
+    def _buffers(self, problem: ConvProblem, axis: Axis, sizes: list[int]) -> ProblemBuffers:
+        """Buffers in which every size of `problem` runs at its benchmark place."""
+        whole = axis.part(problem, axis.benchmark_extent(problem, sizes))
+        return ProblemBuffers(whole, self.handle.stream, axis)
 
     def _no_algorithm(
         self,
@@ -499,6 +503,13 @@ def _seen_key(
     """What a size's measurements are remembered by in one process: its part's problem, the
     kernel and the source, which names the axis as the cache's keys do (`axis_source`)."""
     return (axis.part(problem, micro_batch).key(), kernel, axis_source(source, axis))
+
+
+def _slab_extents(slab_policy: Policy, item: Work) -> list[int]:
+    """The slab extents to measure `item` at: none for a problem that cannot be cut."""
+    if slabs.unsplittable(item.problem) is not None:
+        return []
+    return slab_extents(slab_policy, slabs.planes(item.problem, item.kernel))
 
 
 def _status_counts(measured: Sequence[Measurement]) -> dict[str, int]:

@@ -1,13 +1,15 @@
-"""Run a schedule: one cuDNN call per micro-batch, back to back on the handle's stream."""
+"""Run a schedule: one cuDNN call per micro-batch (per slab, for a part cut into slabs), back
+to back on the handle's stream."""
 
 from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
 from ucudnn._native import _cudnn
+from ucudnn.core.problem import ConvProblem
 from ucudnn.errors import CudnnError, UcudnnError
 from ucudnn.planner.tables import Candidate
 from ucudnn.runtime import backend
@@ -18,10 +20,20 @@ from ucudnn.runtime.steps import Step, schedule_steps
 logger = logging.getLogger(__name__)
 
 
+# The descriptors of a problem (a slab's), made once by whoever keeps them.
+DescriptorsOf = Callable[[ConvProblem], backend.ProblemDescriptors]
+
+
 class _Call(NamedTuple):
     step: Step
+    descs: backend.ProblemDescriptors  # of the step's problem: the whole's, or its slab's
     run: backend.PreparedRun
     accumulates: bool  # a later backward-filter part: it adds to dW (beta = 1)
+
+
+def _slab_text(step: Step) -> str:
+    """The step's slab, said for people after its micro-batch; "" for a whole one."""
+    return "" if step.slab is None else f", slab {step.slab.describe()}"
 
 
 class Launch:
@@ -36,9 +48,12 @@ class Launch:
         parts: Sequence[Candidate],
         workspace_bytes: int,
         engine_runs: EngineRuns | None = None,
+        descriptors_of: DescriptorsOf | None = None,
     ) -> None:
         """`engine_runs` keeps what the parts build to run (a Handle's, shared by its
-        launches); without it the launch keeps its own."""
+        launches); without it the launch keeps its own. `descriptors_of` gives the descriptors
+        of the slabs' problems (a Handle's, kept across plans); without it the launch makes
+        its own."""
         self.descs, self.kernel, self.workspace_bytes = descs, kernel, workspace_bytes
         steps = schedule_steps(descs.problem, kernel, parts, axis=descs.axis)
         for step in steps:
@@ -48,14 +63,13 @@ class Launch:
                     f"{step.workspace_bytes} bytes of workspace but {workspace_bytes} were given"
                 )
         self._engine_runs = engine_runs if engine_runs is not None else EngineRuns()
-        self._calls = [
-            _Call(
-                step,
-                family_of(step).prepared_run(descs, kernel, step, self._engine_runs),
-                accumulates=kernel == "backward_filter" and index > 0,
-            )
-            for index, step in enumerate(steps)
-        ]
+        descriptors_of = descriptors_of or _own_descriptors(descs)
+        self._calls = []
+        for index, step in enumerate(steps):
+            step_descs = descs if step.slab is None else descriptors_of(step.problem(descs.problem))
+            run = family_of(step).prepared_run(step_descs, kernel, step, self._engine_runs)
+            accumulates = kernel == "backward_filter" and index > 0
+            self._calls.append(_Call(step, step_descs, run, accumulates))
 
     def check_workspaces(self, handle: _cudnn.Handle) -> list[str]:
         """Ask each part's family whether it runs within this launch's workspace on this
@@ -68,13 +82,17 @@ class Launch:
         """
         replaced = []
         problem = self.descs.problem
-        for index, (step, _, accumulates) in enumerate(self._calls):
-            why = family_of(step).unfit(handle, self.descs, self.kernel, step, self.workspace_bytes)
+        for index, call in enumerate(self._calls):
+            step, descs = call.step, call.descs
+            why = family_of(step).unfit(handle, descs, self.kernel, step, self.workspace_bytes)
             if why is None:
                 continue
-            where = f"{self.kernel} of {problem.describe()} at micro-batch {step.micro_batch}"
+            where = (
+                f"{self.kernel} of {problem.describe()} at micro-batch {step.micro_batch}"
+                f"{_slab_text(step)}"
+            )
             found = legacy_fallback(
-                handle, self.descs, self.kernel, step.micro_batch, self.workspace_bytes
+                handle, descs, self.kernel, step.micro_batch, self.workspace_bytes
             )
             if found is None:
                 raise ValueError(
@@ -83,7 +101,7 @@ class Launch:
                 )
             run, algo = found
             fallback = dataclasses.replace(step, algo=algo, math_type=problem.math_type)
-            self._calls[index] = _Call(fallback, run, accumulates)
+            self._calls[index] = _Call(fallback, descs, run, call.accumulates)
             replaced.append(
                 f"{where}: legacy algorithm {step.algo} {why}; that part runs the legacy "
                 f"algorithm {algo} instead"
@@ -94,14 +112,14 @@ class Launch:
         """Build now what the parts would build at their first call with alpha 1 and beta 0
         (beta 1 for the parts that add to dW), so that the first call compiles nothing. What
         fails to build is left to the call, which runs a legacy algorithm in its place."""
-        for step, _, accumulates in self._calls:
-            beta = 1.0 if accumulates else 0.0
+        for call in self._calls:
+            beta = 1.0 if call.accumulates else 0.0
             try:
-                family_of(step).build_ahead(
-                    handle, self.descs, self.kernel, step, beta, self._engine_runs
+                family_of(call.step).build_ahead(
+                    handle, call.descs, self.kernel, call.step, beta, self._engine_runs
                 )
             except CudnnError as exc:
-                logger.info("could not build the plan of %s ahead: %s", step.engine, exc)
+                logger.info("could not build the plan of %s ahead: %s", call.step.engine, exc)
 
     def __call__(
         self,
@@ -117,20 +135,34 @@ class Launch:
         newly left its engine configuration for a legacy algorithm (`engine_calls`)."""
         size = self.workspace_bytes
         fell_back = False
-        for step, run, accumulates in self._calls:
+        for call in self._calls:
+            step = call.step
             try:
-                fell_back |= run(
-                    handle, alpha, 1.0 if accumulates else beta, x + step.x_offset_bytes, w,
+                fell_back |= call.run(
+                    handle, alpha, 1.0 if call.accumulates else beta, x + step.x_offset_bytes, w,
                     y + step.y_offset_bytes, workspace, size,
                 )  # fmt: skip
             except UcudnnError as exc:
                 exc.add_note(
                     f"while running {self.kernel} of {self.descs.problem.describe()}, micro-batch "
-                    f"{step.first_sample}:{step.first_sample + step.micro_batch} with "
-                    f"{step.engine or f'algo {step.algo}'}"
+                    f"{step.first_sample}:{step.first_sample + step.micro_batch}"
+                    f"{_slab_text(step)} with {step.engine or f'algo {step.algo}'}"
                 )
                 raise
         return fell_back
+
+
+def _own_descriptors(descs: backend.ProblemDescriptors) -> DescriptorsOf:
+    """Descriptors of slab problems made once per launch, split along `descs`' axis."""
+    made: dict[str, backend.ProblemDescriptors] = {}
+
+    def descriptors_of(problem: ConvProblem) -> backend.ProblemDescriptors:
+        key = problem.key()
+        if key not in made:
+            made[key] = backend.ProblemDescriptors(problem, descs.axis)
+        return made[key]
+
+    return descriptors_of
 
 
 def execute(

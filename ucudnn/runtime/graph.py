@@ -133,9 +133,9 @@ def _convolution(problem: ConvProblem) -> _cudnn.BackendDescriptor:
     conv.set("CONVOLUTION_COMP_TYPE", "DATA_TYPE", [DATA_TYPES[problem.compute_dtype]])
     conv.set("CONVOLUTION_CONV_MODE", "CONVOLUTION_MODE", [CONVOLUTION_MODES[problem.mode]])
     conv.set("CONVOLUTION_SPATIAL_DIMS", "INT64", [problem.rank])
-    # ConvProblem pads both ends alike (ucudnn.core.padding), as the legacy descriptors do.
+    # Both ends alike, but for the border slabs of a spatial split (ucudnn.core.slabs).
     conv.set("CONVOLUTION_PRE_PADDINGS", "INT64", list(problem.padding))
-    conv.set("CONVOLUTION_POST_PADDINGS", "INT64", list(problem.padding))
+    conv.set("CONVOLUTION_POST_PADDINGS", "INT64", list(problem.padding_end))
     conv.set("CONVOLUTION_DILATIONS", "INT64", list(problem.dilation))
     conv.set("CONVOLUTION_FILTER_STRIDES", "INT64", list(problem.stride))
     conv.finalize()

@@ -50,7 +50,9 @@ class Handle(HandlePlanning):
     total, often much faster). `engines` says whether to measure cuDNN's graph-API engine
     configurations besides the legacy algorithms (None: UCUDNN_ENGINES, else wherever they can
     run: cuDNN >= 9.2 and heuristics that answer; `self.engines` says what is in effect and
-    why). `policy` is a policy name or micro-batch sizes; `stream` is a cudaStream_t as an int
+    why). `policy` is a policy name or micro-batch sizes; `slab_policy` names the slab extents
+    also measured, each micro-batch cut along its outermost spatial axis (docs/spatial.md; None:
+    UCUDNN_SLAB_POLICY, else "undivided", no slabs); `stream` is a cudaStream_t as an int
     (0: the legacy default stream), which `set_stream` changes. Every argument is checked
     before any device work. Arrays' pending work on their own streams is ordered before
     `stream` (DLPack's and __cuda_array_interface__'s stream protocols). The work is enqueued
@@ -75,6 +77,7 @@ class Handle(HandlePlanning):
         workspace_limit: Size | None = None,
         total_workspace: Size | None = None,
         policy: PolicyArgument | None = None,
+        slab_policy: PolicyArgument | None = None,
         database: str | os.PathLike[str] | None = None,
         use_cache: bool = True,
         stream: SupportsIndex = 0,
@@ -86,8 +89,8 @@ class Handle(HandlePlanning):
     ) -> None:
         options = HandleOptions.resolve(
             workspace_limit=workspace_limit, total_workspace=total_workspace, policy=policy,
-            database=database, use_cache=use_cache, stream=stream, deterministic=deterministic,
-            check=check, benchmark=benchmark, engines=engines,
+            slab_policy=slab_policy, database=database, use_cache=use_cache, stream=stream,
+            deterministic=deterministic, check=check, benchmark=benchmark, engines=engines,
             workspace_sharing=workspace_sharing,
         )  # fmt: skip
         self.deterministic = options.deterministic
@@ -109,7 +112,8 @@ class Handle(HandlePlanning):
         launches = Launches(self.cudnn, self._engine_runs)
         book = PlanBook(
             self.benchmarker, GrowingArena(), mode=options.mode, limit=options.limit,
-            policy=options.policy, deterministic=self.deterministic, on_new_plan=launches.clear,
+            policy=options.policy, slab_policy=options.slab_policy,
+            deterministic=self.deterministic, on_new_plan=launches.clear,
         )  # fmt: skip
         super().__init__(book, launches, engine_setting)
         self._closed = False

@@ -46,6 +46,11 @@ class HandlePlanning:
         return self._book.policy
 
     @property
+    def slab_policy(self) -> Policy:
+        """The slab extents planned with, at each micro-batch size."""
+        return self._book.slab_policy
+
+    @property
     def plan(self) -> Plan | None:
         """The plan in use; None before the first kernel is planned."""
         return self._book.plan

@@ -73,9 +73,11 @@ class Launches:
         self.ready.clear()
 
     def _launch(self, slot: Slot, kernel_plan: KernelPlan) -> executor.Launch:
+        axis = kernel_plan.axis
         return executor.Launch(
-            self.descriptors(slot.problem, kernel_plan.axis), slot.kernel,
-            kernel_plan.schedule.parts, kernel_plan.workspace_bytes, self.engine_runs,
+            self.descriptors(slot.problem, axis), slot.kernel, kernel_plan.schedule.parts,
+            kernel_plan.workspace_bytes, self.engine_runs,
+            lambda problem: self.descriptors(problem, axis),
         )  # fmt: skip
 
     def _warn_replaced(self, replaced: list[str]) -> None:

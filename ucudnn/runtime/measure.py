@@ -14,7 +14,7 @@ from collections.abc import Iterator, Sequence
 from ucudnn._native import _cuda
 from ucudnn.planner.tables import Candidate
 from ucudnn.runtime import executor
-from ucudnn.runtime.benchmark import ProblemBuffers
+from ucudnn.runtime.bench_buffers import ProblemBuffers
 from ucudnn.runtime.handle import Handle
 from ucudnn.runtime.progress import progress_bar
 from ucudnn.runtime.steps import ROLES

@@ -19,6 +19,7 @@ from ucudnn.planner.config import (
     byte_count,
     file_path,
     micro_batch_policy,
+    slab_policy as slab_policy_value,
     workspace_sharing,
 )
 from ucudnn.planner.policies import Policy
@@ -37,6 +38,7 @@ class HandleOptions:
     mode: str  # "wr": `limit` bytes per kernel; "wd": `limit` bytes for the whole network
     limit: int
     policy: Policy  # a policy name, or the micro-batch sizes ascending
+    slab_policy: Policy  # a slab policy name, or the slab extents ascending
     stream: int
     deterministic: bool
     check: bool
@@ -51,6 +53,7 @@ class HandleOptions:
         workspace_limit: object = None,
         total_workspace: object = None,
         policy: object = None,
+        slab_policy: object = None,
         database: object = None,
         use_cache: object = True,
         stream: object = 0,
@@ -71,6 +74,9 @@ class HandleOptions:
             policy=config.batch_size_policy
             if policy is None
             else micro_batch_policy(policy, "policy"),
+            slab_policy=config.slab_policy
+            if slab_policy is None
+            else slab_policy_value(slab_policy, "slab_policy"),
             stream=stream_option(stream),
             deterministic=boolean(deterministic, "deterministic"),
             check=check_option(check, config),

@@ -16,7 +16,7 @@ from ucudnn.core.checks import shown
 from ucudnn.errors import CudaOutOfMemoryError, ReplanWarning, WorkspaceFallbackWarning, warn_caller
 from ucudnn.planner.errors import InfeasibleError
 from ucudnn.planner.plan import KernelPlan, Plan
-from ucudnn.planner.policies import Policy
+from ucudnn.planner.policies import UNDIVIDED, Policy
 from ucudnn.runtime.benchmark import Benchmarker, EngineParts
 from ucudnn.runtime.engines_setting import EnginesSetting
 from ucudnn.runtime.planning import plan_kernels
@@ -37,12 +37,14 @@ class PlanBook:
         mode: str,
         limit: int,
         policy: Policy,
+        slab_policy: Policy = UNDIVIDED,
         deterministic: bool,
         on_new_plan: Callable[[], None],
     ) -> None:
         self.benchmarker = benchmarker
         self.workspace = workspace
         self.mode, self.limit, self.policy = mode, limit, policy
+        self.slab_policy = slab_policy
         self.deterministic = deterministic
         self.plan: Plan | None = None
         self.slots = Slots()
@@ -203,7 +205,8 @@ class PlanBook:
     def _planned(self, slots: Sequence[Slot], limit: int) -> Plan:
         return plan_kernels(
             self.benchmarker, [slot.work for slot in slots], mode=self.mode, limit=limit,
-            policy=self.policy, deterministic=self.deterministic, excluded=self._excluded,
+            policy=self.policy, slab_policy=self.slab_policy, deterministic=self.deterministic,
+            excluded=self._excluded,
         )  # fmt: skip
 
     def _warn_fallback(self, wanted: int, limit: int) -> None:

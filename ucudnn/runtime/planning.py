@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 from ucudnn.core.checks import shown
 from ucudnn.planner.plan import Plan, make_plan_wd, make_plan_wr
-from ucudnn.planner.policies import Policy
+from ucudnn.planner.policies import UNDIVIDED, Policy
 from ucudnn.runtime.benchmark import Benchmarker, EngineParts
 from ucudnn.runtime.work import Work
 
@@ -18,12 +18,14 @@ def plan_kernels(
     mode: str,
     limit: int,
     policy: Policy,
+    slab_policy: Policy = UNDIVIDED,
     deterministic: bool = False,
     excluded: EngineParts = frozenset(),
 ) -> Plan:
-    """WR (`limit` per kernel) or WD (`limit` in total) plan for `work`, from measurements,
-    without the `excluded` engine parts (they failed at run time)."""
-    tables = benchmarker.tables(work, policy, excluded)
+    """WR (`limit` per kernel) or WD (`limit` in total) plan for `work`, from measurements
+    whole and cut into slabs of `slab_policy`'s extents, without the `excluded` engine parts
+    (they failed at run time)."""
+    tables = benchmarker.tables(work, policy, excluded, slab_policy)
     facts = benchmarker.facts
     source = f"measured on {facts.describe()}"
     if mode == "wr":

@@ -23,6 +23,7 @@ def convert(
     total_workspace: Size | None = None,
     engines: bool | None = None,
     policy: PolicyArgument | None = None,
+    slab_policy: PolicyArgument | None = None,
     database: str | os.PathLike[str] | None = None,
     workspace_sharing: str | None = None,
 ) -> nn.Module:
@@ -40,7 +41,8 @@ def convert(
     `total_workspace` (WD: bytes for the whole network: call `plan(model, example_input)`
     before training), `workspace_sharing` ("divided", the default: each kernel its own slice
     of the total; "shared": one buffer of the total that the layers use in turn, as they run
-    one at a time), `engines`, `policy`, `database`. Each kernel is known to the plan by its
+    one at a time), `engines`, `policy`, `slab_policy` (slabs of large volumes: docs/spatial.md),
+    `database`. Each kernel is known to the plan by its
     layer's name in the model (`model.named_modules()`).
 
     Raises:
@@ -52,7 +54,8 @@ def convert(
         raise TypeError(f"convert takes a torch.nn.Module, got {type(model).__name__}")
     handles = ModelHandles(
         workspace_limit=workspace_limit, total_workspace=total_workspace, engines=engines,
-        policy=policy, database=database, workspace_sharing=workspace_sharing,
+        policy=policy, slab_policy=slab_policy, database=database,
+        workspace_sharing=workspace_sharing,
     )  # fmt: skip
     left = []
     for name, module in model.named_modules():

@@ -41,13 +41,14 @@ class ModelHandles:
         total_workspace: Size | None = None,
         engines: bool | None = None,
         policy: PolicyArgument | None = None,
+        slab_policy: PolicyArgument | None = None,
         database: str | os.PathLike[str] | None = None,
         workspace_sharing: str | None = None,
     ) -> None:
         self._arguments: dict[str, Any] = {
             "workspace_limit": workspace_limit, "total_workspace": total_workspace,
-            "engines": engines, "policy": policy, "database": database,
-            "workspace_sharing": workspace_sharing,
+            "engines": engines, "policy": policy, "slab_policy": slab_policy,
+            "database": database, "workspace_sharing": workspace_sharing,
         }  # fmt: skip
         # Checked now, so that a bad option fails at convert(), not at the first step.
         self.mode = HandleOptions.resolve(**self._arguments).mode
