@@ -1,19 +1,16 @@
-"""Candidates cut into slabs (`Candidate.slab`): their checks, and how tables, timings files,
-the benchmark cache and plan documents carry them, while everything without a slab is written
-and keyed as before."""
+"""Candidates cut into slabs (`Candidate.slab`): their checks, how tables, timings files and
+plan documents carry them, while everything without a slab is written as before, and that the
+benchmark cache (of whole runs) refuses them."""
 
 from __future__ import annotations
 
 import io
 import json
-from pathlib import Path
 
 import pytest
 
-from ucudnn.core.facts import DeviceFacts
 from ucudnn.core.problem import MAX_DIM, ConvProblem
-from ucudnn.planner.cache import BenchmarkCache, Measurement
-from ucudnn.planner.cache.records import measurement_key
+from ucudnn.planner.cache import Measurement
 from ucudnn.planner.candidate import Candidate
 from ucudnn.planner.explain import explain_plan
 from ucudnn.planner.plan import Plan, baseline, make_plan_wd, make_plan_wr
@@ -25,8 +22,6 @@ from ucudnn.planner.tables import KernelTable, TimingTables
 OLD_HEADER = (
     "layer,kernel,batch,micro_batch,algo,time_ms,workspace_bytes,math_type,deterministic,engine"
 )
-PROBLEM = ConvProblem.create(2, 4, 8, (8, 6, 6), 3, 1, dtype="float16")
-FACTS = DeviceFacts("NVIDIA H100", "9.0", 92800, 13000)
 
 
 def sliced_table() -> KernelTable:
@@ -144,47 +139,10 @@ def test_a_row_repeated_with_its_slab_is_refused() -> None:
 
 
 # -- the benchmark cache -----------------------------------------------------------------------
-def measured(slab: int, time_ms: float = 1.0) -> Measurement:
-    return Measurement(4, 1, time_ms=time_ms, workspace_bytes=16, slab=slab)
-
-
-def test_runs_in_slabs_are_a_set_of_their_own(tmp_path: Path) -> None:
-    with BenchmarkCache(tmp_path / "c.sqlite") as db:
-        db.store(PROBLEM, "forward", 4, FACTS, [measured(0, 2.0)])
-        assert db.candidates(PROBLEM, "forward", 4, FACTS, slab=2) is None  # another set
-        db.store(PROBLEM, "forward", 4, FACTS, [measured(2, 1.0)], slab=2)
-        assert db.candidates(PROBLEM, "forward", 4, FACTS) == [Candidate(4, 1, 2.0, 16)]
-        assert db.candidates(PROBLEM, "forward", 4, FACTS, slab=2) == [
-            Candidate(4, 1, 1.0, 16, slab=2)
-        ]
-        assert db.stats().sets == 2
-    with BenchmarkCache(tmp_path / "c.sqlite") as db:  # read back from the file
-        found = db.lookup(PROBLEM, "forward", 4, FACTS, slab=2)
-        assert found is not None and [m.slab for m in found] == [2]
-
-
-def test_whole_runs_keep_their_keys() -> None:
-    key = measurement_key(PROBLEM, "forward", 4, FACTS, "fast/v2/legacy")
-    assert key == measurement_key(PROBLEM, "forward", 4, FACTS, "fast/v2/legacy", slab=0)
-    assert key[-1] == "fast/v2/legacy"
-    sliced = measurement_key(PROBLEM, "forward", 4, FACTS, "fast/v2/legacy", slab=8)
-    assert sliced[:-1] == key[:-1] and sliced[-1] == "fast/v2/legacy/slab=8"
-
-
-def test_a_callers_source_never_carries_a_slab(tmp_path: Path) -> None:
-    for source in ("fast/v2/slab=8", "graph/slab=8", "fast/x/axis=batch"):
-        with pytest.raises(ValueError, match="without /axis= or /slab="):
-            measurement_key(PROBLEM, "forward", 4, FACTS, source)
-    with (
-        BenchmarkCache(tmp_path / "c.sqlite") as db,
-        pytest.raises(ValueError, match="in slabs of 2 planes"),
-    ):
-        db.store(PROBLEM, "forward", 4, FACTS, [measured(0)], slab=2)
-
-
-def test_a_timed_measurement_keeps_the_candidates_slab() -> None:
-    candidate = Candidate(4, 1, 1.0, 16, slab=2)
-    assert Measurement.timed(candidate, [1.0, 1.2]).candidate == candidate
+def test_the_cache_refuses_a_candidate_in_slabs() -> None:
+    # The cache holds whole runs: a kernel cut into slabs is measured as its distinct slabs.
+    with pytest.raises(ValueError, match="algo 1 runs in slabs of 2 planes: the cache holds"):
+        Measurement.timed(Candidate(4, 1, 1.0, 16, slab=2), [1.0, 1.2])
 
 
 # -- plans -------------------------------------------------------------------------------------

@@ -1,6 +1,6 @@
 """The slab policy (which extents are tried), the MODEL's prices of runs cut into slabs, and
-the plans made of them: WR's optimum against brute force on small volumes, and on the large
-3D layers a spatial split chosen only where it is faster within the limit."""
+the plans made of them: WR's and WD's optima against brute force on small volumes, and on the
+large 3D layers a spatial split chosen only where it is faster within the limit."""
 
 from __future__ import annotations
 
@@ -9,12 +9,13 @@ import math
 import numpy as np
 import pytest
 
-from tests.planner_oracles import KERNELS, all_schedules
+from tests.planner_oracles import KERNELS, all_schedules, best_wd
 from ucudnn.core import slabs
+from ucudnn.core.arena import CUDNN_ALIGNMENT
 from ucudnn.core.problem import ConvProblem
 from ucudnn.planner.config import Config, parse_slab_policy, slab_policy
 from ucudnn.planner.networks import load_network, network_names
-from ucudnn.planner.plan import Plan, make_plan_wr
+from ucudnn.planner.plan import Plan, make_plan_wd, make_plan_wr
 from ucudnn.planner.policies import slab_extents
 from ucudnn.planner.synthetic import model_candidates, model_table, model_tables
 from ucudnn.planner.tables import Candidate, TimingTables
@@ -158,6 +159,23 @@ def test_wr_finds_the_fastest_schedule_with_slabs_at_every_limit(batch: int, ker
         assert chosen.workspace_bytes <= limit
         sliced += any(p.slab for p in chosen.parts)
     assert sliced, "some limit is best met in slabs"
+
+
+def test_wd_finds_the_fastest_network_plan_with_slabs_at_every_budget() -> None:
+    """The three kernels of one volume share a budget: WD's plan takes the least total time of
+    any choice of one schedule per kernel (slabs or not) whose aligned workspaces fit."""
+    tables = model_tables([("conv", VOLUME.with_batch(1), KERNELS)], "powerOfTwo", "powerOfTwo")
+    sets = {kernel_id: all_schedules(table, "powerOfTwo") for kernel_id, table in tables.items()}
+    unit = CUDNN_ALIGNMENT
+    sizes = sorted({-(-s.workspace_bytes // unit) * unit for ss in sets.values() for s in ss})
+    sliced = 0
+    for budget in [sizes[0] * 3, *(3 * size for size in sizes[1::4])]:
+        best = best_wd(sets, budget, unit)
+        plan = make_plan_wd(tables, budget, "powerOfTwo")
+        assert best is not None and plan.time_ms == pytest.approx(best, rel=1e-9), budget
+        assert plan.workspace_bytes <= budget
+        sliced += sliced_kernels(plan)
+    assert sliced, "some budget is best spent on slabs"
 
 
 def large(layout: str, policy: str) -> TimingTables:

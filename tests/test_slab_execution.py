@@ -308,3 +308,44 @@ def test_the_numpy_functions_take_a_slab_policy(layout) -> None:
         expected = ref.KERNELS[kernel](problem, *(logical[t] for t in ROLES[kernel][:2]))
         result = np.moveaxis(result, -1, 1) if layout[-1] == "C" else result  # w's layout too
         assert normalised_l2(result, expected) <= tolerance(problem, same_algorithm=False), kernel
+
+
+@pytest.mark.simulator
+def test_backward_filter_slabs_are_measured_adding_into_dw(tmp_path) -> None:
+    """Backward filter's slabs add into dW with beta 1, so they are measured so: a
+    configuration whose beta-1 plan cannot build (the simulator's that set its workspace knob
+    to 1) runs the whole volume, but is never a candidate cut into slabs."""
+    from ucudnn.runtime.handle import Handle
+    from ucudnn.runtime.work import Work
+    from ucudnn.testing.simulator.engines import WORKSPACE_KNOB
+
+    problem = ConvProblem.create(1, 4, 8, (9, 6, 5), 3, (0, 1, 1), dtype="float16")
+    work = [Work("conv", problem, "backward_filter")]
+    with Handle(workspace_limit="64MiB", engines=True,
+                database=tmp_path / "cache.sqlite") as handle:  # fmt: skip
+        table = handle.benchmarker.tables(work, handle.policy, slab_policy="powerOfTwo")[
+            ("conv", "backward_filter")
+        ]
+    blends_not = f"_k{WORKSPACE_KNOB}=1"
+    assert any(blends_not in c.engine for c in table if not c.slab)
+    sliced = [c for c in table if c.slab and c.engine]
+    assert sliced and not any(blends_not in c.engine for c in sliced)
+
+
+def test_a_staged_border_slab_beyond_the_benchmark_cap_is_no_candidate(tmp_path) -> None:
+    """A border slab's staged x larger than the benchmark's workspace cap leaves no legacy
+    algorithm to run it: no slab candidate, and the whole volume's candidates as before."""
+    from ucudnn.runtime.benchmark import BenchmarkSettings
+    from ucudnn.runtime.handle import Handle
+    from ucudnn.runtime.work import Work
+
+    problem = _volume()
+    cap = 600  # bytes: less than any border slab's staged x
+    settings = BenchmarkSettings(workspace_cap=cap)
+    with Handle(workspace_limit=cap, engines=False, benchmark=settings,
+                database=tmp_path / "cache.sqlite") as handle:  # fmt: skip
+        work = [Work("conv", problem, "forward")]
+        table = handle.benchmarker.tables(work, handle.policy, slab_policy="powerOfTwo")[
+            ("conv", "forward")
+        ]
+    assert [c for c in table if not c.slab] and not [c for c in table if c.slab]

@@ -136,15 +136,23 @@ class KernelSearch:
 
     `deterministic_only`: the plans it serves take deterministic candidates only (a
     deterministic Handle's), so nothing else is a rival, confirmed or, in the fast search,
-    built."""
+    built. `accumulates`: its runs add into their output even undivided, as the slabs of a
+    backward filter add into dW (`ucudnn.core.slabs`), so every size is timed as a split's."""
 
     def __init__(
-        self, rules: Rules, kernel: str, batch: int, deterministic_only: bool = False
+        self,
+        rules: Rules,
+        kernel: str,
+        batch: int,
+        deterministic_only: bool = False,
+        *,
+        accumulates: bool = False,
     ) -> None:
         self.rules = rules
         self.kernel = kernel
         self.batch = batch
         self.deterministic_only = deterministic_only
+        self.accumulates = accumulates
         self.measured: dict[ConfigId, dict[int, float]] = {}  # time by size, per configuration
         # (workspace, per-sample time) of the plannable parts, by size done (fast search)
         self.plannable_parts: dict[int, list[tuple[int, float]]] = {}
@@ -196,6 +204,11 @@ class KernelSearch:
     def at_size(self, micro_batch: int) -> SizeSearch:
         return SizeSearch(self, micro_batch)
 
+    def splits(self, micro_batch: int) -> bool:
+        """Whether a run of `micro_batch` is a part of a split: one of several that add into
+        a backward filter's dW."""
+        return micro_batch < self.batch or self.accumulates
+
     def remember(self, micro_batch: int, done: Iterable[Remembered]) -> None:
         """A size's candidates, measured now or served by the cache, for the sizes below."""
         done = list(done)
@@ -229,7 +242,7 @@ class SizeSearch:
         # A part of a split backward filter adds to dW: it runs the beta-1 plan. The exhaustive
         # search checks it at every size, so that its measurements serve any mini-batch.
         backward_filter = kernel_search.kernel == "backward_filter"
-        self.split = backward_filter and micro_batch < kernel_search.batch
+        self.split = backward_filter and kernel_search.splits(micro_batch)
         self.check_split_everywhere = backward_filter and not self.rules.screen
         self.trials: dict[ConfigId, Trial] = {}
         self.pruned: list[ConfigId] = []

@@ -210,6 +210,8 @@ def find(
     the workspace (Find only times: what that x holds does not matter)."""
     if descs.staging is not None:
         staged = descs.staging.nbytes(micro_batch)
+        if workspace_bytes < staged:
+            return []  # no algorithm runs: its staged x alone does not fit
         x, workspace, workspace_bytes = workspace, workspace + staged, workspace_bytes - staged
     d1, d2, d3 = descs.by_role(kernel, micro_batch)
     p1, p2, p3 = _pointers(kernel, x, w, y)

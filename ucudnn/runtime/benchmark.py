@@ -286,19 +286,24 @@ class Benchmarker:
         buffers: list[SampleBuffers],
     ) -> list[Candidate]:
         """The candidates at `micro_batch` cut into slabs of `extent` planes, each distinct
-        slab measured at its first slab's place in the whole problem's buffers, every
-        candidate timed in full (the exhaustive search: a slab's screen says little of the
-        others')."""
+        slab measured at its first slab's place in the whole problem's buffers (made when a
+        slab is first measured, not served by the cache), every candidate timed in full (the
+        exhaustive search: a slab's screen says little of the others') and, for backward
+        filter, as adding into dW (beta 1)."""
         _, problem, kernel, axis = item
-        if not buffers:
-            buffers.append(self._buffers(problem, axis, sizes))
+
+        def whole_at(first_sample: int) -> dict[str, int]:
+            if not buffers:
+                buffers.append(self._buffers(problem, axis, sizes))
+            return buffers[0].at_sample(first_sample)
+
         measured = []
         for shape in slab_bench.slab_shapes(problem, kernel, extent):
             shape_search = search.KernelSearch(
                 search.Rules.named(EXHAUSTIVE), kernel, micro_batch,
-                self.settings.deterministic_only,
+                self.settings.deterministic_only, accumulates=True,
             )  # fmt: skip
-            view = slab_bench.ShapeBuffers(buffers[0].at_sample, problem, shape)
+            view = slab_bench.ShapeBuffers(whole_at, problem, shape)
             at_shape = self._size(
                 bench, shape_search, shape.problem, BATCH, micro_batch, [micro_batch], excluded,
                 [view],
@@ -339,15 +344,16 @@ class Benchmarker:
             and (problem.key(), kernel, measurement.engine, b) in excluded
         )
 
-    def source(self, kernel: str, split: bool, above: Sequence[int] = ()) -> str:
+    def source(
+        self, kernel: str, split: bool, above: Sequence[int] = (), search_name: str = ""
+    ) -> str:
         """The cache's name for what this benchmarker measures of `kernel` at a size, after
-        the sizes `above`."""
+        the sizes `above`, by the search `search_name` (default: the settings')."""
         settings = self.settings
+        search_name = search_name or settings.search
         # The fast search keeps nothing but deterministic candidates for deterministic plans.
-        deterministic = settings.deterministic_only and settings.search == FAST
-        return measurement_source(
-            settings.search, self.engines_on, kernel, split, above, deterministic
-        )
+        deterministic = settings.deterministic_only and search_name == FAST
+        return measurement_source(search_name, self.engines_on, kernel, split, above, deterministic)
 
     def _size(
         self,
@@ -362,8 +368,10 @@ class Benchmarker:
     ) -> list[Measurement]:
         """One size's measurements: known already, or measured now and stored."""
         kernel = kernel_search.kernel
-        split = micro_batch < axis.extent(problem)
-        source = self.source(kernel, split, kernel_search.above_sizes(micro_batch))
+        above = kernel_search.above_sizes(micro_batch)
+        source = self.source(
+            kernel, kernel_search.splits(micro_batch), above, kernel_search.rules.name
+        )
         measured = self._cached(problem, axis, kernel, micro_batch, source)
         self.counts["cached" if measured is not None else "measured"] += 1
         if measured is not None:

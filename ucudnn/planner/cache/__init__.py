@@ -34,7 +34,7 @@ from ucudnn.planner.cache.records import (
     CacheReport as CacheReport,
     CacheStats as CacheStats,
     Measurement as Measurement,
-    keyed_source,
+    axis_source,
     measurement_key,
 )
 from ucudnn.planner.cache.sql import (
@@ -125,13 +125,11 @@ class BenchmarkCache:
         facts: DeviceFacts,
         source: str = LEGACY,
         axis: Axis = BATCH,
-        slab: int = 0,
     ) -> list[Measurement] | None:
         """Everything recorded for this key, failures included; None if never measured.
         `source`: "legacy", or "graph/<search id>" for graph-API engine configurations;
-        `axis`: what `micro_batch` is a part of; `slab`: the planes per slab of runs of the
-        micro-batch cut into slabs (0: whole runs)."""
-        key = measurement_key(problem, kernel, micro_batch, facts, source, axis, slab)
+        `axis`: what `micro_batch` is a part of."""
+        key = measurement_key(problem, kernel, micro_batch, facts, source, axis)
         try:
             with self._lock:
                 rows = sql.find_set(self._memory, key)
@@ -140,8 +138,8 @@ class BenchmarkCache:
                         rows = self._file.run(lambda conn: sql.find_set(conn, key))
                     except LockTimeout as exc:
                         self._give_up(exc)  # a miss
-            found = None if rows is None else sql.read_measurements(micro_batch, rows, slab)
-            _log_lookup(problem, kernel, micro_batch, keyed_source(source, axis, slab), found)
+            found = None if rows is None else sql.read_measurements(micro_batch, rows)
+            _log_lookup(problem, kernel, micro_batch, axis_source(source, axis), found)
             return found
         except (sqlite3.Error, OSError, ValueError) as exc:
             self._warn(exc, "read")
@@ -155,10 +153,9 @@ class BenchmarkCache:
         facts: DeviceFacts,
         source: str = LEGACY,
         axis: Axis = BATCH,
-        slab: int = 0,
     ) -> list[Candidate] | None:
         """The algorithms that ran (possibly none); None if this key was never measured."""
-        found = self.lookup(problem, kernel, micro_batch, facts, source, axis, slab)
+        found = self.lookup(problem, kernel, micro_batch, facts, source, axis)
         if found is None:
             return None
         return [m.candidate for m in found if m.ok]
@@ -172,16 +169,13 @@ class BenchmarkCache:
         results: Iterable[Measurement],
         source: str = LEGACY,
         axis: Axis = BATCH,
-        slab: int = 0,
     ) -> None:
         """Record the results of benchmarking this key, replacing what was there (of this
         source only)."""
-        key = measurement_key(problem, kernel, micro_batch, facts, source, axis, slab)
+        key = measurement_key(problem, kernel, micro_batch, facts, source, axis)
         results = list(results)
         if any(m.micro_batch != micro_batch for m in results):
             raise ValueError(f"results must all be measured at micro-batch {micro_batch}")
-        if any(m.slab != slab for m in results):
-            raise ValueError(f"results must all be measured in slabs of {slab} planes (0: whole)")
         seen = [(m.algo, m.engine, m.math_type) for m in results]
         if len(set(seen)) != len(seen):
             raise ValueError("results repeat an (algo, engine, math_type)")

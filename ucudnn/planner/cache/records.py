@@ -22,9 +22,9 @@ LEGACY = "legacy"  # the source of legacy algorithms' sets; graph-API searches: 
 
 # What a set's source and a note may be: the source goes into keys and messages, the notes are
 # stored as one comma-separated text.
-# Printable ASCII, no spaces. The key adds /axis=NAME for an axis other than the batch and
-# /slab=E for runs cut into slabs (`keyed_source`); a caller's source never carries them.
-_SOURCE = re.compile(r"legacy|(graph|fast|exhaustive)/(?!([!-~]*/)?(axis|slab)=)[!-~]+")
+# Printable ASCII, no spaces. The key adds /axis=NAME for an axis other than the batch
+# (`axis_source`); a caller's source never carries it.
+_SOURCE = re.compile(r"legacy|(graph|fast|exhaustive)/[!-~]+")
 _NOTE = re.compile(r"[A-Za-z0-9_]+")
 
 
@@ -50,14 +50,12 @@ class Measurement:
     # Whether time_ms is a full timing (True) or a brief screen's (False); None where it was
     # not recorded (before schema 4) or nothing ran.
     confirmed: bool | None = None
-    slab: int = 0  # planes per slab of a run cut into slabs (Candidate.slab); 0: whole
 
     def __post_init__(self) -> None:
         if not self.status:
             raise ValueError("status must be 'ok' or say why the algorithm did not run")
         self._set_integer("micro_batch", minimum=1, maximum=MAX_DIM)
         self._set_integer("algo", minimum=0, maximum=MAX_DIM)
-        self._set_integer("slab", minimum=0, maximum=MAX_DIM)
         if self.engine:
             config = parse_tag(self.engine)
             if config.index != self.algo:
@@ -105,7 +103,14 @@ class Measurement:
         notes: Iterable[str] = (),
         confirmed: bool | None = None,
     ) -> Measurement:
-        """A candidate (its time the median of `times_ms`) with the spread of its runs."""
+        """A candidate (its time the median of `times_ms`) with the spread of its runs.
+        ValueError for a candidate cut into slabs: the cache holds whole runs of a problem
+        (a kernel cut into slabs is measured as its distinct slabs, each a problem of its own)."""
+        if candidate.slab:
+            raise ValueError(
+                f"algo {candidate.name} runs in slabs of {candidate.slab} planes: the cache holds "
+                "whole runs (measure each distinct slab as a problem of its own)"
+            )
         return cls(
             candidate.micro_batch,
             candidate.algo,
@@ -119,7 +124,6 @@ class Measurement:
             engine=candidate.engine,
             notes=tuple(notes),
             confirmed=confirmed,
-            slab=candidate.slab,
         )
 
     @classmethod
@@ -147,7 +151,6 @@ class Measurement:
             self.math_type,
             self.deterministic,
             self.engine,
-            self.slab,
         )
 
 
@@ -172,23 +175,20 @@ def measurement_key(
     facts: DeviceFacts,
     source: str,
     axis: Axis = BATCH,
-    slab: int = 0,
 ) -> tuple[object, ...]:
     """The key of a measurement set, in the order of the key columns of sql.py's tables: the
     problem of the part of size `micro_batch` along `axis` (every field), the kernel, the
     size, every DeviceFacts field and the source, so that another device or software stack
-    misses. The source names an axis other than the batch, and the planes per slab of runs
-    cut into slabs (`keyed_source`), so that rows of whole batch splits keep the keys they
-    had before there were axes and slabs."""
+    misses. The source names an axis other than the batch (`axis_source`), so that rows of
+    batch splits keep the keys they had before there were axes."""
     if micro_batch < 1:
         raise ValueError(f"micro_batch must be >= 1, got {micro_batch}")
-    slab = integer(slab, "slab", minimum=0, maximum=MAX_DIM)
     if not isinstance(source, str):
         raise TypeError(f"source must be text, got {shown(source)}")
     if not _SOURCE.fullmatch(source):
         raise ValueError(
-            "source must be 'legacy' or 'graph/<search id>' (printable ASCII without spaces, "
-            f"without /axis= or /slab=), got {shown(source)}"
+            "source must be 'legacy' or 'graph/<search id>' (printable ASCII without spaces), "
+            f"got {shown(source)}"
         )
     return (
         axis.part(problem, micro_batch).key(),
@@ -198,20 +198,13 @@ def measurement_key(
         facts.compute_capability,
         facts.cudnn_version,
         facts.cuda_version,
-        keyed_source(source, axis, slab),
+        axis_source(source, axis),
     )
 
 
 def axis_source(source: str, axis: Axis) -> str:
     """`source` as the cache keys a split along `axis`: unchanged for the batch."""
     return source if axis is BATCH else f"{source}/axis={axis.name}"
-
-
-def keyed_source(source: str, axis: Axis = BATCH, slab: int = 0) -> str:
-    """`source` as the cache keys runs of a split along `axis` cut into slabs of `slab`
-    planes: `axis_source`'s, then /slab=E for runs cut into slabs."""
-    along = axis_source(source, axis)
-    return f"{along}/slab={slab}" if slab else along
 
 
 @dataclasses.dataclass(frozen=True)

@@ -180,9 +180,8 @@ def find_set(conn: sqlite3.Connection, key: tuple[object, ...]) -> list[Row] | N
     ).fetchall()
 
 
-def read_measurements(micro_batch: int, rows: list[Row], slab: int = 0) -> list[Measurement]:
-    """A set's rows, of runs at `micro_batch` in slabs of `slab` planes (0: whole), as its
-    key says; ValueError if one is not a measurement (a file changed by hand)."""
+def read_measurements(micro_batch: int, rows: list[Row]) -> list[Measurement]:
+    """A set's rows; ValueError if one is not a measurement (a file changed by hand)."""
     try:
         return [
             Measurement(
@@ -199,7 +198,6 @@ def read_measurements(micro_batch: int, rows: list[Row], slab: int = 0) -> list[
                 e,
                 _stored_notes(n),
                 None if c is None else bool(c),
-                slab,
             )
             for a, s, t, lo, hi, r, w, m, d, e, n, c in rows
         ]
