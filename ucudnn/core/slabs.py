@@ -68,14 +68,6 @@ class Slab:
     pre: int
     post: int
 
-    def first(self, kernel: str) -> int:
-        """Its first plane of the tensor the kernel's slabs cut."""
-        return self.x_first if sliced_tensor(kernel) == "x" else self.y_first
-
-    def extent(self, kernel: str) -> int:
-        """Its planes of the tensor the kernel's slabs cut."""
-        return self.x_planes if sliced_tensor(kernel) == "x" else self.y_planes
-
     def describe(self) -> str:
         """Its planes and padding, said for people: "y 8:16 of x 7:17, padded 0+0"."""
         return (
@@ -152,3 +144,14 @@ def slabs(problem: ConvProblem, kernel: str, extent: int) -> list[Slab]:
         slab_at(problem, kernel, first, min(extent, total - first))
         for first in range(0, total, extent)
     ]
+
+
+def distinct(problem: ConvProblem, kernel: str, extent: int) -> list[tuple[Slab, int]]:
+    """The distinct convolutions among `slabs(problem, kernel, extent)`, in order: the first
+    slab of each and how many slabs run it. A slab's convolution is its x planes and its
+    padding (`Slab.problem`), wherever it is: the slabs inside the volume are all one."""
+    found: dict[tuple[int, int, int], tuple[Slab, int]] = {}
+    for slab in slabs(problem, kernel, extent):
+        first, count = found.get((slab.x_planes, slab.pre, slab.post), (slab, 0))
+        found[slab.x_planes, slab.pre, slab.post] = (first, count + 1)
+    return list(found.values())

@@ -47,7 +47,6 @@ MAX_TIME_MS) is left out, as a GPU could not run it either.
 
 from __future__ import annotations
 
-import collections
 import math
 from collections.abc import Iterable
 
@@ -270,15 +269,9 @@ def _slab_columns(
     `problem` cut into slabs of `extent` planes: its slabs' times added up, the most
     workspace one of them needs. Each distinct slab is priced once: a slab's convolution
     depends only on its planes and padding."""
-    shapes: collections.Counter[tuple[int, int, int]] = collections.Counter()
-    first: dict[tuple[int, int, int], slabs.Slab] = {}
-    for slab in slabs.slabs(problem, kernel, extent):
-        shape = (slab.x_planes, slab.pre, slab.post)
-        shapes[shape] += 1
-        first.setdefault(shape, slab)
     counts, priced = [], []  # slabs of each shape, and each slot's rows for one of them
-    for shape, count in shapes.items():
-        part = first[shape].problem(problem)
+    for slab, count in slabs.distinct(problem, kernel, extent):
+        part = slab.problem(problem)
         counts.append(count)
         priced.append(
             {

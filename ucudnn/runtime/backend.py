@@ -55,8 +55,7 @@ class ProblemDescriptors:
         self.problem = problem
         self.axis = axis
         self.staging = Staging.of(problem)
-        legacy = problem if self.staging is None else self.staging.legacy
-        self._legacy = legacy
+        self._legacy = legacy = problem if self.staging is None else self.staging.legacy
         self.w = _cudnn.FilterDescriptor(problem.dtype, problem.filter_layout, problem.w_dims)
         self.conv = _cudnn.ConvolutionDescriptor(
             legacy.padding,
@@ -103,6 +102,20 @@ class ProblemDescriptors:
         named: dict[str, Descriptor] = {"x": x, "w": self.w, "y": y}
         first, second, out = ROLES[check_kernel(kernel)]
         return named[first], named[second], named[out]
+
+
+class DescriptorCache:
+    """Descriptors of problems, each made once per split axis: a Handle's, kept across its
+    plans, or one launch's own (the slabs of its parts)."""
+
+    def __init__(self) -> None:
+        self._made: dict[tuple[str, str], ProblemDescriptors] = {}
+
+    def get(self, problem: ConvProblem, axis: Axis = BATCH) -> ProblemDescriptors:
+        key = (problem.key(), axis.name)
+        if key not in self._made:
+            self._made[key] = ProblemDescriptors(problem, axis)
+        return self._made[key]
 
 
 def candidate_math_type(requested: str, reported: str) -> str:
@@ -279,18 +292,17 @@ def _staged(staging: Staging, kernel: str, micro_batch: int, call: PreparedRun) 
         workspace: int,
         workspace_bytes: int,
     ) -> bool:
-        buffer, rest, rest_bytes = (
-            workspace,
-            workspace + staged_bytes,
-            workspace_bytes - staged_bytes,
-        )
+        buffer = workspace  # the staged x; the algorithm's workspace follows it
         if not writes_x:
-            staging.stage_input(handle, micro_batch, x, buffer)
-        elif beta != 0.0:
-            staging.load_output(handle, micro_batch, x, buffer)
-        call(handle, alpha, beta, buffer, w, y, rest, rest_bytes)
+            staging.zero(handle, micro_batch, buffer)
+        if not writes_x or beta != 0.0:  # dx's planes, for a beta that reads them
+            staging.copy_in(handle, micro_batch, x, buffer)
+        call(
+            handle, alpha, beta, buffer, w, y, workspace + staged_bytes,
+            workspace_bytes - staged_bytes,
+        )  # fmt: skip
         if writes_x:
-            staging.store_output(handle, micro_batch, x, buffer)
+            staging.copy_out(handle, micro_batch, x, buffer)
         return False
 
     return staged

@@ -5,11 +5,10 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import NamedTuple
 
 from ucudnn._native import _cudnn
-from ucudnn.core.problem import ConvProblem
 from ucudnn.errors import CudnnError, UcudnnError
 from ucudnn.planner.tables import Candidate
 from ucudnn.runtime import backend
@@ -18,10 +17,6 @@ from ucudnn.runtime.families import family_of
 from ucudnn.runtime.steps import Step, schedule_steps
 
 logger = logging.getLogger(__name__)
-
-
-# The descriptors of a problem (a slab's), made once by whoever keeps them.
-DescriptorsOf = Callable[[ConvProblem], backend.ProblemDescriptors]
 
 
 class _Call(NamedTuple):
@@ -48,12 +43,12 @@ class Launch:
         parts: Sequence[Candidate],
         workspace_bytes: int,
         engine_runs: EngineRuns | None = None,
-        descriptors_of: DescriptorsOf | None = None,
+        descriptors: backend.DescriptorCache | None = None,
     ) -> None:
         """`engine_runs` keeps what the parts build to run (a Handle's, shared by its
-        launches); without it the launch keeps its own. `descriptors_of` gives the descriptors
-        of the slabs' problems (a Handle's, kept across plans); without it the launch makes
-        its own."""
+        launches); without it the launch keeps its own. `descriptors` keeps the descriptors of
+        the slabs' problems (a Handle's, kept across plans); without it the launch keeps its
+        own."""
         self.descs, self.kernel, self.workspace_bytes = descs, kernel, workspace_bytes
         steps = schedule_steps(descs.problem, kernel, parts, axis=descs.axis)
         for step in steps:
@@ -63,10 +58,14 @@ class Launch:
                     f"{step.workspace_bytes} bytes of workspace but {workspace_bytes} were given"
                 )
         self._engine_runs = engine_runs if engine_runs is not None else EngineRuns()
-        descriptors_of = descriptors_of or _own_descriptors(descs)
+        descriptors = descriptors or backend.DescriptorCache()
         self._calls = []
         for index, step in enumerate(steps):
-            step_descs = descs if step.slab is None else descriptors_of(step.problem(descs.problem))
+            step_descs = (
+                descs
+                if step.slab is None
+                else descriptors.get(step.problem(descs.problem), descs.axis)
+            )
             run = family_of(step).prepared_run(step_descs, kernel, step, self._engine_runs)
             accumulates = kernel == "backward_filter" and index > 0
             self._calls.append(_Call(step, step_descs, run, accumulates))
@@ -150,19 +149,6 @@ class Launch:
                 )
                 raise
         return fell_back
-
-
-def _own_descriptors(descs: backend.ProblemDescriptors) -> DescriptorsOf:
-    """Descriptors of slab problems made once per launch, split along `descs`' axis."""
-    made: dict[str, backend.ProblemDescriptors] = {}
-
-    def descriptors_of(problem: ConvProblem) -> backend.ProblemDescriptors:
-        key = problem.key()
-        if key not in made:
-            made[key] = backend.ProblemDescriptors(problem, descs.axis)
-        return made[key]
-
-    return descriptors_of
 
 
 def execute(

@@ -42,14 +42,11 @@ class Launches:
         self.cudnn = cudnn
         self.engine_runs = engine_runs  # what the parts built, kept across plans
         self.ready: dict[CallKey, Ready] = {}
-        self._descriptors: dict[tuple[str, str], backend.ProblemDescriptors] = {}
+        self._descriptors = backend.DescriptorCache()
         self._replaced_warned = False
 
     def descriptors(self, problem: ConvProblem, axis: Axis) -> backend.ProblemDescriptors:
-        key = (problem.key(), axis.name)
-        if key not in self._descriptors:
-            self._descriptors[key] = backend.ProblemDescriptors(problem, axis)
-        return self._descriptors[key]
+        return self._descriptors.get(problem, axis)
 
     def compile(self, key: CallKey, slot: Slot, kernel_plan: KernelPlan) -> Ready:
         """`slot`'s schedule compiled for the calls that come with `key`."""
@@ -73,11 +70,10 @@ class Launches:
         self.ready.clear()
 
     def _launch(self, slot: Slot, kernel_plan: KernelPlan) -> executor.Launch:
-        axis = kernel_plan.axis
         return executor.Launch(
-            self.descriptors(slot.problem, axis), slot.kernel, kernel_plan.schedule.parts,
-            kernel_plan.workspace_bytes, self.engine_runs,
-            lambda problem: self.descriptors(problem, axis),
+            self.descriptors(slot.problem, kernel_plan.axis), slot.kernel,
+            kernel_plan.schedule.parts, kernel_plan.workspace_bytes, self.engine_runs,
+            self._descriptors,
         )  # fmt: skip
 
     def _warn_replaced(self, replaced: list[str]) -> None:

@@ -24,20 +24,17 @@ class SlabShape:
     """One distinct convolution among a kernel's slabs: its problem (of the whole batch), how
     many slabs run it, and the first of them (where it is timed)."""
 
-    def __init__(self, whole: ConvProblem, slab: slabs.Slab) -> None:
+    def __init__(self, whole: ConvProblem, slab: slabs.Slab, count: int) -> None:
         self.problem = slab.problem(whole)
         self.slab = slab
-        self.count = 0
+        self.count = count
 
 
 def slab_shapes(problem: ConvProblem, kernel: str, extent: int) -> list[SlabShape]:
     """The distinct convolutions of `kernel` of `problem` cut into slabs of `extent` planes."""
-    shapes: dict[str, SlabShape] = {}
-    for slab in slabs.slabs(problem, kernel, extent):
-        shape = SlabShape(problem, slab)
-        shape = shapes.setdefault(shape.problem.key(), shape)
-        shape.count += 1
-    return list(shapes.values())
+    return [
+        SlabShape(problem, slab, count) for slab, count in slabs.distinct(problem, kernel, extent)
+    ]
 
 
 class ShapeBuffers:

@@ -40,41 +40,41 @@ class Staging:
             )
         )
         self.middle_bytes = middle * problem.itemsize  # where x's planes start in the buffer
-        self._views: dict[int, tuple[_cudnn.TensorDescriptor, _cudnn.TensorDescriptor]] = {}
+        # By micro-batch: x's planes as the caller's tensor holds them and as the staged buffer
+        # does, and the buffer's bytes; worked out once, as the calls are on the hot path.
+        self._at: dict[int, tuple[_cudnn.TensorDescriptor, _cudnn.TensorDescriptor, int]] = {}
 
     @classmethod
     def of(cls, problem: ConvProblem) -> Staging | None:
         """The staging of `problem`; None when it pads every axis alike (it needs none)."""
         return None if problem.symmetric else cls(problem)
 
+    def _of(self, micro_batch: int) -> tuple[_cudnn.TensorDescriptor, _cudnn.TensorDescriptor, int]:
+        if micro_batch not in self._at:
+            part = self.problem.with_batch(micro_batch)
+            staged = self.legacy.with_batch(micro_batch)  # packed: its strides fit any batch
+            self._at[micro_batch] = (
+                _cudnn.TensorDescriptor(part.dtype, part.x_dims, part.x_strides),
+                _cudnn.TensorDescriptor(part.dtype, part.x_dims, staged.x_strides),
+                align_up(staged.nbytes("x"), CUDNN_ALIGNMENT),
+            )
+        return self._at[micro_batch]
+
     def nbytes(self, micro_batch: int) -> int:
         """Workspace the staged x of `micro_batch` samples takes (a multiple of 256 bytes, so
         the algorithm's workspace after it stays aligned)."""
-        return align_up(self.legacy.with_batch(micro_batch).nbytes("x"), CUDNN_ALIGNMENT)
+        return self._of(micro_batch)[2]
 
-    def views(self, micro_batch: int) -> tuple[_cudnn.TensorDescriptor, _cudnn.TensorDescriptor]:
-        """x's planes as the caller's tensor holds them, and as the staged buffer does."""
-        if micro_batch not in self._views:
-            part = self.problem.with_batch(micro_batch)
-            staged = self.legacy.x_strides  # packed: the same for every micro-batch
-            self._views[micro_batch] = (
-                _cudnn.TensorDescriptor(part.dtype, part.x_dims, part.x_strides),
-                _cudnn.TensorDescriptor(part.dtype, part.x_dims, staged),
-            )
-        return self._views[micro_batch]
-
-    def stage_input(self, handle: _cudnn.Handle, micro_batch: int, x: int, buffer: int) -> None:
-        """Zero the staged buffer and copy x's planes into its middle."""
+    def zero(self, handle: _cudnn.Handle, micro_batch: int, buffer: int) -> None:
+        """Zero the staged buffer: its zero planes, for an x copied in after."""
         _cuda.memset(buffer, 0, self.nbytes(micro_batch), handle.stream)
-        caller, staged = self.views(micro_batch)
+
+    def copy_in(self, handle: _cudnn.Handle, micro_batch: int, x: int, buffer: int) -> None:
+        """Copy x's (or dx's) planes into the middle of the staged buffer."""
+        caller, staged, _ = self._of(micro_batch)
         _cudnn.add_tensor(handle, 1.0, caller, x, 0.0, staged, buffer + self.middle_bytes)
 
-    def load_output(self, handle: _cudnn.Handle, micro_batch: int, dx: int, buffer: int) -> None:
-        """Copy dx's planes into the middle of the staged buffer (for a beta that reads them)."""
-        caller, staged = self.views(micro_batch)
-        _cudnn.add_tensor(handle, 1.0, caller, dx, 0.0, staged, buffer + self.middle_bytes)
-
-    def store_output(self, handle: _cudnn.Handle, micro_batch: int, dx: int, buffer: int) -> None:
+    def copy_out(self, handle: _cudnn.Handle, micro_batch: int, dx: int, buffer: int) -> None:
         """Copy the middle of the staged buffer back to dx's planes."""
-        caller, staged = self.views(micro_batch)
+        caller, staged, _ = self._of(micro_batch)
         _cudnn.add_tensor(handle, 1.0, staged, buffer + self.middle_bytes, 0.0, caller, dx)
